@@ -1,0 +1,37 @@
+"""rota: background jobs with fair, deterministic dispatch between Queues.
+
+The public API is exactly what `__all__` lists.
+"""
+
+from __future__ import annotations
+
+from rota.app import App
+from rota.core.clock import Clock, SystemClock, VirtualClock
+from rota.core.groups import WorkerGroupOptions
+from rota.core.jobs import JobRecord, JobState
+from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.retry import RetryPolicy
+from rota.definition import ConfiguredJob, JobDefinition
+from rota.store import Store, StoreConfigError, StoreError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "App",
+    "Clock",
+    "ConfiguredJob",
+    "DispatchPolicy",
+    "JobDefinition",
+    "JobRecord",
+    "JobState",
+    "RetryPolicy",
+    "Store",
+    "StoreConfigError",
+    "StoreError",
+    "Strict",
+    "SystemClock",
+    "VirtualClock",
+    "Weighted",
+    "WorkerGroupOptions",
+    "__version__",
+]

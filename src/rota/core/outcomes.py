@@ -1,0 +1,59 @@
+"""Outcomes: what became of one attempt at a job, decided without I/O.
+
+The worker runs a handler, then asks this module what to record; the store records it.
+Pure: takes `now` as an argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from rota.core.retry import DeadLetter, RetryPolicy
+
+MAX_ERROR_LENGTH = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Succeeded:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class RetryAt:
+    due_at: datetime
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLettered:
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Quarantined:
+    error: str
+
+
+Outcome = Succeeded | RetryAt | DeadLettered | Quarantined
+
+
+def describe_error(error: BaseException) -> str:
+    """`TypeName: message`, trimmed to a size a store column holds comfortably."""
+    text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return text if len(text) <= MAX_ERROR_LENGTH else text[: MAX_ERROR_LENGTH - 3] + "..."
+
+
+def after_failure(attempt: int, error: str, policy: RetryPolicy, now: datetime) -> Outcome:
+    """Retry with backoff, or dead-letter once `attempt` reaches `policy.max_attempts`."""
+    decision = policy.decide(attempt)
+    if isinstance(decision, DeadLetter):
+        return DeadLettered(error)
+    return RetryAt(now + decision.delay, error)
+
+
+def unknown_job(name: str) -> Quarantined:
+    return Quarantined(
+        f"UnknownJob: no handler is registered for job name {name!r}; register it with "
+        "@app.job(...) in the App that runs this Queue, then requeue the job"
+    )

@@ -1,0 +1,66 @@
+"""Stores: the contract (`Store`) and `open_store(url)`, which picks the adapter by scheme.
+
+Schemes: `memory://`, `sqlite:///path.db` (the embedded default), `postgresql://...`.
+Adapters are imported lazily so that, say, psycopg is needed only for PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+from rota.store.base import SchemaTooNew, Store, StoreConfigError, StoreError
+
+EXPECTED_FORMS = (
+    "expected memory://, sqlite:///relative/path.db, sqlite:////absolute/path.db or "
+    "postgresql://user:password@host:5432/database"
+)
+
+
+def mask_url(url: str) -> str:
+    """`url` with its password replaced by ***, for messages and logs."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)
+    userinfo = netloc[0].split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{userinfo}:***@{netloc[1]}"))
+
+
+def open_store(url: str) -> Store:
+    """Open the store that `url` names.
+
+    Raises:
+        StoreConfigError: if the URL is malformed or names an unknown scheme; the message
+            names the URL (password masked) and the expected forms.
+    """
+    if not isinstance(url, str):
+        raise TypeError(f"a store URL must be a str; got {url!r}. {EXPECTED_FORMS}")
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme == "memory":
+        if url.rstrip("/") != "memory:":
+            raise StoreConfigError(f"store URL {mask_url(url)!r}: memory:// takes no path")
+        from rota.store.memory import MemoryStore
+
+        return MemoryStore()
+    if scheme == "sqlite":
+        from rota.store.sqlite import SQLiteStore
+
+        return SQLiteStore.from_url(url)
+    if scheme in {"postgresql", "postgres"}:
+        from rota.store.postgres import PostgresStore
+
+        return PostgresStore.from_url(url)
+    raise StoreConfigError(f"store URL {mask_url(url)!r} is not one rota knows; {EXPECTED_FORMS}")
+
+
+__all__ = [
+    "SchemaTooNew",
+    "Store",
+    "StoreConfigError",
+    "StoreError",
+    "mask_url",
+    "open_store",
+]

@@ -1,0 +1,126 @@
+"""The storage contract: one Protocol every store implements, and the errors it raises.
+
+Rules every store follows (the contract suite in tests/store/ checks each one):
+- Time is an input. Every call that depends on time takes `now`; no store reads a clock.
+- `claim(queues, limit, ...)` leases up to `limit` due jobs (`due_at <= now`, state
+  scheduled), taking the first Queue's due jobs first, then the next Queue's (Strict
+  order); within a Queue, due-time order, ties in enqueue order (ascending id). Each claimed
+  job becomes leased to `owner` until `lease_expires_at`, its `attempt` one higher. No job
+  is ever leased to two claimers at once.
+- Every outcome (`complete`, `retry`, `dead_letter`, `quarantine`, `release`) is fenced by
+  the `Lease` (job id, owner, attempt): it applies only while the job is still leased under
+  exactly that lease, and otherwise changes nothing and reports so. An expired but not yet
+  swept lease still accepts its owner's outcome (the work did finish).
+- `heartbeat` renews only live leases (unexpired at `now`) of the given owner and attempt.
+- `expire_lease` applies only if the lease is still held and expired at `now`, so two
+  sweepers racing on one job apply it exactly once.
+- `release` hands an unfinished job back: scheduled again at its old due time, and the
+  attempt it was claimed for does not count (attempt - 1).
+- Bad input never half-writes: `enqueue` stores all of its jobs or none.
+
+Imports only the pure core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from rota.core.jobs import JobRecord, JobState, Lease, NewJob
+
+
+class StoreError(RuntimeError):
+    """A store could not do what was asked (connection lost, database locked, ...)."""
+
+
+class StoreConfigError(ValueError):
+    """A store URL or configuration is malformed; the message names the expected form."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was migrated by a newer rota than this one."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where jobs live. Methods are synchronous and safe to call from several threads."""
+
+    @property
+    def url(self) -> str:
+        """The store's URL with any password masked, for messages."""
+        ...
+
+    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        """Store `jobs` atomically (all or none); return their ids in the same order."""
+        ...
+
+    def claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        *,
+        now: datetime,
+        owner: str,
+        lease_expires_at: datetime,
+    ) -> list[JobRecord]:
+        """Lease up to `limit` due jobs from `queues`, first Queue first (see module doc)."""
+        ...
+
+    def complete(self, leases: Sequence[Lease], now: datetime) -> int:
+        """Mark the leased jobs succeeded; return how many leases were still held."""
+        ...
+
+    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
+        """Schedule the job again at `due_at`, recording `error` as its last error."""
+        ...
+
+    def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
+        """Give up on the job: dead_lettered, with `error` as its last error."""
+        ...
+
+    def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
+        """Set the job aside without retrying (e.g. its name is unknown)."""
+        ...
+
+    def release(self, leases: Sequence[Lease], now: datetime) -> int:
+        """Hand unfinished jobs back to their Queues at once (graceful shutdown)."""
+        ...
+
+    def heartbeat(
+        self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
+    ) -> set[int]:
+        """Extend the live leases among `leases`; return the ids of those still held."""
+        ...
+
+    def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
+        """Leased jobs whose lease expired at or before `now`, oldest expiry first."""
+        ...
+
+    def expire_lease(
+        self, lease: Lease, now: datetime, due_at: datetime | None, error: str
+    ) -> bool:
+        """End an expired lease: retry at `due_at`, or dead-letter when `due_at` is None."""
+        ...
+
+    def cancel(self, job_id: int, now: datetime) -> bool:
+        """Cancel a scheduled job; False if it is not scheduled (or does not exist)."""
+        ...
+
+    def get_job(self, job_id: int) -> JobRecord | None: ...
+
+    def list_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        limit: int = 100,
+    ) -> list[JobRecord]:
+        """Jobs in id order, optionally filtered by Queue and state."""
+        ...
+
+    def count_jobs(self) -> dict[tuple[str, JobState], int]:
+        """How many jobs each (Queue, state) pair holds; pairs with none are left out."""
+        ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,235 @@
+"""The `memory://` store: the whole contract in one process's memory.
+
+Not durable. For tests, `run_until_idle()` and the simulator. It applies the core's state
+table (`rota.core.jobs.transition`) directly. Thread-safe through one lock.
+
+Imports only the core and the store contract.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from rota.core.jobs import (
+    JobEvent,
+    JobRecord,
+    JobState,
+    Lease,
+    NewJob,
+    decode_arguments,
+    transition,
+)
+
+
+class MemoryStore:
+    """A real, non-durable implementation of the `Store` contract."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: dict[int, JobRecord] = {}
+        # Per Queue, a heap of (due_at, id) for scheduled jobs; stale entries are skipped.
+        self._due: defaultdict[str, list[tuple[datetime, int]]] = defaultdict(list)
+        self._next_id = 1
+
+    @property
+    def url(self) -> str:
+        return "memory://"
+
+    def __repr__(self) -> str:
+        return "MemoryStore()"
+
+    # -- writes -------------------------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        decoded = [decode_arguments(job.args_json, job.kwargs_json) for job in jobs]
+        with self._lock:
+            ids: list[int] = []
+            for job, (args, kwargs) in zip(jobs, decoded, strict=True):
+                job_id = self._next_id
+                self._next_id += 1
+                self._jobs[job_id] = JobRecord(
+                    id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
+                    attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
+                )
+                heapq.heappush(self._due[job.queue], (job.due_at, job_id))
+                ids.append(job_id)
+            return ids
+
+    def claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        *,
+        now: datetime,
+        owner: str,
+        lease_expires_at: datetime,
+    ) -> list[JobRecord]:
+        claimed: list[JobRecord] = []
+        with self._lock:
+            for queue in queues:
+                heap = self._due.get(queue)
+                while heap and len(claimed) < limit and heap[0][0] <= now:
+                    due_at, job_id = heapq.heappop(heap)
+                    job = self._jobs[job_id]
+                    if job.state is not JobState.SCHEDULED or job.due_at != due_at:
+                        continue  # stale entry: the job moved on since it was pushed
+                    leased = replace(
+                        job, state=transition(job.state, JobEvent.CLAIM),
+                        attempt=job.attempt + 1, lease_owner=owner,
+                        lease_expires_at=lease_expires_at,
+                    )
+                    self._jobs[job_id] = leased
+                    claimed.append(leased)
+        return claimed
+
+    def _held(self, lease: Lease) -> JobRecord | None:
+        job = self._jobs.get(lease.job_id)
+        if (
+            job is None
+            or job.state is not JobState.LEASED
+            or job.lease_owner != lease.owner
+            or job.attempt != lease.attempt
+        ):
+            return None
+        return job
+
+    def _end_lease(
+        self, job: JobRecord, event: JobEvent, *, due_at: datetime | None = None,
+        error: str | None = None, attempt: int | None = None,
+    ) -> None:
+        state = transition(job.state, event)
+        updated = replace(
+            job, state=state, lease_owner=None, lease_expires_at=None,
+            due_at=due_at if due_at is not None else job.due_at,
+            last_error=error if error is not None else job.last_error,
+            attempt=attempt if attempt is not None else job.attempt,
+        )
+        self._jobs[job.id] = updated
+        if state is JobState.SCHEDULED:
+            heapq.heappush(self._due[job.queue], (updated.due_at, job.id))
+
+    def complete(self, leases: Sequence[Lease], now: datetime) -> int:
+        done = 0
+        with self._lock:
+            for lease in leases:
+                job = self._held(lease)
+                if job is not None:
+                    self._end_lease(job, JobEvent.COMPLETE)
+                    done += 1
+        return done
+
+    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None:
+                return False
+            self._end_lease(job, JobEvent.RETRY, due_at=due_at, error=error)
+            return True
+
+    def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None:
+                return False
+            self._end_lease(job, JobEvent.DEAD_LETTER, error=error)
+            return True
+
+    def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None:
+                return False
+            self._end_lease(job, JobEvent.QUARANTINE, error=error)
+            return True
+
+    def release(self, leases: Sequence[Lease], now: datetime) -> int:
+        released = 0
+        with self._lock:
+            for lease in leases:
+                job = self._held(lease)
+                if job is not None:
+                    self._end_lease(job, JobEvent.RELEASE, attempt=job.attempt - 1)
+                    released += 1
+        return released
+
+    def heartbeat(
+        self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
+    ) -> set[int]:
+        renewed: set[int] = set()
+        with self._lock:
+            for lease in leases:
+                job = self._held(lease)
+                if job is None or job.lease_expires_at is None or job.lease_expires_at <= now:
+                    continue
+                self._jobs[job.id] = replace(job, lease_expires_at=lease_expires_at)
+                renewed.add(job.id)
+        return renewed
+
+    def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
+        with self._lock:
+            expired = [
+                job for job in self._jobs.values()
+                if job.state is JobState.LEASED
+                and job.lease_expires_at is not None
+                and job.lease_expires_at <= now
+            ]
+        expired.sort(key=lambda job: (job.lease_expires_at, job.id))
+        return expired[:limit]
+
+    def expire_lease(
+        self, lease: Lease, now: datetime, due_at: datetime | None, error: str
+    ) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None or job.lease_expires_at is None or job.lease_expires_at > now:
+                return False
+            if due_at is None:
+                self._end_lease(job, JobEvent.DEAD_LETTER, error=error)
+            else:
+                self._end_lease(job, JobEvent.RETRY, due_at=due_at, error=error)
+            return True
+
+    def cancel(self, job_id: int, now: datetime) -> bool:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.state is not JobState.SCHEDULED:
+                return False
+            self._jobs[job_id] = replace(job, state=transition(job.state, JobEvent.CANCEL))
+            return True
+
+    # -- reads --------------------------------------------------------------------------
+
+    def get_job(self, job_id: int) -> JobRecord | None:
+        with self._lock:
+            return self._jobs.get(job_id)
+
+    def list_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        limit: int = 100,
+    ) -> list[JobRecord]:
+        with self._lock:
+            found: list[JobRecord] = []
+            for job in self._jobs.values():  # dicts keep insertion (= id) order
+                if (queue is None or job.queue == queue) and (state is None or job.state is state):
+                    found.append(job)
+                    if len(found) >= limit:
+                        break
+            return found
+
+    def count_jobs(self) -> dict[tuple[str, JobState], int]:
+        counts: defaultdict[tuple[str, JobState], int] = defaultdict(int)
+        with self._lock:
+            for job in self._jobs.values():
+                counts[(job.queue, job.state)] += 1
+        return dict(counts)
+
+    def close(self) -> None:
+        pass

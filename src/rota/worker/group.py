@@ -1,0 +1,149 @@
+"""One Worker Group's claiming and outcome recording, shared by every way of running it.
+
+`GroupRunner` turns the pure core's pass plan into store claims, and a handler's outcome
+into the one store call that records it. The inline drive (`App.run_until_idle`) and the
+real-time runtime both use it, so the two cannot drift apart.
+
+Imports the core and the store contract; no asyncio.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from rota.core.dispatch import Dispatcher, PassPlan
+from rota.core.groups import WorkerGroupOptions
+from rota.core.jobs import JobRecord
+from rota.core.outcomes import (
+    DeadLettered,
+    Outcome,
+    Quarantined,
+    RetryAt,
+    Succeeded,
+    after_failure,
+    describe_error,
+)
+from rota.core.retry import RetryPolicy
+from rota.store.base import Store, StoreError
+
+logger = logging.getLogger("rota")
+
+
+@dataclass(frozen=True, slots=True)
+class Handler:
+    """What the runtime needs to know of a registered job."""
+
+    name: str
+    func: Callable[..., object]
+    retry: RetryPolicy | None
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.func)
+
+
+def new_owner_id(group: str) -> str:
+    """A lease owner id unique to this process and group: group@host:pid:token."""
+    return f"{group}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+class GroupRunner:
+    """A started Worker Group: its options, its dispatch state and its lease owner id."""
+
+    def __init__(self, options: WorkerGroupOptions) -> None:
+        self.options = options
+        self.dispatcher = Dispatcher.for_policy(options.policy)  # validates the policy
+        self.owner = new_owner_id(options.name)
+
+    @property
+    def name(self) -> str:
+        return self.options.name
+
+    def claim_pass(
+        self, store: Store, free: int, now: datetime
+    ) -> tuple[PassPlan[JobRecord], list[JobRecord]]:
+        """Claim into `free` slots as the core plans; return the plan and the jobs in slot
+        order. A claim that raises `StoreError` cuts the pass short (logged); what was
+        already claimed is still returned, so no claimed job is lost."""
+        plan: PassPlan[JobRecord] = self.dispatcher.begin_pass(free)
+        lease_expires_at = now + self.options.lease_duration
+        while requests := plan.next_claims():
+            for request in requests:
+                try:
+                    jobs = store.claim(
+                        request.queues, request.limit, now=now, owner=self.owner,
+                        lease_expires_at=lease_expires_at,
+                    )
+                except StoreError as error:
+                    logger.warning(
+                        "group %s: claim from %s failed, pass cut short: %s",
+                        self.name, ",".join(request.queues), error,
+                    )
+                    plan.claim_failed(request)
+                    break
+                plan.claimed(request, jobs)
+        return plan, plan.dispatch_order()
+
+    def retry_policy(self, handler: Handler | None) -> RetryPolicy:
+        if handler is not None and handler.retry is not None:
+            return handler.retry
+        return self.options.retry
+
+    def outcome_of_error(
+        self, job: JobRecord, handler: Handler | None, error: BaseException, now: datetime
+    ) -> Outcome:
+        return after_failure(job.attempt, describe_error(error), self.retry_policy(handler), now)
+
+
+def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime) -> bool:
+    """Write `outcome` for `job`'s lease; False if the lease was lost (outcome fenced)."""
+    lease = job.lease
+    if isinstance(outcome, Succeeded):
+        applied = store.complete([lease], now) == 1
+    elif isinstance(outcome, RetryAt):
+        applied = store.retry(lease, now, outcome.due_at, outcome.error)
+    elif isinstance(outcome, DeadLettered):
+        applied = store.dead_letter(lease, now, outcome.error)
+    else:
+        applied = store.quarantine(lease, now, outcome.error)
+    if applied:
+        logger.debug("job %s (%s) attempt %s: %s", job.id, job.name, job.attempt, outcome)
+    else:
+        logger.warning(
+            "job %s (%s) attempt %s: lease lost before its outcome was recorded; "
+            "the outcome was ignored and the job will run again",
+            job.id, job.name, job.attempt,
+        )
+    if isinstance(outcome, RetryAt | DeadLettered | Quarantined) and applied:
+        logger.warning(
+            "job %s (%s) attempt %s failed: %s -> %s",
+            job.id, job.name, job.attempt, outcome.error, type(outcome).__name__,
+        )
+    return applied
+
+
+def sweep_expired_leases(
+    store: Store, now: datetime, retry_for: Callable[[JobRecord], RetryPolicy], limit: int = 500
+) -> int:
+    """Return expired leases to their Queues (with backoff) or dead-letter them.
+
+    Fenced by the store, so concurrent sweepers apply each expiry exactly once.
+    """
+    expired = store.find_expired_leases(now, limit)
+    applied = 0
+    for job in expired:
+        error = f"LeaseExpired: worker {job.lease_owner} stopped heartbeating"
+        outcome = after_failure(job.attempt, error, retry_for(job), now)
+        due_at = outcome.due_at if isinstance(outcome, RetryAt) else None
+        if store.expire_lease(job.lease, now, due_at, error):
+            applied += 1
+            logger.warning("job %s (%s) attempt %s: lease expired", job.id, job.name, job.attempt)
+    return applied
+

@@ -1,0 +1,83 @@
+"""Shared fixtures: the virtual clock and a store of every kind.
+
+Every store-dependent test takes `store_url` (or `make_app`) and so runs unchanged against
+`memory://`, a real SQLite file and a real PostgreSQL database.
+
+PostgreSQL: `ROTA_TEST_POSTGRES_URL` (default postgresql://postgres@127.0.0.1:5432/test).
+When it is unreachable the PostgreSQL tests skip with the reason, unless
+`ROTA_REQUIRE_POSTGRES=1` (set by .ci/run), where they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+import rota
+
+settings.register_profile("default", deadline=None)
+settings.load_profile("default")
+
+START = datetime(2026, 1, 1, tzinfo=UTC)
+STORE_KINDS = ["memory", "sqlite", "postgres"]
+POSTGRES_URL = os.environ.get(
+    "ROTA_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+
+
+@pytest.fixture
+def clock() -> rota.VirtualClock:
+    return rota.VirtualClock(START)
+
+
+@pytest.fixture(params=STORE_KINDS)
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _require_module(kind: str) -> None:
+    module = {"sqlite": "rota.store.sqlite", "postgres": "rota.store.postgres"}.get(kind)
+    if module is None:
+        return
+    try:
+        __import__(module)
+    except ModuleNotFoundError as error:
+        if error.name == module:
+            pytest.skip(f"the {kind} store is not built yet")
+        raise
+
+
+@pytest.fixture
+def store_url(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A URL naming a fresh, empty store of `store_kind`."""
+    _require_module(store_kind)
+    if store_kind == "memory":
+        yield "memory://"
+    elif store_kind == "sqlite":
+        yield f"sqlite:///{tmp_path / 'rota.db'}"
+    else:
+        from tests.pg import fresh_postgres_url
+
+        yield from fresh_postgres_url(POSTGRES_URL, request.node.name)
+
+
+@pytest.fixture
+def make_app(store_url: str, clock: rota.VirtualClock) -> Iterator[Callable[[], rota.App]]:
+    """Factory of Apps on one fresh store of the parametrised kind, on the virtual clock.
+
+    Each call opens a new App (a new connection) on the same store."""
+    apps: list[rota.App] = []
+
+    def factory() -> rota.App:
+        app = rota.App(store_url, clock=clock)
+        apps.append(app)
+        return app
+
+    yield factory
+    for app in apps:
+        app.close()

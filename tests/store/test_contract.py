@@ -1,0 +1,278 @@
+"""The store contract, run unchanged against every store (see rota/store/base.py).
+
+A store behaviour not covered here is not part of the contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from rota.core.jobs import JobState, Lease, NewJob
+from rota.store import Store, open_store
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+LEASE = timedelta(seconds=60)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+def new(queue: str = "q", due_at: datetime = T0, name: str = "job", args: str = "[]") -> NewJob:
+    return NewJob(name=name, queue=queue, due_at=due_at, args_json=args)
+
+
+def claim(store: Store, queues: list[str], limit: int, *, now: datetime = T0,
+          owner: str = "w1") -> list[int]:
+    jobs = store.claim(queues, limit, now=now, owner=owner, lease_expires_at=now + LEASE)
+    return [job.id for job in jobs]
+
+
+def lease_of(store: Store, job_id: int) -> Lease:
+    job = store.get_job(job_id)
+    assert job is not None
+    return job.lease
+
+
+def test_enqueue_returns_ids_in_order_and_stores_every_field(store: Store) -> None:
+    # Given two jobs with arguments
+    ids = store.enqueue(
+        [
+            NewJob("send", "emails", T0, '["a@x", 1]', '{"subject": "h\\u00e9"}'),
+            NewJob("send", "emails", T0 + timedelta(microseconds=7), "[]", "{}"),
+        ],
+        T0,
+    )
+    # Then the ids ascend and the record round-trips exactly
+    assert len(ids) == 2 and ids[0] < ids[1]
+    job = store.get_job(ids[0])
+    assert job is not None
+    assert (job.name, job.queue, job.state, job.attempt) == ("send", "emails",
+                                                               JobState.SCHEDULED, 0)
+    assert job.args == ("a@x", 1) and job.kwargs == {"subject": "hé"}
+    assert job.due_at == T0 and job.due_at.tzinfo is not None
+    assert job.created_at == T0
+    assert job.last_error is None and job.lease_owner is None
+    second = store.get_job(ids[1])
+    assert second is not None and second.due_at == T0 + timedelta(microseconds=7)
+    assert store.get_job(10**9) is None
+
+
+def test_enqueue_of_nothing_stores_nothing(store: Store) -> None:
+    assert store.enqueue([], T0) == []
+    assert store.count_jobs() == {}
+
+
+def test_claim_takes_due_time_order_with_enqueue_order_ties(store: Store) -> None:
+    late, tie1, early, tie2 = store.enqueue(
+        [new(due_at=T0), new(due_at=T0 - timedelta(seconds=5)),
+         new(due_at=T0 - timedelta(seconds=9)), new(due_at=T0 - timedelta(seconds=5))],
+        T0,
+    )
+    assert claim(store, ["q"], 10) == [early, tie1, tie2, late]
+
+
+def test_multi_queue_claim_follows_the_given_queue_order_not_due_time(store: Store) -> None:
+    # Given an older job on "bulk" and a newer one on "critical"
+    (bulk,) = store.enqueue([new("bulk", T0 - timedelta(hours=1))], T0)
+    (critical,) = store.enqueue([new("critical", T0)], T0)
+    # When a Strict claim asks for critical first
+    # Then critical's job comes first although bulk's is older
+    assert claim(store, ["critical", "bulk"], 10) == [critical, bulk]
+
+
+def test_claim_fills_from_the_next_queue_only_after_the_first_is_drained(store: Store) -> None:
+    a = store.enqueue([new("a") for _ in range(3)], T0)
+    b = store.enqueue([new("b") for _ in range(3)], T0)
+    assert claim(store, ["a", "b"], 4) == [*a, b[0]]
+
+
+def test_claim_takes_only_due_jobs(store: Store) -> None:
+    (due,) = store.enqueue([new(due_at=T0)], T0)
+    (future,) = store.enqueue([new(due_at=T0 + timedelta(seconds=1))], T0)
+    assert claim(store, ["q"], 10) == [due]
+    assert claim(store, ["q"], 10, now=T0 + timedelta(seconds=1)) == [future]
+
+
+def test_claim_honours_limit_and_ignores_other_queues(store: Store) -> None:
+    ids = store.enqueue([new() for _ in range(5)], T0)
+    store.enqueue([new("other")], T0)
+    assert claim(store, ["q"], 2) == ids[:2]
+    assert claim(store, ["q"], 0) == []
+    assert claim(store, ["q"], 10) == ids[2:]
+    assert claim(store, ["q"], 10) == []
+    assert claim(store, ["nothing-here"], 10) == []
+
+
+def test_claim_leases_with_owner_attempt_and_expiry(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], T0)
+    (job,) = store.claim(["q"], 1, now=T0, owner="w1", lease_expires_at=T0 + LEASE)
+    assert job.id == job_id and job.state is JobState.LEASED
+    assert (job.lease_owner, job.attempt, job.lease_expires_at) == ("w1", 1, T0 + LEASE)
+    assert store.get_job(job_id) == job
+    assert job.lease == Lease(job_id, "w1", 1)
+
+
+def test_a_leased_job_is_not_claimed_again(store: Store) -> None:
+    store.enqueue([new()], T0)
+    assert len(claim(store, ["q"], 1, owner="w1")) == 1
+    assert claim(store, ["q"], 1, owner="w2") == []
+
+
+def test_complete_is_fenced_by_owner_and_attempt(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], T0)
+    claim(store, ["q"], 1, owner="w1")
+    # When another owner or a stale attempt reports
+    assert store.complete([Lease(job_id, "w2", 1)], T0) == 0
+    assert store.complete([Lease(job_id, "w1", 2)], T0) == 0
+    job = store.get_job(job_id)
+    assert job is not None and job.state is JobState.LEASED
+    # Then only the true lease completes it, once
+    assert store.complete([Lease(job_id, "w1", 1)], T0) == 1
+    assert store.complete([Lease(job_id, "w1", 1)], T0) == 0
+    job = store.get_job(job_id)
+    assert job is not None and job.state is JobState.SUCCEEDED and job.lease_owner is None
+
+
+def test_complete_takes_many_leases_at_once(store: Store) -> None:
+    ids = store.enqueue([new() for _ in range(5)], T0)
+    claim(store, ["q"], 5)
+    leases = [lease_of(store, i) for i in ids]
+    assert store.complete([*leases, Lease(ids[0], "intruder", 1)], T0) == 5
+    assert store.count_jobs() == {("q", JobState.SUCCEEDED): 5}
+
+
+def test_retry_schedules_again_at_the_due_time_with_the_error(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], T0)
+    claim(store, ["q"], 1)
+    later = T0 + timedelta(seconds=30)
+    assert store.retry(Lease(job_id, "w1", 1), T0, later, "ValueError: boom")
+    job = store.get_job(job_id)
+    assert job is not None
+    assert (job.state, job.due_at, job.last_error, job.attempt) == (
+        JobState.SCHEDULED, later, "ValueError: boom", 1)
+    assert claim(store, ["q"], 1, now=later - timedelta(microseconds=1)) == []
+    assert claim(store, ["q"], 1, now=later, owner="w2") == [job_id]
+    job = store.get_job(job_id)
+    assert job is not None and job.attempt == 2 and job.lease_owner == "w2"
+    # A stale attempt's retry changes nothing
+    assert not store.retry(Lease(job_id, "w1", 1), later, later, "late")
+
+
+def test_dead_letter_and_quarantine_end_the_job_with_the_error(store: Store) -> None:
+    dead, odd = store.enqueue([new(), new()], T0)
+    claim(store, ["q"], 2)
+    assert store.dead_letter(Lease(dead, "w1", 1), T0, "RuntimeError: no")
+    assert store.quarantine(Lease(odd, "w1", 1), T0, "UnknownJob: x")
+    assert not store.dead_letter(Lease(dead, "w1", 1), T0, "again")
+    dead_job, odd_job = store.get_job(dead), store.get_job(odd)
+    assert dead_job is not None and odd_job is not None
+    assert (dead_job.state, dead_job.last_error) == (JobState.DEAD_LETTERED, "RuntimeError: no")
+    assert (odd_job.state, odd_job.last_error) == (JobState.QUARANTINED, "UnknownJob: x")
+    assert claim(store, ["q"], 10) == []
+
+
+def test_release_hands_the_job_back_at_once_without_counting_the_attempt(store: Store) -> None:
+    first, second = store.enqueue([new(), new()], T0)
+    claim(store, ["q"], 2)
+    assert store.release([Lease(first, "w1", 1), Lease(second, "other", 1)], T0) == 1
+    job = store.get_job(first)
+    assert job is not None
+    assert (job.state, job.attempt, job.due_at, job.lease_owner) == (
+        JobState.SCHEDULED, 0, T0, None)
+    assert claim(store, ["q"], 10, owner="w2") == [first]
+    job = store.get_job(first)
+    assert job is not None and job.attempt == 1
+
+
+def test_heartbeat_renews_only_the_owners_live_lease(store: Store) -> None:
+    a, b = store.enqueue([new(), new()], T0)
+    claim(store, ["q"], 2)
+    renewed_until = T0 + 2 * LEASE
+    held = store.heartbeat(
+        [Lease(a, "w1", 1), Lease(b, "intruder", 1), Lease(b, "w1", 9)],
+        T0 + timedelta(seconds=10), renewed_until,
+    )
+    assert held == {a}
+    job_a, job_b = store.get_job(a), store.get_job(b)
+    assert job_a is not None and job_b is not None
+    assert job_a.lease_expires_at == renewed_until
+    assert job_b.lease_expires_at == T0 + LEASE
+    # An expired lease is not renewed, even by its owner
+    assert store.heartbeat([Lease(b, "w1", 1)], T0 + LEASE, T0 + 3 * LEASE) == set()
+
+
+def test_expired_leases_are_found_and_expired_exactly_once(store: Store) -> None:
+    a, b, c = store.enqueue([new(), new(), new()], T0)
+    claim(store, ["q"], 3)
+    store.heartbeat([Lease(c, "w1", 1)], T0, T0 + 10 * LEASE)
+    later = T0 + LEASE
+    assert store.find_expired_leases(T0 + LEASE - timedelta(microseconds=1), 10) == []
+    expired = store.find_expired_leases(later, 10)
+    assert sorted(job.id for job in expired) == [a, b]
+    assert len(store.find_expired_leases(later, 1)) == 1
+    # Two sweepers race on the same lease: exactly one applies
+    retry_at = later + timedelta(seconds=2)
+    assert store.expire_lease(Lease(a, "w1", 1), later, retry_at, "LeaseExpired")
+    assert not store.expire_lease(Lease(a, "w1", 1), later, retry_at, "LeaseExpired")
+    assert store.expire_lease(Lease(b, "w1", 1), later, None, "LeaseExpired")
+    # A live lease is never expired
+    assert not store.expire_lease(Lease(c, "w1", 1), later, retry_at, "LeaseExpired")
+    job_a, job_b = store.get_job(a), store.get_job(b)
+    assert job_a is not None and job_b is not None
+    assert (job_a.state, job_a.due_at, job_a.last_error) == (
+        JobState.SCHEDULED, retry_at, "LeaseExpired")
+    assert job_b.state is JobState.DEAD_LETTERED
+    assert claim(store, ["q"], 10, now=retry_at, owner="w2") == [a]
+    job_a = store.get_job(a)
+    assert job_a is not None and job_a.attempt == 2
+
+
+def test_an_outcome_after_expiry_but_before_the_sweep_is_still_accepted(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], T0)
+    claim(store, ["q"], 1)
+    assert store.complete([Lease(job_id, "w1", 1)], T0 + 2 * LEASE) == 1
+
+
+def test_cancel_only_scheduled_jobs(store: Store) -> None:
+    a, b = store.enqueue([new(), new()], T0)
+    claim(store, ["q"], 1)
+    assert not store.cancel(a, T0)  # leased
+    assert store.cancel(b, T0)
+    assert not store.cancel(b, T0)
+    assert not store.cancel(10**9, T0)
+    job = store.get_job(b)
+    assert job is not None and job.state is JobState.CANCELLED
+    assert claim(store, ["q"], 10) == []
+
+
+def test_list_and_count_jobs(store: Store) -> None:
+    a = store.enqueue([new("a") for _ in range(3)], T0)
+    b = store.enqueue([new("b") for _ in range(2)], T0)
+    claim(store, ["a"], 1)
+    assert [job.id for job in store.list_jobs()] == [*a, *b]
+    assert [job.id for job in store.list_jobs(queue="b")] == b
+    assert [job.id for job in store.list_jobs(state=JobState.LEASED)] == [a[0]]
+    assert [job.id for job in store.list_jobs(queue="a", state=JobState.SCHEDULED, limit=1)] \
+        == [a[1]]
+    assert store.count_jobs() == {
+        ("a", JobState.LEASED): 1,
+        ("a", JobState.SCHEDULED): 2,
+        ("b", JobState.SCHEDULED): 2,
+    }
+
+
+def test_unicode_queue_names_and_arguments_round_trip(store: Store) -> None:
+    (job_id,) = store.enqueue(
+        [NewJob("naïve-job", "файлы", T0, '["日本", {"k": [1, 2.5, null, true]}]', "{}")], T0
+    )
+    assert claim(store, ["файлы"], 1) == [job_id]
+    job = store.get_job(job_id)
+    assert job is not None
+    assert job.name == "naïve-job" and job.args == ("日本", {"k": [1, 2.5, None, True]})
