@@ -1,0 +1,68 @@
+"""What the `rota` subcommands share: errors, and loading an App or a store from text."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+from rota.app import App
+from rota.store import Store, StoreConfigError, StoreError, open_store
+
+
+class CommandError(Exception):
+    """An expected failure: printed as one line, no traceback."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class UsageError(CommandError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=2)
+
+
+def load_app(spec: str) -> App:
+    """Import `module:attribute` and return the App it names.
+
+    Raises:
+        UsageError: if the spec is malformed, the module cannot be imported, or the
+            attribute is not an App.
+    """
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise UsageError(f"APP must be module:attribute (e.g. myproject.tasks:app); got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise UsageError(f"cannot import {module_name!r} for APP {spec!r}: {error}") from None
+    target: object = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise UsageError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    if not isinstance(target, App):
+        raise UsageError(f"{spec!r} is a {type(target).__name__}, not a rota.App")
+    return target
+
+
+def resolve_store(store_url: str | None, app_spec: str | None) -> Store:
+    """The store named by --store, else --app's store, else $ROTA_STORE."""
+    if store_url and app_spec:
+        raise UsageError("give --store or --app, not both")
+    if app_spec:
+        return load_app(app_spec).store
+    url = store_url or os.environ.get("ROTA_STORE")
+    if not url:
+        raise UsageError("no store given: pass --store URL or --app module:attribute, "
+                         "or set ROTA_STORE")
+    try:
+        return open_store(url)
+    except StoreConfigError as error:
+        raise UsageError(str(error)) from None
+    except StoreError as error:
+        raise CommandError(str(error)) from None
