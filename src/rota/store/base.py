@@ -23,7 +23,7 @@ Imports only the pure core.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -124,3 +124,18 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class WakeupSource(Protocol):
+    """A store that can push wake-up hints when jobs are enqueued.
+
+    An optimisation only: polling stays the source of truth, so a lost hint delays work by
+    at most one poll interval and never loses it.
+    """
+
+    def listen(self, on_enqueue: Callable[[str], None]) -> Callable[[], None]:
+        """Call `on_enqueue(queue)` after each transaction that enqueued into `queue`
+        (possibly from another thread, possibly from another process's enqueue).
+        Returns a function that stops listening."""
+        ...
