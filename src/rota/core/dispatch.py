@@ -114,32 +114,40 @@ def _simulate(
 
     Returns the steps in slot order and, per Queue, the number of slots still to claim.
     """
+    count = len(weights)
     scratch = list(credits)
     left = list(held)
-    wanted = [0] * len(weights)
-    taking_part = [
-        not (supply[i] is _Supply.EMPTY and left[i] == 0) for i in range(len(weights))
-    ]
+    wanted = [0] * count
+    is_open = [s is _Supply.OPEN for s in supply]
+    is_empty = [s is _Supply.EMPTY for s in supply]
+    participants = tuple(i for i in range(count) if not (is_empty[i] and left[i] == 0))
+    total = sum(weights[i] for i in participants)
     steps: list[Step] = []
-    while True:
-        participants = tuple(i for i, part in enumerate(taking_part) if part)
-        servable = [
-            i for i in participants
-            if left[i] > 0 or (supply[i] is _Supply.OPEN and room > 0)
-        ]
-        if not servable:
-            return steps, wanted
-        winner = max(servable, key=lambda i: (scratch[i] + weights[i], -i))
-        step = Step(participants, winner)
-        apply_step(weights, scratch, step)
-        steps.append(step)
+    while participants:
+        # The winner: highest credit after this step's increment among the Queues that
+        # can be served; ties to the lower index (strict > while scanning in order).
+        winner = -1
+        best = 0
+        for i in participants:
+            if left[i] > 0 or (room > 0 and is_open[i]):
+                value = scratch[i] + weights[i]
+                if winner < 0 or value > best:
+                    winner, best = i, value
+        if winner < 0:
+            break
+        for i in participants:
+            scratch[i] += weights[i]
+        scratch[winner] -= total
+        steps.append(Step(participants, winner))
         if left[winner] > 0:
             left[winner] -= 1
-            if left[winner] == 0 and supply[winner] is _Supply.EMPTY:
-                taking_part[winner] = False
+            if left[winner] == 0 and is_empty[winner]:
+                participants = tuple(i for i in participants if i != winner)
+                total -= weights[winner]
         else:
             wanted[winner] += 1
             room -= 1
+    return steps, wanted
 
 
 class PassPlan(Generic[T]):
@@ -229,6 +237,10 @@ class _WeightedPass(PassPlan[T]):
         self._stopped = free <= 0
         self._issued = 0
         self._steps: list[Step] | None = None
+        # The last round's simulation, and whether every claim of that round came back
+        # full: then it is already the final slot order (no need to simulate again).
+        self._planned: list[Step] | None = None
+        self._planned_exact = False
         self._served = 0
 
     def _index(self, request: ClaimRequest) -> int:
@@ -241,7 +253,7 @@ class _WeightedPass(PassPlan[T]):
         room = self._free - sum(held)
         if room <= 0:
             return []
-        _, wanted = _simulate(
+        steps, wanted = _simulate(
             self._dispatcher.weights, self._dispatcher.credits, held, self._supply, room
         )
         requests: list[ClaimRequest] = []
@@ -249,6 +261,8 @@ class _WeightedPass(PassPlan[T]):
             if count > 0 and len(requests) < self._budget:
                 requests.append(ClaimRequest((self._dispatcher.queues[index],), count))
                 self._outstanding.add(index)
+        self._planned = steps
+        self._planned_exact = len(requests) == sum(1 for count in wanted if count > 0)
         self._budget -= len(requests)
         return requests
 
@@ -260,18 +274,23 @@ class _WeightedPass(PassPlan[T]):
         self._held[index].extend(items)
         if len(items) < request.limit:
             self._supply[index] = _Supply.EMPTY
+            self._planned_exact = False
 
     def claim_failed(self, request: ClaimRequest) -> None:
         self._issued += 1
         index = self._index(request)
         self._outstanding.discard(index)
         self._supply[index] = _Supply.BLOCKED
+        self._planned_exact = False
         self.cut_short()
 
     def cut_short(self) -> None:
         self._stopped = True
 
     def _final_steps(self) -> list[Step]:
+        if self._steps is None and self._planned_exact and not self._outstanding:
+            self._stopped = True
+            self._steps = self._planned  # every claim came back full: the plan stands
         if self._steps is None:
             self._stopped = True
             supply = [
