@@ -26,10 +26,12 @@ index); the winner's credit -= the sum of the weights that took part. A pass:
    jobs are used up it takes no part in further steps, so its credit stands still (this is
    what bounds an idle Queue's catch-up). The pass re-simulates from the real credits with
    that knowledge and claims the unfilled slots from the Queues still eligible (reflow),
-   round after round until the slots are filled or every Queue is found empty. Each round
-   but the last finds at least one more Queue empty; a budget of 2 x (served Queues) claims
-   per pass caps the rounds (it binds only with four or more Queues emptying one by one,
-   and then the next pass, which the worker runs at once, fills the rest);
+   round after round until the pass is full or no Queue is left to ask. A round that does
+   not fill the pass finds at least one more Queue empty. A pass may issue at most
+   2 x (served Queues) claims; when a proportional re-plan could leave too few claims to
+   finish, the round instead asks one Queue (the one with the largest share) for all the
+   room, which either fills the pass or finds that Queue empty. So the pass always fills
+   from due work wherever it exists, within the claim bound;
 3. the final simulation, over exactly the jobs claimed, gives the slot order and one `Step`
    per job. The persistent credits move only when `serve()` charges a step, one per job
    actually dispatched. A Queue whose claim failed or was never issued is not found empty:
@@ -232,7 +234,7 @@ class _WeightedPass(PassPlan[T]):
         self._free = free
         self._held: list[deque[T]] = [deque() for _ in range(count)]
         self._supply = [_Supply.OPEN] * count
-        self._budget = 2 * count  # claims this pass may still issue
+        self._round = 0
         self._outstanding: set[int] = set()
         self._stopped = free <= 0
         self._issued = 0
@@ -247,7 +249,7 @@ class _WeightedPass(PassPlan[T]):
         return self._dispatcher.queues.index(request.queues[0])
 
     def next_claims(self) -> list[ClaimRequest]:
-        if self._stopped or self._outstanding or self._budget <= 0:
+        if self._stopped or self._outstanding:
             return []
         held = [len(items) for items in self._held]
         room = self._free - sum(held)
@@ -256,14 +258,27 @@ class _WeightedPass(PassPlan[T]):
         steps, wanted = _simulate(
             self._dispatcher.weights, self._dispatcher.credits, held, self._supply, room
         )
-        requests: list[ClaimRequest] = []
-        for index, count in enumerate(wanted):
-            if count > 0 and len(requests) < self._budget:
-                requests.append(ClaimRequest((self._dispatcher.queues[index],), count))
-                self._outstanding.add(index)
+        shares = [(index, count) for index, count in enumerate(wanted) if count > 0]
+        budget = 2 * len(self._dispatcher.queues) - self._issued
+        if not shares or budget <= 0:
+            return []
         self._planned = steps
-        self._planned_exact = len(requests) == sum(1 for count in wanted if count > 0)
-        self._budget -= len(requests)
+        self._planned_exact = True
+        if self._round > 0:
+            still_open = sum(1 for supply in self._supply if supply is _Supply.OPEN)
+            # Invariant: budget >= still_open before every reflow round. A proportional
+            # round that comes back short leaves at most still_open - 1 Queues to ask, so
+            # it is affordable only if that many claims remain after it; otherwise one
+            # claim for all the room keeps the invariant (it fills, or finds one empty).
+            if budget - len(shares) < still_open - 1:
+                index, _ = max(shares, key=lambda share: (share[1], -share[0]))
+                shares = [(index, room)]
+                self._planned_exact = False
+        self._round += 1
+        requests: list[ClaimRequest] = []
+        for index, count in shares:
+            requests.append(ClaimRequest((self._dispatcher.queues[index],), count))
+            self._outstanding.add(index)
         return requests
 
     def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
