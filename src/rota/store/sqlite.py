@@ -152,6 +152,7 @@ class SQLiteStore:
             if missing. Its directory must exist.
         busy_timeout_s: how long a write waits for another connection's write lock
             before giving up with `StoreError`. Default 5 s.
+        url: the URL to name in messages; default `sqlite:///<path>`.
 
     Raises:
         StoreConfigError: the path cannot be a database file (directory missing, or a
@@ -162,16 +163,20 @@ class SQLiteStore:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        url: str | None = None,
     ) -> None:
         self._path = os.fspath(path)
-        self._url = f"sqlite:///{self._path}"
+        self._url = url if url is not None else f"sqlite:///{self._path}"
         if not isinstance(busy_timeout_s, int | float) or not (
             math.isfinite(busy_timeout_s) and busy_timeout_s >= 0
         ):
             raise StoreConfigError(
                 f"store URL {self._url!r}: busy_timeout_s must be a number of seconds >= 0; "
-                f"got {busy_timeout_s!r}"
+                f"got {busy_timeout_s!r}, e.g. ?busy_timeout_s=5 ({EXPECTED_FORM})"
             )
         self._busy_timeout_s = float(busy_timeout_s)
         _require_sqlite_with_returning()
@@ -213,11 +218,9 @@ class SQLiteStore:
             except ValueError:
                 raise StoreConfigError(
                     f"store URL {url!r}: busy_timeout_s must be a number of seconds; "
-                    f"got {values[0]!r}"
+                    f"got {values[0]!r} ({EXPECTED_FORM})"
                 ) from None
-        store = cls(path, busy_timeout_s=busy_timeout_s)
-        store._url = url
-        return store
+        return cls(path, busy_timeout_s=busy_timeout_s, url=url)
 
     @property
     def url(self) -> str:
