@@ -24,7 +24,7 @@ class Settings:
     latency_warmup_jobs: int = 20
     ceiling_jobs: int = 100_000
     ceiling_batch: int = 100
-    ceiling_connections: tuple[int, ...] = (1, 2)
+    ceiling_connections: tuple[int, ...] = (1, 2, 4)
     fairness_backlog: tuple[tuple[str, int, int], ...] = (
         ("a", 6, 18_000), ("b", 3, 9_000), ("c", 1, 3_000))
     fairness_processes: int = 3

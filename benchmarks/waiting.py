@@ -14,9 +14,10 @@ class WorkerDied(RuntimeError):
 
 def wait_drained(
     unfinished: Callable[[], int], workers: list[WorkerProcess], timeout_s: float,
-    poll_s: float,
+    poll_s: float, below: int = 1,
 ) -> float:
-    """Poll until unfinished() == 0; return the perf_counter() time it was first seen 0.
+    """Poll until unfinished() < below (default: 0 left); return the perf_counter() time
+    that was first seen.
 
     Raises:
         WorkerDied: a worker exited first (its log tail is in the message).
@@ -26,7 +27,7 @@ def wait_drained(
     while True:
         left = unfinished()
         seen_at = time.perf_counter()
-        if left == 0:
+        if left < below:
             return seen_at
         for worker in workers:
             if not worker.alive():

@@ -15,7 +15,7 @@ from pgqueuer.queries import Queries
 from benchmarks import pg
 from benchmarks.processes import python_argv
 from benchmarks.targets.base import WorkerSpec
-from benchmarks.workers.pgqueuer_worker import BATCH_SIZE, MAX_CONCURRENT_TASKS
+from benchmarks.workers.pgqueuer_worker import BATCH_SIZE
 
 # Finished jobs leave the queue table (pgqueuer moves them to its log).
 UNFINISHED = "SELECT count(*) FROM pgqueuer"
@@ -24,8 +24,7 @@ DATABASE = "pgqueuer_bench"
 
 class PgqueuerTarget:
     name = "pgqueuer"
-    concurrency_note = (f"QueueManager.run(batch_size={BATCH_SIZE}, "
-                        f"max_concurrent_tasks={MAX_CONCURRENT_TASKS}), asyncpg")
+    concurrency_note = f"QueueManager.run(batch_size={BATCH_SIZE}), asyncpg connection"
 
     def __init__(self) -> None:
         self.url = pg.url_for(DATABASE)
