@@ -44,7 +44,10 @@ def write_json(path: Path, payload: dict[str, object]) -> None:
     path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
 
 
-def merge(results: dict[str, SuiteResult]) -> tuple[list[Row], dict[str, str], dict[str, object]]:
+def merge(
+    results: dict[str, SuiteResult], suite_order: tuple[str, ...]
+) -> tuple[list[Row], dict[str, str], dict[str, object]]:
+    """All rows, grouped by suite in `suite_order` (stable within a suite)."""
     rows: list[Row] = []
     skipped: dict[str, str] = {}
     detail: dict[str, object] = {}
@@ -53,4 +56,6 @@ def merge(results: dict[str, SuiteResult]) -> tuple[list[Row], dict[str, str], d
         skipped.update({f"{name}: {subject}": why for subject, why in result.skipped.items()})
         if result.detail:
             detail[name] = result.detail
+    rank = {suite: n for n, suite in enumerate(suite_order)}
+    rows.sort(key=lambda row: rank.get(row.suite, len(rank)))
     return rows, skipped, detail

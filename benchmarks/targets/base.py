@@ -35,8 +35,9 @@ class Target(Protocol):
     # What the worker's concurrency setting is called and is set to, for the report.
     concurrency_note: str
 
-    def unavailable(self) -> str | None:
-        """Why this target cannot run here (None if it can)."""
+    def unavailable(self, needs_worker: bool = True) -> str | None:
+        """Why this target cannot run here (None if it can); `needs_worker=False` asks
+        about enqueueing only."""
         ...
 
     def prepare(self) -> None:

@@ -30,7 +30,7 @@ class PgqueuerTarget:
         self.url = pg.url_for(DATABASE)
         self._counter: pg.Counter | None = None
 
-    def unavailable(self) -> str | None:
+    def unavailable(self, needs_worker: bool = True) -> str | None:
         return None
 
     async def _with_queries(self, body: object) -> object:

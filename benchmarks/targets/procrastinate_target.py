@@ -24,7 +24,7 @@ class ProcrastinateTarget:
         self.url = pg.url_for(DATABASE)
         self._counter: pg.Counter | None = None
 
-    def unavailable(self) -> str | None:
+    def unavailable(self, needs_worker: bool = True) -> str | None:
         return None
 
     def prepare(self) -> None:
