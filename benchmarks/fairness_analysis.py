@@ -1,6 +1,11 @@
 """How evenly a served sequence follows its weights: overall shares, the worst deviation
 from the weights' shares over sliding windows of consecutive completions, and each
-Queue's longest gap (the most consecutive services that went to other Queues)."""
+Queue's longest gap (the most consecutive services that went to other Queues).
+
+Only the backlogged part of a drain says anything about the selection rule: once one Queue
+has run dry the others must take its turns. `backlogged_prefix` cuts a served order where
+the first Queue served its last job; the suite analyses that prefix.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,14 @@ class Fairness:
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)
+
+
+def backlogged_prefix(sequence: Sequence[str]) -> Sequence[str]:
+    """The served order up to (and including) the last job of the first Queue to run dry."""
+    last: dict[str, int] = {}
+    for index, queue in enumerate(sequence):
+        last[queue] = index
+    return sequence[: min(last.values()) + 1] if last else sequence
 
 
 def analyse(sequence: Sequence[str], weights: dict[str, int], window: int) -> Fairness:
