@@ -62,10 +62,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
     run.add_argument("--runs", type=int, default=3, help="runs per figure (default 3)")
     run.add_argument("--only", action="append", default=[],
                      help="measure only this subject (repeatable), e.g. pgqueuer")
+    commands.add_parser("profile", help="py-spy profile of a rota drain (--store, --jobs)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["profile"]:
+        from benchmarks import profiling
+
+        return profiling.main(argv[1:])
     args = parse(argv)
     if args.runs < 1:
         print("--runs must be at least 1")
