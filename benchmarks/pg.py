@@ -42,6 +42,12 @@ def fresh_database(name: str) -> str:
     return url_for(name)
 
 
+def analyze(url: str) -> None:
+    """ANALYZE the whole database: fresh planner statistics after a bulk load."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+
+
 def server_version() -> str:
     with _admin() as conn:
         row = conn.execute("SHOW server_version").fetchone()

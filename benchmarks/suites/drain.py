@@ -25,6 +25,7 @@ def drain_once(
     target.prepare()
     try:
         enqueue_s = target.enqueue_noops(count, settings.enqueue_chunk)
+        target.settle()
         stored = target.unfinished()
         if stored != count:
             print(f"    warning: {target.name} stored {stored} of {count} jobs")

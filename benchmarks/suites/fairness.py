@@ -68,6 +68,7 @@ def fairness_once(rule: str, settings: Settings, label: str) -> tuple[Fairness, 
                                                              count - offset))
         finally:
             app.close()
+        pg.analyze(url)  # fresh planner statistics after the bulk load, as in drain
         total = sum(count for _q, _w, count in settings.fairness_backlog)
         with tempfile.TemporaryDirectory(prefix="rota-bench-fair-") as scratch:
             files = [Path(scratch) / f"served-{n}.txt" for n in range(settings.fairness_processes)]

@@ -65,6 +65,9 @@ class PgqueuerTarget:
 
         return float(asyncio.run(self._with_queries(go)))  # type: ignore[arg-type]
 
+    def settle(self) -> None:
+        pg.analyze(self.url)
+
     def enqueue_probes(self, count: int, interval_s: float, record: bool) -> None:
         async def go(queries: Queries) -> None:
             loop_start = time.perf_counter()

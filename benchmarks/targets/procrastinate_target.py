@@ -57,6 +57,9 @@ class ProcrastinateTarget:
 
         return asyncio.run(go())
 
+    def settle(self) -> None:
+        pg.analyze(self.url)
+
     def enqueue_probes(self, count: int, interval_s: float, record: bool) -> None:
         app = make_app(self.url)
 

@@ -114,6 +114,10 @@ class RotaTarget:
             noop.enqueue_many([()] * min(chunk, count - offset))
         return time.perf_counter() - start
 
+    def settle(self) -> None:
+        if self.kind == "postgres":
+            pg.analyze(self.url)
+
     def enqueue_probes(self, count: int, interval_s: float, record: bool) -> None:
         probe = self._open().jobs["probe"]
         paced(count, interval_s, lambda _i: probe.enqueue(time.time(), record))
