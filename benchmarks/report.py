@@ -1,0 +1,61 @@
+"""The printed table and benchmarks/results/latest.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.results import Row, SuiteResult
+from benchmarks.venv import BENCH_DIR
+
+RESULTS = BENCH_DIR / "results"
+
+
+def _number(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def table(rows: list[Row]) -> str:
+    header = ("suite", "subject", "metric", "median", "min", "max", "note")
+    lines = [header]
+    for row in rows:
+        f = row.figure
+        lines.append((row.suite, row.subject, row.metric, _number(f.median), _number(f.min),
+                      _number(f.max), f.note))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    right = {3, 4, 5}
+    out = []
+    for n, line in enumerate(lines):
+        cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i])
+                 for i, c in enumerate(line)]
+        out.append("| " + " | ".join(cells) + " |")
+        if n == 0:
+            out.append("|" + "|".join(
+                "-" * (w + 1) + (":" if i in right else "-") for i, w in enumerate(widths)) + "|")
+    return "\n".join(out)
+
+
+def write_json(path: Path, payload: dict[str, object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+
+
+def merge(
+    results: dict[str, SuiteResult], suite_order: tuple[str, ...]
+) -> tuple[list[Row], dict[str, str], dict[str, object]]:
+    """All rows, grouped by suite in `suite_order` (stable within a suite)."""
+    rows: list[Row] = []
+    skipped: dict[str, str] = {}
+    detail: dict[str, object] = {}
+    for name, result in results.items():
+        rows.extend(result.rows)
+        skipped.update({f"{name}: {subject}": why for subject, why in result.skipped.items()})
+        if result.detail:
+            detail[name] = result.detail
+    rank = {suite: n for n, suite in enumerate(suite_order)}
+    rows.sort(key=lambda row: rank.get(row.suite, len(rank)))
+    return rows, skipped, detail

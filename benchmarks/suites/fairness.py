@@ -1,0 +1,140 @@
+"""fairness: three Queues backlogged at 6:3:1 (e.g. 18,000 / 9,000 / 3,000 jobs), drained by
+3 worker processes on one PostgreSQL store; each handler writes (Queue, start time), the
+three logs are merged by time into one served order, and `fairness_analysis` measures its
+backlogged part (up to the moment the first Queue ran dry: after that the others must take
+its turns, whatever the rule).
+
+Two selection rules through the same harness, the same rota tables and claim SQL:
+- rota: `rota worker` with one Worker Group, `Weighted([("a", 6), ("b", 3), ("c", 1)])`,
+  pool_size 20 (smooth weighted round-robin);
+- random weighted (Sidekiq's rule): `benchmarks.workers.random_weighted_worker`, which
+  draws each slot's Queue at random in proportion to weight and claims with rota's store.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks import pg
+from benchmarks.fairness_analysis import Fairness, analyse, backlogged_prefix
+from benchmarks.processes import WorkerProcess, python_argv
+from benchmarks.results import SuiteResult
+from benchmarks.settings import Settings
+from benchmarks.stats import Figure
+from benchmarks.targets.rota_target import (
+    UNFINISHED_POSTGRES,
+    rota_command,
+    rota_missing,
+)
+from benchmarks.waiting import wait_drained
+from benchmarks.workers.rota_app import make_app
+
+DATABASE = "fairness_bench"
+ROTA = "rota Weighted"
+RANDOM = "random weighted"
+
+
+def _weights_text(settings: Settings) -> str:
+    return ",".join(f"{queue}={weight}" for queue, weight, _ in settings.fairness_backlog)
+
+
+def _worker(rule: str, url: str, settings: Settings, served: Path, label: str) -> WorkerProcess:
+    weights = _weights_text(settings)
+    env = {"BENCH_SERVED_FILE": str(served)}
+    if rule == ROTA:
+        env.update(ROTA_BENCH_STORE=url, ROTA_BENCH_POLICY=f"weighted:{weights}",
+                   ROTA_BENCH_POOL=str(settings.fairness_pool))
+        argv = [rota_command(), "worker", "benchmarks.workers.rota_app:app"]
+    else:
+        argv = python_argv("-m", "benchmarks.workers.random_weighted_worker", url, weights,
+                           str(settings.fairness_pool))
+    return WorkerProcess(label, argv, env)
+
+
+def fairness_once(rule: str, settings: Settings, label: str) -> tuple[Fairness, float]:
+    """One run: the analysed served order and the drain rate (jobs/s) of the 3 processes."""
+    url = pg.fresh_database(DATABASE)
+    counter = pg.Counter(url, UNFINISHED_POSTGRES)
+    try:
+        app = make_app(url, "strict", settings.fairness_pool)
+        try:
+            served_job = app.jobs["served"]
+            for queue, _weight, count in settings.fairness_backlog:
+                configured = served_job.configure(queue=queue)
+                for offset in range(0, count, settings.enqueue_chunk):
+                    configured.enqueue_many([(queue,)] * min(settings.enqueue_chunk,
+                                                             count - offset))
+        finally:
+            app.close()
+        pg.analyze(url)  # fresh planner statistics after the bulk load, as in drain
+        total = sum(count for _q, _w, count in settings.fairness_backlog)
+        with tempfile.TemporaryDirectory(prefix="rota-bench-fair-") as scratch:
+            files = [Path(scratch) / f"served-{n}.txt" for n in range(settings.fairness_processes)]
+            start = time.perf_counter()
+            workers = [_worker(rule, url, settings, f, f"{label}-{n}")
+                       for n, f in enumerate(files)]
+            try:
+                end = wait_drained(counter, workers, settings.drain_timeout_s,
+                                   settings.poll_interval_s)
+            finally:
+                for worker in workers:
+                    worker.stop()
+            entries: list[tuple[int, str]] = []
+            for file in files:
+                if file.exists():
+                    for line in file.read_text().splitlines():
+                        queue, ns = line.split()
+                        entries.append((int(ns), queue))
+        entries.sort()
+        if len(entries) != total:
+            print(f"    warning: {rule} recorded {len(entries)} of {total} jobs served")
+        weights = {queue: weight for queue, weight, _ in settings.fairness_backlog}
+        order = backlogged_prefix([q for _ns, q in entries])
+        return analyse(order, weights, settings.fairness_window), total / (end - start)
+    finally:
+        counter.close()
+        pg.drop_database(DATABASE)
+
+
+def run(settings: Settings) -> SuiteResult:
+    result = SuiteResult()
+    weights_label = ":".join(str(w) for _q, w, _n in settings.fairness_backlog)
+    backlog = " / ".join(f"{n:,}" for _q, _w, n in settings.fairness_backlog)
+    last_queue = settings.fairness_backlog[-1][0]
+    for rule in (ROTA, RANDOM):
+        why = rota_missing("rota.store.postgres", needs_worker=(rule == ROTA))
+        if why:
+            result.skipped[rule] = why
+            print(f"  fairness {rule}: skipped ({why})")
+            continue
+        runs: list[Fairness] = []
+        rates: list[float] = []
+        for run_index in range(settings.runs):
+            label = f"fairness-{rule.replace(' ', '-')}-{run_index + 1}"
+            fairness, rate = fairness_once(rule, settings, label)
+            runs.append(fairness)
+            rates.append(rate)
+            shares = " / ".join(f"{100 * s:.1f}" for s in fairness.shares.values())
+            print(f"  fairness {rule} run {run_index + 1}: {fairness.served:,} jobs served "
+                  f"while all Queues were backlogged; shares {shares} %, worst "
+                  f"{settings.fairness_window}-window deviation "
+                  f"{100 * fairness.worst_window_deviation:.1f} pp, longest gap of "
+                  f"{last_queue} {fairness.longest_gap[last_queue]}, {rate:,.0f} jobs/s",
+                  flush=True)
+        subject = f"{rule} {weights_label}"
+        note = f"{backlog} jobs, {settings.fairness_processes} processes x pool " \
+               f"{settings.fairness_pool}"
+        for queue, _w, _n in settings.fairness_backlog:
+            result.add("fairness", subject, f"share {queue} %",
+                       Figure.of([100 * r.shares[queue] for r in runs], "%", note))
+        result.add("fairness", subject, f"worst {settings.fairness_window}-window dev pp",
+                   Figure.of([100 * r.worst_window_deviation for r in runs], "pp", note))
+        result.add("fairness", subject, f"mean {settings.fairness_window}-window dev pp",
+                   Figure.of([100 * r.mean_window_deviation for r in runs], "pp", note))
+        result.add("fairness", subject, f"longest gap of {last_queue}",
+                   Figure.of([float(r.longest_gap[last_queue]) for r in runs], "jobs", note))
+        result.add("fairness", subject, "jobs/s", Figure.of(rates, "jobs/s", note))
+        result.detail[subject] = [r.as_json() for r in runs]
+    return result

@@ -1,0 +1,71 @@
+"""rota's benchmark App, run by `rota worker benchmarks.workers.rota_app:app`.
+
+Environment:
+    ROTA_BENCH_STORE   the store URL (postgresql://... or sqlite:///...)
+    ROTA_BENCH_POLICY  "strict" (default: one Worker Group, Strict over Queue "bench") or
+                       "weighted:a=6,b=3,c=1" (one group, Weighted over those Queues)
+    ROTA_BENCH_POOL    pool_size (default 20)
+    BENCH_LATENCY_FILE where `probe` writes pickup latencies
+    BENCH_SERVED_FILE  where `served` writes "queue start_time_ns" lines (fairness)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TextIO
+
+import rota
+from benchmarks.workers.latency_log import record_pickup
+
+QUEUE = "bench"
+
+
+def parse_weights(text: str) -> list[tuple[str, int]]:
+    """"a=6,b=3,c=1" -> [("a", 6), ("b", 3), ("c", 1)]."""
+    pairs = []
+    for item in text.split(","):
+        queue, weight = item.split("=")
+        pairs.append((queue.strip(), int(weight)))
+    return pairs
+
+
+def make_app(store_url: str, policy_text: str = "strict", pool_size: int = 20) -> rota.App:
+    app = rota.App(store_url)
+    served_file: list[TextIO] = []
+
+    @app.job("noop", queue=QUEUE)
+    async def noop() -> None:
+        return None
+
+    @app.job("probe", queue=QUEUE)
+    async def probe(ts: float, rec: bool) -> None:
+        record_pickup(ts, rec)
+
+    @app.job("served", queue=QUEUE)
+    async def served(queue: str) -> None:
+        started_ns = time.time_ns()
+        if not served_file:
+            served_file.append(open(os.environ["BENCH_SERVED_FILE"], "a"))  # noqa: SIM115
+        served_file[0].write(f"{queue} {started_ns}\n")
+        served_file[0].flush()
+
+    policy: rota.DispatchPolicy
+    if policy_text.startswith("weighted:"):
+        policy = rota.Weighted(parse_weights(policy_text.removeprefix("weighted:")))
+    else:
+        policy = rota.Strict(QUEUE)
+    app.add_worker_group(rota.WorkerGroupOptions(name="bench", policy=policy,
+                                                 pool_size=pool_size))
+    return app
+
+
+def _from_environment() -> rota.App | None:
+    url = os.environ.get("ROTA_BENCH_STORE")
+    if url is None:
+        return None
+    return make_app(url, os.environ.get("ROTA_BENCH_POLICY", "strict"),
+                    int(os.environ.get("ROTA_BENCH_POOL", "20")))
+
+
+app = _from_environment()
