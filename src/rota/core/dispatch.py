@@ -25,8 +25,11 @@ index); the winner's credit -= the sum of the weights that took part. A pass:
 2. a Queue whose claim returned fewer jobs than asked is *found empty*: once its claimed
    jobs are used up it takes no part in further steps, so its credit stands still (this is
    what bounds an idle Queue's catch-up). The pass re-simulates from the real credits with
-   that knowledge and claims the unfilled slots from the Queues still eligible (reflow). At
-   most two rounds, so at most 2 x (served Queues) claims per pass;
+   that knowledge and claims the unfilled slots from the Queues still eligible (reflow),
+   round after round while a round finds a Queue empty, within a budget of
+   2 x (served Queues) claims per pass. (A fixed limit of two rounds starves a Queue: with
+   one free slot, two empty Queues ahead of it in credit use both rounds, pass after pass,
+   since nothing served means no credit moves.);
 3. the final simulation, over exactly the jobs claimed, gives the slot order and one `Step`
    per job. The persistent credits move only when `serve()` charges a step, one per job
    actually dispatched. A Queue whose claim failed or was never issued is not found empty:
@@ -221,7 +224,8 @@ class _WeightedPass(PassPlan[T]):
         self._free = free
         self._held: list[deque[T]] = [deque() for _ in range(count)]
         self._supply = [_Supply.OPEN] * count
-        self._round = 0
+        # Claims this pass may still issue: at most 2 x (served Queues) in all.
+        self._budget = 2 * count
         self._outstanding: set[int] = set()
         self._stopped = free <= 0
         self._issued = 0
@@ -232,7 +236,7 @@ class _WeightedPass(PassPlan[T]):
         return self._dispatcher.queues.index(request.queues[0])
 
     def next_claims(self) -> list[ClaimRequest]:
-        if self._stopped or self._outstanding or self._round == 2:
+        if self._stopped or self._outstanding or self._budget <= 0:
             return []
         held = [len(items) for items in self._held]
         room = self._free - sum(held)
@@ -241,12 +245,12 @@ class _WeightedPass(PassPlan[T]):
         _, wanted = _simulate(
             self._dispatcher.weights, self._dispatcher.credits, held, self._supply, room
         )
-        self._round += 1
         requests: list[ClaimRequest] = []
         for index, count in enumerate(wanted):
-            if count > 0:
+            if count > 0 and len(requests) < self._budget:
                 requests.append(ClaimRequest((self._dispatcher.queues[index],), count))
                 self._outstanding.add(index)
+        self._budget -= len(requests)
         return requests
 
     def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
