@@ -19,6 +19,7 @@ import pytest
 from hypothesis import settings
 
 import rota
+from rota.store.memory import MemoryStore
 
 settings.register_profile("default", deadline=None)
 settings.load_profile("default")
@@ -72,9 +73,11 @@ def make_app(store_url: str, clock: rota.VirtualClock) -> Iterator[Callable[[], 
 
     Each call opens a new App (a new connection) on the same store."""
     apps: list[rota.App] = []
+    # memory:// is per store object, so the Apps of one test share one.
+    shared = MemoryStore() if store_url == "memory://" else None
 
     def factory() -> rota.App:
-        app = rota.App(store_url, clock=clock)
+        app = rota.App(shared if shared is not None else store_url, clock=clock)
         apps.append(app)
         return app
 

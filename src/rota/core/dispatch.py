@@ -26,10 +26,12 @@ index); the winner's credit -= the sum of the weights that took part. A pass:
    jobs are used up it takes no part in further steps, so its credit stands still (this is
    what bounds an idle Queue's catch-up). The pass re-simulates from the real credits with
    that knowledge and claims the unfilled slots from the Queues still eligible (reflow),
-   round after round while a round finds a Queue empty, within a budget of
-   2 x (served Queues) claims per pass. (A fixed limit of two rounds starves a Queue: with
-   one free slot, two empty Queues ahead of it in credit use both rounds, pass after pass,
-   since nothing served means no credit moves.);
+   round after round until the pass is full or no Queue is left to ask. A round that does
+   not fill the pass finds at least one more Queue empty. A pass may issue at most
+   2 x (served Queues) claims; when a proportional re-plan could leave too few claims to
+   finish, the round instead asks one Queue (the one with the largest share) for all the
+   room, which either fills the pass or finds that Queue empty. So the pass always fills
+   from due work wherever it exists, within the claim bound;
 3. the final simulation, over exactly the jobs claimed, gives the slot order and one `Step`
    per job. The persistent credits move only when `serve()` charges a step, one per job
    actually dispatched. A Queue whose claim failed or was never issued is not found empty:
@@ -114,32 +116,40 @@ def _simulate(
 
     Returns the steps in slot order and, per Queue, the number of slots still to claim.
     """
+    count = len(weights)
     scratch = list(credits)
     left = list(held)
-    wanted = [0] * len(weights)
-    taking_part = [
-        not (supply[i] is _Supply.EMPTY and left[i] == 0) for i in range(len(weights))
-    ]
+    wanted = [0] * count
+    is_open = [s is _Supply.OPEN for s in supply]
+    is_empty = [s is _Supply.EMPTY for s in supply]
+    participants = tuple(i for i in range(count) if not (is_empty[i] and left[i] == 0))
+    total = sum(weights[i] for i in participants)
     steps: list[Step] = []
-    while True:
-        participants = tuple(i for i, part in enumerate(taking_part) if part)
-        servable = [
-            i for i in participants
-            if left[i] > 0 or (supply[i] is _Supply.OPEN and room > 0)
-        ]
-        if not servable:
-            return steps, wanted
-        winner = max(servable, key=lambda i: (scratch[i] + weights[i], -i))
-        step = Step(participants, winner)
-        apply_step(weights, scratch, step)
-        steps.append(step)
+    while participants:
+        # The winner: highest credit after this step's increment among the Queues that
+        # can be served; ties to the lower index (strict > while scanning in order).
+        winner = -1
+        best = 0
+        for i in participants:
+            if left[i] > 0 or (room > 0 and is_open[i]):
+                value = scratch[i] + weights[i]
+                if winner < 0 or value > best:
+                    winner, best = i, value
+        if winner < 0:
+            break
+        for i in participants:
+            scratch[i] += weights[i]
+        scratch[winner] -= total
+        steps.append(Step(participants, winner))
         if left[winner] > 0:
             left[winner] -= 1
-            if left[winner] == 0 and supply[winner] is _Supply.EMPTY:
-                taking_part[winner] = False
+            if left[winner] == 0 and is_empty[winner]:
+                participants = tuple(i for i in participants if i != winner)
+                total -= weights[winner]
         else:
             wanted[winner] += 1
             room -= 1
+    return steps, wanted
 
 
 class PassPlan(Generic[T]):
@@ -224,33 +234,51 @@ class _WeightedPass(PassPlan[T]):
         self._free = free
         self._held: list[deque[T]] = [deque() for _ in range(count)]
         self._supply = [_Supply.OPEN] * count
-        # Claims this pass may still issue: at most 2 x (served Queues) in all.
-        self._budget = 2 * count
+        self._round = 0
         self._outstanding: set[int] = set()
         self._stopped = free <= 0
         self._issued = 0
         self._steps: list[Step] | None = None
+        # The last round's simulation, and whether every claim of that round came back
+        # full: then it is already the final slot order (no need to simulate again).
+        self._planned: list[Step] | None = None
+        self._planned_exact = False
         self._served = 0
 
     def _index(self, request: ClaimRequest) -> int:
         return self._dispatcher.queues.index(request.queues[0])
 
     def next_claims(self) -> list[ClaimRequest]:
-        if self._stopped or self._outstanding or self._budget <= 0:
+        if self._stopped or self._outstanding:
             return []
         held = [len(items) for items in self._held]
         room = self._free - sum(held)
         if room <= 0:
             return []
-        _, wanted = _simulate(
+        steps, wanted = _simulate(
             self._dispatcher.weights, self._dispatcher.credits, held, self._supply, room
         )
+        shares = [(index, count) for index, count in enumerate(wanted) if count > 0]
+        budget = 2 * len(self._dispatcher.queues) - self._issued
+        if not shares or budget <= 0:
+            return []
+        self._planned = steps
+        self._planned_exact = True
+        if self._round > 0:
+            still_open = sum(1 for supply in self._supply if supply is _Supply.OPEN)
+            # Invariant: budget >= still_open before every reflow round. A proportional
+            # round that comes back short leaves at most still_open - 1 Queues to ask, so
+            # it is affordable only if that many claims remain after it; otherwise one
+            # claim for all the room keeps the invariant (it fills, or finds one empty).
+            if budget - len(shares) < still_open - 1:
+                index, _ = max(shares, key=lambda share: (share[1], -share[0]))
+                shares = [(index, room)]
+                self._planned_exact = False
+        self._round += 1
         requests: list[ClaimRequest] = []
-        for index, count in enumerate(wanted):
-            if count > 0 and len(requests) < self._budget:
-                requests.append(ClaimRequest((self._dispatcher.queues[index],), count))
-                self._outstanding.add(index)
-        self._budget -= len(requests)
+        for index, count in shares:
+            requests.append(ClaimRequest((self._dispatcher.queues[index],), count))
+            self._outstanding.add(index)
         return requests
 
     def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
@@ -261,18 +289,23 @@ class _WeightedPass(PassPlan[T]):
         self._held[index].extend(items)
         if len(items) < request.limit:
             self._supply[index] = _Supply.EMPTY
+            self._planned_exact = False
 
     def claim_failed(self, request: ClaimRequest) -> None:
         self._issued += 1
         index = self._index(request)
         self._outstanding.discard(index)
         self._supply[index] = _Supply.BLOCKED
+        self._planned_exact = False
         self.cut_short()
 
     def cut_short(self) -> None:
         self._stopped = True
 
     def _final_steps(self) -> list[Step]:
+        if self._steps is None and self._planned_exact and not self._outstanding:
+            self._stopped = True
+            self._steps = self._planned  # every claim came back full: the plan stands
         if self._steps is None:
             self._stopped = True
             supply = [

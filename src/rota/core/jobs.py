@@ -154,8 +154,10 @@ def _str_keys(kwargs: Mapping[str, object]) -> dict[str, object]:
 def decode_arguments(
     args_json: str, kwargs_json: str
 ) -> tuple[tuple[JsonValue, ...], dict[str, JsonValue]]:
-    """The inverse of `encode_arguments`."""
-    return tuple(json.loads(args_json)), dict(json.loads(kwargs_json))
+    """The inverse of `encode_arguments`. No-argument jobs skip the JSON parser."""
+    args = () if args_json == "[]" else tuple(json.loads(args_json))
+    kwargs: dict[str, JsonValue] = {} if kwargs_json == "{}" else dict(json.loads(kwargs_json))
+    return args, kwargs
 
 
 def _dumps(value: object) -> str:

@@ -1,0 +1,78 @@
+"""`rota enqueue`: put one job on a Queue from the shell."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rota.cli.common import CommandError, UsageError, load_app, resolve_store
+from rota.core.clock import SystemClock
+from rota.core.durations import to_timedelta
+from rota.core.jobs import NewJob, encode_arguments
+from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
+from rota.store import StoreError
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "enqueue", help="enqueue one job by name",
+        description=(
+            "Enqueue one job by its registered name. Each ARG is parsed as JSON, and taken "
+            "as a plain string when it is not JSON (so 42 is a number, '\"42\"' a string)."
+        ),
+    )
+    parser.add_argument("name", help="the job's registered name")
+    parser.add_argument("job_args", nargs="*", metavar="ARG", help="positional arguments")
+    parser.add_argument("--kwargs", metavar="JSON", help="keyword arguments as a JSON object")
+    parser.add_argument("--queue", help="the Queue (default: the job's own with --app, "
+                        f"else {DEFAULT_QUEUE!r})")
+    parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
+                        help="due this many seconds from now (default 0)")
+    parser.add_argument("--store", metavar="URL", help="store URL (default: $ROTA_STORE)")
+    parser.add_argument("--app", metavar="MODULE:ATTR",
+                        help="use this App's store and check the job name is registered")
+    parser.set_defaults(func=run)
+
+
+def _parse_arg(text: str) -> object:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def run(args: argparse.Namespace) -> int:
+    queue = args.queue
+    if args.app:
+        app = load_app(args.app)
+        definition = app.jobs.get(args.name)
+        if definition is None:
+            known = ", ".join(sorted(app.jobs)) or "none"
+            raise UsageError(f"{args.app} registers no job named {args.name!r} (known: {known})")
+        queue = queue or definition.queue
+    kwargs = {}
+    if args.kwargs:
+        try:
+            kwargs = json.loads(args.kwargs)
+        except ValueError as error:
+            raise UsageError(f"--kwargs must be a JSON object: {error}") from None
+        if not isinstance(kwargs, dict):
+            raise UsageError(f"--kwargs must be a JSON object; got {args.kwargs}")
+    try:
+        queue = validate_queue_name(queue or DEFAULT_QUEUE)
+        delay = to_timedelta(args.delay, "--delay", allow_zero=True)
+        args_json, kwargs_json = encode_arguments([_parse_arg(a) for a in args.job_args], kwargs)
+    except (TypeError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    store = resolve_store(args.store, args.app)
+    now = SystemClock().now()
+    try:
+        (job_id,) = store.enqueue(
+            [NewJob(args.name, queue, now + delay, args_json, kwargs_json)], now
+        )
+    except StoreError as error:
+        raise CommandError(str(error)) from None
+    finally:
+        store.close()
+    print(job_id)
+    return 0

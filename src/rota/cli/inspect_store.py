@@ -1,0 +1,98 @@
+"""`rota queues` and `rota jobs`: read-only views of a store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import defaultdict
+
+from rich.console import Console
+from rich.table import Table
+
+from rota.cli.common import CommandError, UsageError, resolve_store
+from rota.core.jobs import JobRecord, JobState
+from rota.store import StoreError
+
+
+def add_store_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--store", metavar="URL",
+                        help="store URL (default: $ROTA_STORE)")
+    parser.add_argument("--app", metavar="MODULE:ATTR", help="use this App's store")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def register_queues(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("queues", help="count jobs per Queue and state",
+                                   description="Count jobs per Queue and state.")
+    add_store_options(parser)
+    parser.set_defaults(func=run_queues)
+
+
+def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("jobs", help="list jobs, filtered by state and Queue",
+                                   description="List jobs in id order.")
+    add_store_options(parser)
+    parser.add_argument("--state", choices=[s.value for s in JobState],
+                        help="only jobs in this state")
+    parser.add_argument("--queue", metavar="QUEUE", help="only jobs on this Queue")
+    parser.add_argument("--limit", type=int, default=50, metavar="N",
+                        help="at most N jobs (default 50)")
+    parser.set_defaults(func=run_jobs)
+
+
+def run_queues(args: argparse.Namespace) -> int:
+    store = resolve_store(args.store, args.app)
+    try:
+        counts = store.count_jobs()
+    except StoreError as error:
+        raise CommandError(str(error)) from None
+    finally:
+        store.close()
+    per_queue: defaultdict[str, dict[str, int]] = defaultdict(dict)
+    for (queue, state), count in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
+        per_queue[queue][state.value] = count
+    if args.json:
+        print(json.dumps(per_queue, indent=2, sort_keys=True))
+        return 0
+    table = Table(title="jobs per Queue and state")
+    table.add_column("Queue")
+    for state in JobState:
+        table.add_column(state.value, justify="right")
+    for queue, states in sorted(per_queue.items()):
+        table.add_row(queue, *(str(states.get(s.value, 0) or "") for s in JobState))
+    Console(highlight=False).print(table if per_queue else "no jobs")
+    return 0
+
+
+def job_as_json(job: JobRecord) -> dict[str, object]:
+    return {
+        "id": job.id, "name": job.name, "queue": job.queue, "state": job.state.value,
+        "attempt": job.attempt, "due_at": job.due_at.isoformat(), "args": list(job.args),
+        "kwargs": job.kwargs, "last_error": job.last_error,
+    }
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise UsageError(f"--limit must be at least 1; got {args.limit}")
+    store = resolve_store(args.store, args.app)
+    try:
+        jobs = store.list_jobs(
+            queue=args.queue, state=JobState(args.state) if args.state else None,
+            limit=args.limit,
+        )
+    except StoreError as error:
+        raise CommandError(str(error)) from None
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps([job_as_json(job) for job in jobs], indent=2))
+        return 0
+    table = Table(title=f"{len(jobs)} job(s)")
+    for column in ("id", "name", "Queue", "state", "attempt", "due at", "last error"):
+        table.add_column(column)
+    for job in jobs:
+        table.add_row(str(job.id), job.name, job.queue, job.state.value, str(job.attempt),
+                      job.due_at.isoformat(timespec="seconds"), job.last_error or "")
+    Console(highlight=False).print(table)
+    return 0

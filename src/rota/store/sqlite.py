@@ -1,0 +1,506 @@
+"""The `sqlite:///path.db` store: the embedded default, for one host and many processes.
+
+Owns the SQLite connection, the schema and its versioned migrations (`PRAGMA
+user_version`), and the mapping between rows and `JobRecord`s. Every query and every
+migration lives in `sql/sqlite/<name>.sql`, loaded by name; only transaction control
+(`BEGIN IMMEDIATE`, `COMMIT`, `ROLLBACK`) is spelled in this file.
+
+Theory of operation:
+- Times are INTEGER microseconds since the Unix epoch (UTC), always passed in (`now`).
+- Every write runs in `BEGIN IMMEDIATE`: it takes SQLite's single write lock up front, so
+  a claim's read and update are one atomic step across threads and processes, and waiting
+  for the lock goes through the busy timeout rather than failing mid-transaction.
+- One connection per store object, guarded by one lock (docs/stores.md gives the reasons
+  and the measurements). Rows are decoded into records outside the lock.
+
+Imports only the standard library, the pure core and the store contract.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from rota.core.jobs import JobRecord, JobState, Lease, NewJob, decode_arguments
+from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
+
+EXPECTED_FORM = "expected sqlite:///relative/path.db or sqlite:////absolute/path.db"
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+MINIMUM_SQLITE = (3, 35, 0)  # UPDATE ... RETURNING
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_STATES = {state.value: state for state in JobState}
+_MIGRATION_FILE = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
+# A row as every SELECT/RETURNING of a whole job gives it, in this column order:
+# id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
+# lease_owner, lease_expires_at.
+_Row = tuple[Any, ...]
+
+
+# -- SQL files ----------------------------------------------------------------------------
+
+
+def _sql_folder() -> Any:
+    return files("rota.store") / "sql" / "sqlite"
+
+
+@cache
+def _sql(name: str) -> str:
+    """The text of `sql/sqlite/<name>.sql`."""
+    return str((_sql_folder() / f"{name}.sql").read_text(encoding="utf-8"))
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into complete statements (SQLite's own tokenizer decides)."""
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    leftover = [ln for ln in pending.splitlines() if ln.strip() and not ln.strip().startswith("--")]
+    if leftover:
+        raise ValueError(f"SQL script ends with an incomplete statement: {pending.strip()!r}")
+    return statements
+
+
+@dataclass(frozen=True, slots=True)
+class _Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+@cache
+def _migrations() -> tuple[_Migration, ...]:
+    """Every migration, in version order; versions run 1, 2, 3, ... with no gap."""
+    found: list[_Migration] = []
+    for entry in _sql_folder().iterdir():
+        match = _MIGRATION_FILE.fullmatch(entry.name)
+        if match is not None:
+            script = entry.read_text(encoding="utf-8")
+            found.append(_Migration(int(match[1]), entry.name, tuple(_statements(script))))
+    found.sort(key=lambda migration: migration.version)
+    versions = [migration.version for migration in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"SQLite migrations must be numbered 1, 2, 3, ...; found {versions}")
+    return tuple(found)
+
+
+def schema_version_known() -> int:
+    """The newest schema version this rota knows."""
+    return _migrations()[-1].version
+
+
+# -- times ----------------------------------------------------------------------------------
+
+
+def _us(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        raise ValueError(
+            f"times must be timezone-aware UTC datetimes; got naive {moment!r}. "
+            "Use datetime(..., tzinfo=UTC) or the App's clock"
+        )
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _at(microseconds: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=microseconds)
+
+
+def _record(row: _Row) -> JobRecord:
+    (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
+     created_at, lease_owner, lease_expires_at) = row
+    args, kwargs = decode_arguments(args_json, kwargs_json)
+    return JobRecord(
+        id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
+        due_at=_at(due_at), args=args, kwargs=kwargs, last_error=last_error,
+        created_at=_at(created_at), lease_owner=lease_owner,
+        lease_expires_at=None if lease_expires_at is None else _at(lease_expires_at),
+    )
+
+
+def _is_busy(error: sqlite3.Error) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(error) or "busy" in str(error)
+
+
+# -- the store ------------------------------------------------------------------------------
+
+
+class SQLiteStore:
+    """The `Store` contract on one SQLite file, shared safely by threads and processes.
+
+    Args:
+        path: the database file; created (with its directory's -wal and -shm neighbours)
+            if missing. Its directory must exist.
+        busy_timeout_s: how long a write waits for another connection's write lock
+            before giving up with `StoreError`. Default 5 s.
+        url: the URL to name in messages; default `sqlite:///<path>`.
+
+    Raises:
+        StoreConfigError: the path cannot be a database file (directory missing, or a
+            directory itself), or `busy_timeout_s` is not a non-negative number.
+        StoreError: SQLite is older than 3.35, the file cannot be opened or is not a
+            database, or it stayed locked longer than the busy timeout while migrating.
+        SchemaTooNew: the file was migrated by a newer rota.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        url: str | None = None,
+    ) -> None:
+        self._path = os.fspath(path)
+        self._url = url if url is not None else f"sqlite:///{self._path}"
+        if not isinstance(busy_timeout_s, int | float) or not (
+            math.isfinite(busy_timeout_s) and busy_timeout_s >= 0
+        ):
+            raise StoreConfigError(
+                f"store URL {self._url!r}: busy_timeout_s must be a number of seconds >= 0; "
+                f"got {busy_timeout_s!r}, e.g. ?busy_timeout_s=5 ({EXPECTED_FORM})"
+            )
+        self._busy_timeout_s = float(busy_timeout_s)
+        _require_sqlite_with_returning()
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = self._open()
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteStore:
+        """Open the store `url` names: `sqlite:///relative/path.db` (relative to the working
+        directory) or `sqlite:////absolute/path.db`; optional `?busy_timeout_s=SECONDS`.
+
+        Raises:
+            StoreConfigError: the URL is malformed; the message names it and the form.
+        """
+        prefix = "sqlite:///"
+        if not isinstance(url, str) or url[: len(prefix)].lower() != prefix:
+            raise StoreConfigError(f"store URL {url!r} is not a SQLite URL; {EXPECTED_FORM}")
+        path, _, query = url[len(prefix):].partition("?")
+        if not path or path.endswith("/"):
+            raise StoreConfigError(f"store URL {url!r} names no database file; {EXPECTED_FORM}")
+        if path == ":memory:" or path.startswith("file:"):
+            raise StoreConfigError(
+                f"store URL {url!r}: in-memory and file: URIs are not supported; "
+                f"{EXPECTED_FORM}, or memory:// for a store that is not durable"
+            )
+        busy_timeout_s = DEFAULT_BUSY_TIMEOUT_S
+        try:
+            options = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query))
+        except ValueError:
+            options = {"": [query]}
+        for key, values in options.items():
+            if key != "busy_timeout_s" or len(values) != 1:
+                raise StoreConfigError(
+                    f"store URL {url!r}: unknown option {key!r}; the only option is "
+                    f"?busy_timeout_s=SECONDS ({EXPECTED_FORM})"
+                )
+            try:
+                busy_timeout_s = float(values[0])
+            except ValueError:
+                raise StoreConfigError(
+                    f"store URL {url!r}: busy_timeout_s must be a number of seconds; "
+                    f"got {values[0]!r} ({EXPECTED_FORM})"
+                ) from None
+        return cls(path, busy_timeout_s=busy_timeout_s, url=url)
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self._path!r})"
+
+    # -- opening and migrating --------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        where = Path(self._path)
+        if where.is_dir():
+            raise StoreConfigError(
+                f"store URL {self._url!r} names a directory, not a database file; "
+                f"{EXPECTED_FORM}"
+            )
+        parent = where.parent if str(where.parent) else Path(".")
+        if not parent.is_dir():
+            raise StoreConfigError(
+                f"store URL {self._url!r}: directory {str(parent.resolve())!r} does not exist; "
+                f"create it first ({EXPECTED_FORM})"
+            )
+        try:
+            conn = sqlite3.connect(
+                self._path, timeout=self._busy_timeout_s, isolation_level=None,
+                check_same_thread=False,  # used from many threads, always under self._lock
+            )
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open SQLite store {self._url!r}: {error}") from error
+        try:
+            with self._translate("opening"):
+                for statement in _statements(_sql("connection_pragmas")):
+                    result = conn.execute(statement).fetchone()
+                    if "journal_mode" in statement and (result is None or result[0] != "wal"):
+                        raise StoreError(
+                            f"SQLite store {self._url!r}: could not switch the file to WAL "
+                            f"mode (got {result!r}); put it on a local file system"
+                        )
+                self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int:
+        row = conn.execute(_sql("schema_version")).fetchone()
+        return int(row[0])
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        """Bring the schema up to date. Safe when many processes open a fresh file at once:
+        the version is re-read under the write lock, so each migration runs exactly once."""
+        known = schema_version_known()
+        if self._check_version(conn, known) == known:
+            return  # the common case: no write lock taken
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._check_version(conn, known)
+            for migration in _migrations()[version:]:
+                for statement in migration.statements:
+                    conn.execute(statement)
+                if self._schema_version(conn) != migration.version:
+                    raise RuntimeError(
+                        f"migration {migration.name} must end with "
+                        f"PRAGMA user_version = {migration.version};"
+                    )
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def _check_version(self, conn: sqlite3.Connection, known: int) -> int:
+        version = self._schema_version(conn)
+        if version > known:
+            raise SchemaTooNew(
+                f"SQLite store {self._url!r} has schema version {version}, but this rota "
+                f"knows versions up to {known}: it was migrated by a newer rota. "
+                "Upgrade rota to use this file"
+            )
+        return version
+
+    # -- transactions and errors --------------------------------------------------------------
+
+    @contextmanager
+    def _translate(self, doing: str) -> Iterator[None]:
+        """Turn sqlite3 errors into StoreError naming the file and what was being done."""
+        try:
+            yield
+        except sqlite3.Error as error:
+            if _is_busy(error):
+                raise StoreError(
+                    f"SQLite store {self._url!r} was busy: another connection held its "
+                    f"write lock for longer than the busy timeout ({self._busy_timeout_s:g} s) "
+                    f"while {doing}; nothing was written. Retry, raise ?busy_timeout_s=, or "
+                    "find the process holding a long transaction"
+                ) from error
+            raise StoreError(f"SQLite store {self._url!r}: {doing} failed: {error}") from error
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(
+                f"SQLite store {self._url!r} is closed; open a new one with open_store(url)"
+            )
+        return self._conn
+
+    @contextmanager
+    def _write(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction: all of it commits, or none of it does."""
+        with self._lock, self._translate(doing):
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _read(self, doing: str) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._translate(doing):
+            yield self._connection()
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        if not jobs:
+            return []
+        created_at = _us(now)
+        rows = []
+        for job in jobs:
+            decode_arguments(job.args_json, job.kwargs_json)  # bad JSON fails before writing
+            rows.append(
+                (job.name, job.queue, _us(job.due_at), job.args_json, job.kwargs_json, created_at)
+            )
+        with self._write("enqueueing") as conn:
+            conn.executemany(_sql("enqueue"), rows)
+            (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
+        # AUTOINCREMENT under the write lock hands one batch consecutive ids.
+        return list(range(last_id - len(rows) + 1, last_id + 1))
+
+    def claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        *,
+        now: datetime,
+        owner: str,
+        lease_expires_at: datetime,
+    ) -> list[JobRecord]:
+        if limit <= 0 or not queues:
+            return []
+        params: dict[str, object] = {
+            "now": _us(now), "owner": owner, "lease_expires_at": _us(lease_expires_at),
+        }
+        claim_sql = _sql("claim")
+        claimed: list[_Row] = []
+        # One UPDATE per Queue inside one transaction: each is an index range scan of at
+        # most `limit` rows, and the given Queue order needs no sort over all due jobs.
+        with self._write("claiming") as conn:
+            for queue in queues:
+                remaining = limit - len(claimed)
+                if remaining <= 0:
+                    break
+                params["queue"] = queue
+                params["limit"] = remaining
+                rows = conn.execute(claim_sql, params).fetchall()
+                rows.sort(key=lambda row: (row[5], row[0]))  # RETURNING order is unspecified
+                claimed.extend(rows)
+        return [_record(row) for row in claimed]
+
+    def _apply_to_leases(self, name: str, leases: Sequence[Lease], doing: str) -> int:
+        if not leases:
+            return 0
+        rows = [(lease.job_id, lease.owner, lease.attempt) for lease in leases]
+        with self._write(doing) as conn:
+            return conn.executemany(_sql(name), rows).rowcount
+
+    def complete(self, leases: Sequence[Lease], now: datetime) -> int:
+        return self._apply_to_leases("complete", leases, "completing jobs")
+
+    def release(self, leases: Sequence[Lease], now: datetime) -> int:
+        return self._apply_to_leases("release", leases, "releasing jobs")
+
+    def _end_lease(self, name: str, lease: Lease, doing: str, **params: object) -> bool:
+        params.update(id=lease.job_id, owner=lease.owner, attempt=lease.attempt)
+        with self._write(doing) as conn:
+            return conn.execute(_sql(name), params).rowcount == 1
+
+    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
+        return self._end_lease("retry", lease, "retrying a job", due_at=_us(due_at), error=error)
+
+    def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
+        return self._end_lease("dead_letter", lease, "dead-lettering a job", error=error)
+
+    def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
+        return self._end_lease("quarantine", lease, "quarantining a job", error=error)
+
+    def heartbeat(
+        self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
+    ) -> set[int]:
+        if not leases:
+            return set()
+        renewed: set[int] = set()
+        params: dict[str, object] = {"now": _us(now), "lease_expires_at": _us(lease_expires_at)}
+        heartbeat_sql = _sql("heartbeat")
+        with self._write("renewing leases") as conn:
+            for lease in leases:
+                params.update(id=lease.job_id, owner=lease.owner, attempt=lease.attempt)
+                renewed.update(row[0] for row in conn.execute(heartbeat_sql, params))
+        return renewed
+
+    def expire_lease(
+        self, lease: Lease, now: datetime, due_at: datetime | None, error: str
+    ) -> bool:
+        if due_at is None:
+            return self._end_lease(
+                "expire_lease_dead_letter", lease, "expiring a lease", now=_us(now), error=error
+            )
+        return self._end_lease(
+            "expire_lease_retry", lease, "expiring a lease",
+            now=_us(now), due_at=_us(due_at), error=error,
+        )
+
+    def cancel(self, job_id: int, now: datetime) -> bool:
+        with self._write("cancelling a job") as conn:
+            return conn.execute(_sql("cancel"), {"id": job_id}).rowcount == 1
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
+        with self._read("finding expired leases") as conn:
+            rows = conn.execute(
+                _sql("find_expired_leases"), {"now": _us(now), "limit": limit}
+            ).fetchall()
+        return [_record(row) for row in rows]
+
+    def get_job(self, job_id: int) -> JobRecord | None:
+        with self._read("reading a job") as conn:
+            row = conn.execute(_sql("get_job"), {"id": job_id}).fetchone()
+        return None if row is None else _record(row)
+
+    def list_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        limit: int = 100,
+    ) -> list[JobRecord]:
+        params = {
+            "queue": queue, "state": None if state is None else state.value, "limit": limit,
+        }
+        with self._read("listing jobs") as conn:
+            rows = conn.execute(_sql("list_jobs"), params).fetchall()
+        return [_record(row) for row in rows]
+
+    def count_jobs(self) -> dict[tuple[str, JobState], int]:
+        with self._read("counting jobs") as conn:
+            rows = conn.execute(_sql("count_jobs")).fetchall()
+        return {(queue, _STATES[state]): count for queue, state, count in rows}
+
+    def close(self) -> None:
+        """Close the connection; idempotent. Later calls raise StoreError."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _require_sqlite_with_returning() -> None:
+    if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
+        needed = ".".join(map(str, MINIMUM_SQLITE))
+        raise StoreError(
+            f"rota's SQLite store needs SQLite {needed} or newer (for UPDATE ... RETURNING); "
+            f"this Python uses SQLite {sqlite3.sqlite_version}. Use a newer Python build, or "
+            "a postgresql:// store"
+        )

@@ -1,0 +1,252 @@
+"""`App.run_until_idle()`, the deterministic drive (DESIGN.md), on every store kind."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+
+import rota
+from rota import JobState, RetryPolicy, Strict, Weighted, WorkerGroupOptions
+from rota.core.jobs import NewJob
+from tests.app.conftest import Recorder
+
+MakeApp = Callable[[], rota.App]
+MakeRecorder = Callable[[rota.App], Recorder]
+
+
+def group(name: str, policy: rota.DispatchPolicy, **options: object) -> WorkerGroupOptions:
+    return WorkerGroupOptions(name=name, policy=policy, **options)  # type: ignore[arg-type]
+
+
+def test_groups_run_in_registration_order_pass_after_pass(
+    make_app: MakeApp, make_recorder: MakeRecorder
+) -> None:
+    # Given two groups of pool 2 on disjoint Queues, 4 jobs each
+    app = make_app()
+    recorder = make_recorder(app)
+    app.add_worker_group(group("first", Strict("x"), pool_size=2))
+    app.add_worker_group(group("second", Strict("y"), pool_size=2))
+    recorder.enqueue("y", 4)
+    recorder.enqueue("x", 4)
+    # When the App runs until idle
+    executions = app.run_until_idle()
+    # Then each round runs one pass of each group, in registration order
+    assert recorder.log == ["x", "x", "y", "y", "x", "x", "y", "y"]
+    # And it returns the number of executions
+    assert executions == 8
+    assert app.run_until_idle() == 0
+
+
+def test_it_never_advances_the_clock(
+    make_app: MakeApp, make_recorder: MakeRecorder, clock: rota.VirtualClock
+) -> None:
+    # Given a job due now and one due in 10 s
+    app = make_app()
+    recorder = make_recorder(app)
+    app.add_worker_group(group("g", Strict("q")))
+    before = clock.now()
+    recorder.enqueue("q")
+    later = recorder.job.configure(queue="q", delay=10).enqueue("later")
+    # When run until idle / Then only the due job ran and the clock did not move
+    assert app.run_until_idle() == 1
+    assert clock.now() == before
+    assert recorder.log == ["q"]
+    # And once the clock is moved by the test, the later job runs
+    clock.advance(10)
+    assert app.run_until_idle() == 1
+    record = app.get_job(later)
+    assert record is not None and record.state is JobState.SUCCEEDED
+
+
+def test_sync_and_async_handlers_both_run(make_app: MakeApp) -> None:
+    app = make_app()
+    ran: list[str] = []
+
+    @app.job("sync", queue="q")
+    def sync_job(tag: str) -> None:
+        ran.append(tag)
+
+    @app.job("async", queue="q")
+    async def async_job(tag: str) -> None:
+        await asyncio.sleep(0)
+        ran.append(tag)
+
+    app.add_worker_group(group("g", Strict("q")))
+    ids = [sync_job.enqueue("s"), async_job.enqueue("a")]
+    assert app.run_until_idle() == 2
+    assert ran == ["s", "a"]
+    assert all(app.get_job(i).state is JobState.SUCCEEDED for i in ids)  # type: ignore[union-attr]
+
+
+def test_run_until_idle_async_from_a_running_loop(make_app: MakeApp) -> None:
+    app = make_app()
+    app.job("noop", queue="q")(lambda: None)
+    app.add_worker_group(group("g", Strict("q")))
+    app.jobs["noop"].enqueue()
+
+    async def main() -> int:
+        with pytest.raises(RuntimeError, match="run_until_idle_async"):
+            app.run_until_idle()
+        return await app.run_until_idle_async()
+
+    assert asyncio.run(main()) == 1
+
+
+# -- retries, dead letter, quarantine -------------------------------------------------------
+
+
+def test_failures_retry_with_backoff_then_dead_letter(
+    make_app: MakeApp, clock: rota.VirtualClock
+) -> None:
+    # Given a job that always fails and a group allowing 3 attempts (default backoff)
+    app = make_app()
+    calls: list[int] = []
+
+    @app.job("flaky", queue="q")
+    def flaky() -> None:
+        calls.append(1)
+        raise ValueError("boom")
+
+    app.add_worker_group(group("g", Strict("q"), retry=RetryPolicy(max_attempts=3)))
+    job_id = flaky.enqueue()
+    start = clock.now()
+    # When run until idle / Then one attempt, rescheduled 2 s later, error recorded
+    assert app.run_until_idle() == 1
+    record = app.get_job(job_id)
+    assert record is not None
+    assert (record.state, record.attempt, record.due_at, record.last_error) == (
+        JobState.SCHEDULED, 1, start + timedelta(seconds=2), "ValueError: boom")
+    # And it is not retried before its due time
+    clock.advance(1)
+    assert app.run_until_idle() == 0
+    clock.advance(1)
+    assert app.run_until_idle() == 1
+    record = app.get_job(job_id)
+    assert record is not None and record.due_at == clock.now() + timedelta(seconds=4)
+    # When the third attempt fails / Then the job is dead-lettered
+    clock.advance(4)
+    assert app.run_until_idle() == 1
+    record = app.get_job(job_id)
+    assert record is not None
+    assert (record.state, record.attempt, record.last_error) == (
+        JobState.DEAD_LETTERED, 3, "ValueError: boom")
+    clock.advance(3600)
+    assert app.run_until_idle() == 0
+    assert len(calls) == 3
+
+
+def test_the_default_group_retry_is_ten_attempts(
+    make_app: MakeApp, clock: rota.VirtualClock
+) -> None:
+    app = make_app()
+
+    @app.job("always-fails", queue="q")
+    def always_fails() -> None:
+        raise KeyError("k")
+
+    app.add_worker_group(group("g", Strict("q")))
+    job_id = always_fails.enqueue()
+    total = 0
+    for _ in range(20):
+        total += app.run_until_idle()
+        clock.advance(timedelta(minutes=5))
+    record = app.get_job(job_id)
+    assert record is not None and record.state is JobState.DEAD_LETTERED
+    assert total == 10 and record.last_error == "KeyError: 'k'"
+
+
+def test_a_job_level_retry_overrides_the_groups(make_app: MakeApp) -> None:
+    # Given a group allowing 5 attempts and a job allowing only 1
+    app = make_app()
+
+    @app.job("strict-retry", queue="q", retry=RetryPolicy(max_attempts=1))
+    def fails() -> None:
+        raise RuntimeError("nope")
+
+    app.add_worker_group(group("g", Strict("q"), retry=RetryPolicy(max_attempts=5)))
+    job_id = fails.enqueue()
+    # When run / Then it is dead-lettered after its single attempt
+    assert app.run_until_idle() == 1
+    record = app.get_job(job_id)
+    assert record is not None and record.state is JobState.DEAD_LETTERED
+    assert record.last_error == "RuntimeError: nope"
+
+
+def test_a_job_level_backoff_of_zero_retries_within_the_same_call(make_app: MakeApp) -> None:
+    app = make_app()
+
+    @app.job("fast-retry", queue="q", retry=RetryPolicy(max_attempts=4, backoff=lambda n: 0))
+    def fails() -> None:
+        raise OSError("again")
+
+    app.add_worker_group(group("g", Strict("q")))
+    job_id = fails.enqueue()
+    assert app.run_until_idle() == 4
+    record = app.get_job(job_id)
+    assert record is not None and record.state is JobState.DEAD_LETTERED
+
+
+def test_an_unknown_job_name_is_quarantined_at_once(
+    make_app: MakeApp, clock: rota.VirtualClock
+) -> None:
+    # Given a job whose name no handler in this App has (enqueued by another program)
+    app = make_app()
+    app.add_worker_group(group("g", Strict("q")))
+    (job_id,) = app.store.enqueue(
+        [NewJob(name="billing.charge_card", queue="q", due_at=clock.now())], clock.now())
+    # When run / Then it is quarantined after one claim, not retried, error names it
+    assert app.run_until_idle() == 1
+    record = app.get_job(job_id)
+    assert record is not None and record.state is JobState.QUARANTINED
+    assert record.attempt == 1
+    assert record.last_error is not None and "'billing.charge_card'" in record.last_error
+    clock.advance(3600)
+    assert app.run_until_idle() == 0
+
+
+# -- validation when the group starts -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("policy", "message"),
+    [
+        (Weighted([]), r"^Weighted dispatch needs at least one queue, all weights >= 1\.$"),
+        (Weighted([("q", 1), ("r", 0)]),
+         r"^Weighted dispatch needs at least one queue, all weights >= 1\.$"),
+        (Strict(), r"^Strict dispatch needs at least one queue\.$"),
+        (Strict("q", "q"), "'q'"),
+    ],
+    ids=["weighted-empty", "weighted-zero", "strict-empty", "duplicate"],
+)
+def test_policy_errors_surface_when_run_until_idle_starts_the_group(
+    make_app: MakeApp, make_recorder: MakeRecorder, policy: rota.DispatchPolicy, message: str
+) -> None:
+    # Given an invalid policy: constructing the options and adding the group succeed
+    app = make_app()
+    recorder = make_recorder(app)
+    app.add_worker_group(group("bad", policy))
+    recorder.enqueue("q")
+    # When the group starts / Then the ValueError, and nothing ran
+    with pytest.raises(ValueError, match=message):
+        app.run_until_idle()
+    assert recorder.log == []
+
+
+def test_dispatch_state_persists_across_calls(
+    make_app: MakeApp, make_recorder: MakeRecorder
+) -> None:
+    # Given 1:1 over a and b with one Worker, and a first call serving only a
+    app = make_app()
+    recorder = make_recorder(app)
+    app.add_worker_group(group("g", Weighted([("a", 1), ("b", 1)]), pool_size=1))
+    recorder.enqueue("a")
+    assert app.run_until_idle() == 1
+    # When both Queues get one job in a second call
+    recorder.enqueue("a")
+    recorder.enqueue("b")
+    app.run_until_idle()
+    # Then b goes first: its credit from the first call was kept (fresh credits tie to a)
+    assert recorder.log == ["a", "b", "a"]

@@ -1,0 +1,92 @@
+"""`rota simulate`: the exact claim schedule, from the very core the worker uses."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rota.cli import main
+from rota.core.dispatch import swrr_sequence
+from rota.core.policy import Strict, Weighted
+from rota.core.simulation import simulate
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+    assert main(["simulate", *argv, "--json"]) == 0
+    result: dict[str, object] = json.loads(capsys.readouterr().out)
+    return result
+
+
+def test_weighted_6_3_1_prints_the_smooth_sequence_each_pass(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # When simulating 6:3:1 with a pool of 10 for 3 passes
+    result = run_json(capsys, "--weighted", "a=6,b=3,c=1", "--pool", "10", "--passes", "3")
+    # Then each pass claims 6/3/1, one claim per Queue, in the smooth order
+    passes = result["passes"]
+    assert isinstance(passes, list) and len(passes) == 3
+    for one in passes:
+        assert one["claims"] == [
+            {"queues": ["a"], "limit": 6, "got": 6},
+            {"queues": ["b"], "limit": 3, "got": 3},
+            {"queues": ["c"], "limit": 1, "got": 1},
+        ]
+        assert "".join(one["order"]) == "abaabacaba"
+    assert result["served"] == {"a": 18, "b": 9, "c": 3}
+
+
+def test_the_sequence_continues_across_passes_of_any_pool_size() -> None:
+    # Given the reference nginx sequence for 5:1:1
+    reference = ["abc"[i] for i in swrr_sequence([5, 1, 1], 7 * 12)]
+    for pool in (1, 2, 3, 5, 7, 11):
+        # When passes of that pool size are concatenated
+        result = simulate(Weighted([("a", 5), ("b", 1), ("c", 1)]), pool, 84 // pool)
+        served = [q for one in result.passes for q in one.order]
+        # Then they give the same sequence
+        assert served == reference[: len(served)]
+
+
+def test_backlog_shortfall_reflows_within_the_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given only two jobs on "a" and none on "c"
+    result = run_json(capsys, "--weighted", "a=6,b=3,c=1", "--pool", "4", "--passes", "1",
+                      "--backlog", "a=2,c=0")
+    (one,) = result["passes"]  # type: ignore[misc]
+    # Then the pass still fills all four slots, b taking what a and c could not
+    assert sorted(one["order"]) == ["a", "a", "b", "b"]
+    assert len(one["claims"]) <= 2 * 3
+
+
+def test_strict_serves_the_head_first_then_the_tail() -> None:
+    result = simulate(Strict("critical", "bulk"), 5, 3, {"critical": 7})
+    assert [len(one.claims) for one in result.passes] == [1, 1, 1]
+    assert [list(one.order) for one in result.passes] == [
+        ["critical"] * 5, ["critical"] * 2 + ["bulk"] * 3, ["bulk"] * 5,
+    ]
+
+
+def test_table_output_names_the_policy_and_shares(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--weighted", "a=6,b=3,c=1", "--passes", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Weighted 6:3:1 over a, b, c, pool 10, 1 passes" in out
+    assert "order  a b a a b a c a b a" in out
+    assert "60.0%" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--weighted", "a=x"], "is not an integer"),
+        (["--weighted", "a6"], "Queue=number pairs"),
+        (["--weighted", "a=0"], "Weighted dispatch needs at least one queue, all weights >= 1."),
+        (["--strict", ""], "Strict dispatch needs at least one queue."),
+        (["--weighted", "a=1", "--backlog", "zzz=3"], "does not serve"),
+        (["--weighted", "a=1", "--pool", "0"], "pool size must be at least 1"),
+    ],
+)
+def test_bad_input_is_a_usage_error_with_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert main(["simulate", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.count("\n") == 1

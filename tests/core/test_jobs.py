@@ -1,0 +1,86 @@
+"""Jobs: the state transition table, and argument encoding that names a bad argument."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from rota import JobState
+from rota.core.jobs import (
+    TRANSITIONS,
+    InvalidTransition,
+    JobEvent,
+    decode_arguments,
+    encode_arguments,
+    transition,
+)
+
+S, E = JobState, JobEvent
+LEGAL = {
+    (S.SCHEDULED, E.CLAIM): S.LEASED,
+    (S.SCHEDULED, E.CANCEL): S.CANCELLED,
+    (S.LEASED, E.COMPLETE): S.SUCCEEDED,
+    (S.LEASED, E.RETRY): S.SCHEDULED,
+    (S.LEASED, E.RELEASE): S.SCHEDULED,
+    (S.LEASED, E.DEAD_LETTER): S.DEAD_LETTERED,
+    (S.LEASED, E.QUARANTINE): S.QUARANTINED,
+}
+
+
+def test_job_state_values_are_the_public_names() -> None:
+    assert {state.value for state in JobState} == {
+        "scheduled", "leased", "succeeded", "dead_lettered", "quarantined", "cancelled"}
+
+
+def test_the_table_is_exactly_the_documented_one() -> None:
+    assert dict(TRANSITIONS) == LEGAL
+
+
+@pytest.mark.parametrize(("key", "after"), LEGAL.items(), ids=lambda v: str(v))
+def test_legal_transitions(key: tuple[JobState, JobEvent], after: JobState) -> None:
+    assert transition(*key) is after
+
+
+ILLEGAL = [key for key in itertools.product(JobState, JobEvent) if key not in LEGAL]
+
+
+@pytest.mark.parametrize("key", ILLEGAL, ids=lambda k: f"{k[0].value}-{k[1].value}")
+def test_illegal_transitions_raise(key: tuple[JobState, JobEvent]) -> None:
+    state, event = key
+    with pytest.raises(InvalidTransition, match=state.value):
+        transition(state, event)
+
+
+def test_finished_states_have_no_way_out() -> None:
+    for state in JobState:
+        if state.finished:
+            assert not any((state, event) in LEGAL for event in JobEvent)
+    assert not JobState.SCHEDULED.finished and not JobState.LEASED.finished
+
+
+def test_arguments_round_trip_as_json() -> None:
+    args_json, kwargs_json = encode_arguments(["a", 1, [1.5, None]], {"flag": True, "d": {}})
+    assert json.loads(args_json) == ["a", 1, [1.5, None]]
+    assert decode_arguments(args_json, kwargs_json) == (
+        ("a", 1, [1.5, None]), {"flag": True, "d": {}})
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "named"),
+    [
+        ((object(),), {}, "positional argument 0"),
+        (("ok", {1, 2}), {}, "positional argument 1"),
+        ((), {"when": object()}, "keyword argument 'when'"),
+        (("ok",), {"ratio": float("nan")}, "keyword argument 'ratio'"),
+        ((b"bytes",), {}, "positional argument 0"),
+        (([{"deep": object()}],), {}, "positional argument 0"),
+    ],
+    ids=["object", "set", "kw-object", "nan", "bytes", "nested"],
+)
+def test_a_non_json_argument_is_a_type_error_naming_it(
+    args: tuple[object, ...], kwargs: dict[str, object], named: str
+) -> None:
+    with pytest.raises(TypeError, match=named):
+        encode_arguments(args, kwargs)

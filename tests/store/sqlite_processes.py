@@ -1,0 +1,54 @@
+"""Entry points for the processes that tests/store/test_sqlite.py spawns.
+
+Kept apart from the test module so a spawned child imports only rota, not pytest.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from multiprocessing.synchronize import Barrier, Event
+from typing import Any
+
+from rota.core.jobs import NewJob
+from rota.store import open_store
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+LEASE = timedelta(seconds=60)
+
+
+def claim_until_empty(url: str, owner: str, start: Barrier, results: Any) -> None:
+    """Claim 5 at a time until the Queue is empty; put (owner, ids) on `results`."""
+    store = open_store(url)
+    try:
+        start.wait()
+        claimed: list[int] = []
+        while jobs := store.claim(["q"], 5, now=T0, owner=owner, lease_expires_at=T0 + LEASE):
+            claimed.extend(job.id for job in jobs)
+        results.put((owner, claimed))
+    finally:
+        store.close()
+
+
+def open_fresh_and_enqueue(url: str, start: Barrier, results: Any) -> None:
+    """Open (and so migrate) the store at once with the others, then enqueue one job."""
+    start.wait()
+    store = open_store(url)
+    try:
+        (job_id,) = store.enqueue([NewJob("job", "q", T0)], T0)
+        results.put(job_id)
+    finally:
+        store.close()
+
+
+def hold_claim_open(url: str, holding: Event, never: Event) -> None:
+    """Claim inside a write transaction, then wait to be killed before it commits."""
+    from rota.store.sqlite import SQLiteStore, _sql, _us
+
+    store = SQLiteStore.from_url(url)
+    # Private API on purpose: the test needs a claim caught between UPDATE and COMMIT.
+    with store._write("claiming") as conn:
+        params = {"queue": "q", "limit": 1, "now": _us(T0), "owner": "doomed",
+                  "lease_expires_at": _us(T0 + LEASE)}
+        assert conn.execute(_sql("claim"), params).fetchall()
+        holding.set()
+        never.wait()

@@ -1,0 +1,150 @@
+"""The store contract under concurrency, run unchanged against every store.
+
+Each thread opens its own store from the same URL, as separate Worker processes would
+(memory:// lives in one process, so its threads share one store object). A barrier starts
+the threads together; nothing waits on a timer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+import pytest
+
+from rota.core.jobs import JobState, NewJob
+from rota.store import Store, open_store
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+LEASE = timedelta(seconds=60)
+R = TypeVar("R")
+
+OpenStores = Callable[[int], list[Store]]
+
+
+@pytest.fixture
+def open_stores(store_url: str) -> Iterator[OpenStores]:
+    """Factory: `n` stores on the one store `store_url` names, closed after the test."""
+    opened: list[Store] = []
+
+    def factory(n: int) -> list[Store]:
+        if store_url.startswith("memory:"):
+            shared = open_store(store_url)
+            opened.append(shared)
+            return [shared] * n
+        stores = [open_store(store_url) for _ in range(n)]
+        opened.extend(stores)
+        return stores
+
+    yield factory
+    for store in opened:
+        store.close()
+
+
+def run_together(tasks: list[Callable[[], R]]) -> list[R]:
+    """Run `tasks` on as many threads, released at once; their results, or their error."""
+    barrier = threading.Barrier(len(tasks))
+
+    def start(task: Callable[[], R]) -> R:
+        barrier.wait()
+        return task()
+
+    with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+        return list(pool.map(start, tasks))
+
+
+def new(queue: str = "q") -> NewJob:
+    return NewJob(name="job", queue=queue, due_at=T0)
+
+
+def drain(store: Store, owner: str, batch: int) -> list[int]:
+    claimed: list[int] = []
+    while jobs := store.claim(["q"], batch, now=T0, owner=owner, lease_expires_at=T0 + LEASE):
+        claimed.extend(job.id for job in jobs)
+    return claimed
+
+
+def test_eight_concurrent_claimers_never_share_a_job(open_stores: OpenStores) -> None:
+    # Given 64 due jobs and 8 claimers, each with its own store
+    stores = open_stores(8)
+    ids = stores[0].enqueue([new() for _ in range(64)], T0)
+
+    # When they all drain the Queue at once, 3 jobs per claim
+    def claimer(index: int) -> Callable[[], list[int]]:
+        return lambda: drain(stores[index], f"w{index}", 3)
+
+    claimed = [job_id for batch in run_together([claimer(i) for i in range(8)]) for job_id in batch]
+
+    # Then every job was claimed exactly once
+    assert sorted(claimed) == sorted(ids)
+    assert stores[0].count_jobs() == {("q", JobState.LEASED): 64}
+
+
+def test_concurrent_sweepers_apply_each_expiry_exactly_once(open_stores: OpenStores) -> None:
+    # Given 32 leases that expired
+    stores = open_stores(4)
+    ids = stores[0].enqueue([new() for _ in range(32)], T0)
+    stores[0].claim(["q"], 32, now=T0, owner="gone", lease_expires_at=T0 + LEASE)
+    later = T0 + LEASE
+    retry_at = later + timedelta(seconds=5)
+
+    # When 4 sweepers find and expire them at once
+    def sweeper(store: Store) -> Callable[[], list[int]]:
+        def sweep() -> list[int]:
+            return [
+                job.id for job in store.find_expired_leases(later, 100)
+                if store.expire_lease(job.lease, later, retry_at, "LeaseExpired")
+            ]
+        return sweep
+
+    applied = [job_id for batch in run_together([sweeper(s) for s in stores]) for job_id in batch]
+
+    # Then each expiry applied exactly once, and every job is claimable again
+    assert sorted(applied) == sorted(ids)
+    assert stores[0].count_jobs() == {("q", JobState.SCHEDULED): 32}
+    job = stores[0].get_job(ids[0])
+    assert job is not None and (job.due_at, job.attempt, job.last_error) == (
+        retry_at, 1, "LeaseExpired")
+
+
+def test_concurrent_enqueue_and_claim_lose_nothing(open_stores: OpenStores) -> None:
+    # Given 2 enqueuers adding 10 batches of 10 while 2 claimers drain
+    stores = open_stores(4)
+    enqueuers_left = [2]
+    counting = threading.Lock()
+    all_enqueued = threading.Event()
+
+    def enqueuer(store: Store) -> Callable[[], list[int]]:
+        def run() -> list[int]:
+            ids = [job_id for _ in range(10)
+                   for job_id in store.enqueue([new() for _ in range(10)], T0)]
+            with counting:
+                enqueuers_left[0] -= 1
+                if enqueuers_left[0] == 0:
+                    all_enqueued.set()
+            return ids
+        return run
+
+    def claimer(store: Store, owner: str) -> Callable[[], list[int]]:
+        def run() -> list[int]:
+            claimed: list[int] = []
+            while not all_enqueued.is_set():
+                claimed.extend(drain(store, owner, 4))
+            claimed.extend(drain(store, owner, 4))  # every job is committed by now
+            return claimed
+        return run
+
+    # When they all run at once
+    results = run_together([
+        enqueuer(stores[0]), enqueuer(stores[1]),
+        claimer(stores[2], "w1"), claimer(stores[3], "w2"),
+    ])
+
+    # Then every enqueued job was claimed exactly once
+    enqueued = results[0] + results[1]
+    claimed = results[2] + results[3]
+    assert len(set(enqueued)) == 200
+    assert sorted(claimed) == sorted(enqueued)

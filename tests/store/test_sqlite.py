@@ -1,0 +1,268 @@
+"""What only the SQLite store promises: processes sharing one file, migrations, locking,
+crash safety and its URL forms. The shared contract is in test_contract*.py.
+
+Processes are spawned (not forked) and coordinated with barriers, events and joins.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import closing
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from rota.core.jobs import JobState, Lease, NewJob
+from rota.store import SchemaTooNew, StoreConfigError, StoreError, open_store
+from rota.store.sqlite import SQLiteStore, schema_version_known
+from tests.store import sqlite_processes
+
+T0 = sqlite_processes.T0
+LEASE = sqlite_processes.LEASE
+SPAWN = multiprocessing.get_context("spawn")
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'rota.db'}"
+
+
+@pytest.fixture
+def store(url: str) -> Iterator[SQLiteStore]:
+    opened = SQLiteStore.from_url(url)
+    yield opened
+    opened.close()
+
+
+def new(queue: str = "q", args: str = "[]") -> NewJob:
+    return NewJob("job", queue, T0, args)
+
+
+def raw_connection(store: SQLiteStore) -> sqlite3.Connection:
+    """A second, plain connection to the store's file: 'another process'."""
+    return sqlite3.connect(store.path, isolation_level=None, timeout=0)
+
+
+def test_processes_claiming_from_one_file_get_each_job_exactly_once(
+    store: SQLiteStore, url: str
+) -> None:
+    # Given 200 due jobs and 4 processes
+    ids = store.enqueue([new() for _ in range(200)], T0)
+    start = SPAWN.Barrier(4)
+    results = SPAWN.Queue()
+    processes = [
+        SPAWN.Process(target=sqlite_processes.claim_until_empty,
+                      args=(url, f"p{i}", start, results))
+        for i in range(4)
+    ]
+    # When they all drain the Queue at once
+    for process in processes:
+        process.start()
+    claimed = [results.get(timeout=30) for _ in processes]
+    for process in processes:
+        process.join()
+    # Then every job was claimed exactly once
+    assert [process.exitcode for process in processes] == [0, 0, 0, 0]
+    all_ids = [job_id for _, batch in claimed for job_id in batch]
+    assert sorted(all_ids) == ids
+    assert store.count_jobs() == {("q", JobState.LEASED): 200}
+    results.close()
+    results.join_thread()
+
+
+def test_processes_opening_a_fresh_file_at_once_migrate_it_once(url: str) -> None:
+    # Given a file that does not exist yet, and 4 processes released together
+    start = SPAWN.Barrier(4)
+    results = SPAWN.Queue()
+    processes = [
+        SPAWN.Process(target=sqlite_processes.open_fresh_and_enqueue, args=(url, start, results))
+        for _ in range(4)
+    ]
+    # When each opens it (and so migrates it) and enqueues a job
+    for process in processes:
+        process.start()
+    ids = [results.get(timeout=30) for _ in processes]
+    for process in processes:
+        process.join()
+    results.close()
+    results.join_thread()
+    # Then all succeeded on one schema
+    assert [process.exitcode for process in processes] == [0, 0, 0, 0]
+    with closing(SQLiteStore.from_url(url)) as store:
+        assert sorted(job.id for job in store.list_jobs()) == sorted(ids)
+        with closing(raw_connection(store)) as conn:
+            (version,) = conn.execute("PRAGMA user_version").fetchone()
+            (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+    assert version == schema_version_known() and mode == "wal"
+
+
+def test_a_schema_newer_than_this_rota_is_refused(store: SQLiteStore, url: str) -> None:
+    # Given a file migrated by a future rota
+    newer = schema_version_known() + 1
+    with closing(raw_connection(store)) as conn:
+        conn.execute(f"PRAGMA user_version = {newer}")
+    # When this rota opens it
+    with pytest.raises(SchemaTooNew) as refused:
+        SQLiteStore.from_url(url)
+    # Then it refuses, saying which versions and what to do
+    message = str(refused.value)
+    assert f"schema version {newer}" in message
+    assert f"up to {schema_version_known()}" in message
+    assert "Upgrade rota" in message and url in message
+
+
+def test_jobs_survive_close_and_reopen(url: str) -> None:
+    # Given a store with a leased and a scheduled job, closed
+    with closing(SQLiteStore.from_url(url)) as store:
+        leased, scheduled = store.enqueue([new(args='[1, "x"]'), new()], T0)
+        store.claim(["q"], 1, now=T0, owner="w1", lease_expires_at=T0 + LEASE)
+        before = [store.get_job(leased), store.get_job(scheduled)]
+    # When it is opened again
+    with closing(SQLiteStore.from_url(url)) as store:
+        after = [store.get_job(leased), store.get_job(scheduled)]
+        # Then every field came back, and the lease still fences outcomes
+        assert after == before
+        assert store.complete([Lease(leased, "w1", 1)], T0) == 1
+
+
+def test_a_write_lock_held_elsewhere_makes_a_claim_wait_then_fail_cleanly(
+    tmp_path: Path,
+) -> None:
+    # Given a due job, and another connection holding the write lock
+    url = f"sqlite:///{tmp_path / 'busy.db'}?busy_timeout_s=0.2"
+    with closing(open_store(url)) as store:
+        assert isinstance(store, SQLiteStore)
+        (job_id,) = store.enqueue([new()], T0)
+        with closing(raw_connection(store)) as other:
+            other.execute("BEGIN IMMEDIATE")
+            # When a claim runs
+            started = time.monotonic()
+            with pytest.raises(StoreError) as failed:
+                store.claim(["q"], 1, now=T0, owner="w1", lease_expires_at=T0 + LEASE)
+            waited = time.monotonic() - started
+            # Then it waited for the busy timeout, and failed naming the file
+            assert waited >= 0.15
+            assert store.path in str(failed.value) and "busy" in str(failed.value)
+            # And an enqueue fails the same way without writing anything
+            with pytest.raises(StoreError):
+                store.enqueue([new(), new()], T0)
+            other.execute("ROLLBACK")
+        # And once the lock is free, the untouched job is claimable
+        assert store.count_jobs() == {("q", JobState.SCHEDULED): 1}
+        (job,) = store.claim(["q"], 1, now=T0, owner="w1", lease_expires_at=T0 + LEASE)
+        assert (job.id, job.attempt) == (job_id, 1)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+def test_a_process_killed_mid_claim_leaves_the_job_claimable(
+    store: SQLiteStore, url: str
+) -> None:
+    # Given a process caught inside a claim transaction, before its COMMIT
+    (job_id,) = store.enqueue([new()], T0)
+    holding, never = SPAWN.Event(), SPAWN.Event()
+    process = SPAWN.Process(target=sqlite_processes.hold_claim_open, args=(url, holding, never))
+    process.start()
+    assert holding.wait(timeout=30)
+    # When it is killed
+    assert process.pid is not None
+    os.kill(process.pid, signal.SIGKILL)
+    process.join()
+    assert process.exitcode == -signal.SIGKILL
+    # Then its claim never happened: the next claimer gets the job, first attempt
+    (job,) = store.claim(["q"], 1, now=T0, owner="w2", lease_expires_at=T0 + LEASE)
+    assert (job.id, job.attempt, job.lease_owner) == (job_id, 1, "w2")
+
+
+@pytest.mark.parametrize(
+    "bad_url",
+    [
+        "sqlite://relative.db",
+        "sqlite:///",
+        "sqlite:///some/dir/",
+        "sqlite:///:memory:",
+        "sqlite:///rota.db?timeout=3",
+        "sqlite:///rota.db?busy_timeout_s=soon",
+        "sqlite:///rota.db?busy_timeout_s=-1",
+    ],
+)
+def test_malformed_urls_name_the_url_and_the_expected_form(bad_url: str) -> None:
+    with pytest.raises(StoreConfigError) as refused:
+        open_store(bad_url)
+    assert bad_url in str(refused.value)
+    assert "sqlite:///relative/path.db" in str(refused.value)
+
+
+def test_a_missing_directory_is_named(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'missing' / 'rota.db'}"
+    with pytest.raises(StoreConfigError) as refused:
+        open_store(url)
+    assert url in str(refused.value) and "does not exist" in str(refused.value)
+
+
+def test_a_file_that_is_not_a_database_is_a_store_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.db").write_bytes(b"this is not a database" * 100)
+    url = f"sqlite:///{tmp_path / 'notes.db'}"
+    with pytest.raises(StoreError) as refused:
+        open_store(url)
+    assert url in str(refused.value)
+
+
+def test_relative_and_absolute_urls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a working directory
+    monkeypatch.chdir(tmp_path)
+    # When a relative and an absolute URL are opened
+    with closing(open_store("sqlite:///relative.db")):
+        pass
+    absolute = tmp_path / "absolute.db"
+    assert str(absolute).startswith("/")
+    with closing(open_store(f"sqlite:///{absolute}")) as store:  # four slashes
+        assert store.url == f"sqlite:////{str(absolute).lstrip('/')}"
+    # Then both files exist where the URLs say
+    assert (tmp_path / "relative.db").is_file() and absolute.is_file()
+
+
+def test_an_sqlite_without_returning_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 34, 1))
+    with pytest.raises(StoreError, match=r"needs SQLite 3\.35\.0 or newer"):
+        SQLiteStore(tmp_path / "old.db")
+
+
+def test_enqueue_of_many_jobs_is_one_transaction(store: SQLiteStore) -> None:
+    # Given 10,000 jobs
+    ids = store.enqueue([new() for _ in range(10_000)], T0)
+    # Then their ids ascend one by one, in order
+    assert ids == list(range(ids[0], ids[0] + 10_000))
+    assert store.count_jobs() == {("q", JobState.SCHEDULED): 10_000}
+    # And a batch with one bad job stores none of them
+    with pytest.raises(ValueError):
+        store.enqueue([new(), new(args="not json"), new()], T0)
+    assert store.count_jobs() == {("q", JobState.SCHEDULED): 10_000}
+
+
+def test_times_round_trip_to_the_microsecond_far_from_now(store: SQLiteStore) -> None:
+    moments = [datetime(1970, 1, 1, tzinfo=UTC) - timedelta(microseconds=1),
+               datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC)]
+    ids = store.enqueue([NewJob("job", "q", moment) for moment in moments], T0)
+    assert [store.get_job(job_id).due_at for job_id in ids] == moments  # type: ignore[union-attr]
+
+
+def test_naive_times_are_refused(store: SQLiteStore) -> None:
+    with pytest.raises(ValueError, match="timezone-aware"):
+        store.enqueue([NewJob("job", "q", datetime(2026, 1, 1))], T0)
+    assert store.count_jobs() == {}
+
+
+def test_a_closed_store_says_so(url: str) -> None:
+    store = SQLiteStore.from_url(url)
+    store.close()
+    store.close()
+    with pytest.raises(StoreError, match="is closed"):
+        store.get_job(1)
