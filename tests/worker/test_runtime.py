@@ -16,7 +16,7 @@ import pytest
 
 import rota
 from rota.core.jobs import JobState
-from tests.worker.conftest import FaultyStore, Outcomes
+from tests.worker.conftest import Outcomes
 
 MakeApp = Callable[..., rota.App]
 FAST = {"poll_interval": 0.05}
@@ -103,7 +103,9 @@ def test_pool_fills_to_pool_size_and_never_exceeds_it(make_worker_app: MakeApp) 
     assert {e.kind for e in outcomes.events} == {rota.OutcomeKind.SUCCEEDED}
 
 
-def test_a_full_pool_makes_no_claim(make_worker_app: MakeApp, log_waiter: Callable[..., LogWaiter]) -> None:
+def test_a_full_pool_makes_no_claim(
+    make_worker_app: MakeApp, log_waiter: Callable[..., LogWaiter]
+) -> None:
     # Given a pool of 2 held by two jobs, with 5 more jobs due
     faulty = make_worker_app.faulty_store(lambda _m, _n: False)  # type: ignore[attr-defined]
     app = make_worker_app(faulty)
@@ -390,7 +392,9 @@ def test_leaving_serve_lets_running_jobs_finish_and_hands_the_rest_back(
     (rota.Weighted([]), "Weighted dispatch needs at least one queue, all weights >= 1."),
     (rota.Strict(), "Strict dispatch needs at least one queue."),
 ])
-def test_an_invalid_policy_fails_as_the_group_starts(policy: rota.DispatchPolicy, message: str) -> None:
+def test_an_invalid_policy_fails_as_the_group_starts(
+    policy: rota.DispatchPolicy, message: str
+) -> None:
     # Given an App whose group has an invalid policy (accepted at construction)
     app = rota.App("memory://")
     app.add_worker_group(rota.WorkerGroupOptions(name="g", policy=policy))

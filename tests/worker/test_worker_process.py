@@ -86,7 +86,9 @@ def workers() -> Iterator[Callable[..., Worker]]:
         worker.close()
 
 
-def next_line(workers: Callable[..., Worker], prefix: str, timeout_s: float = 15) -> tuple[int, str]:
+def next_line(
+    workers: Callable[..., Worker], prefix: str, timeout_s: float = 15
+) -> tuple[int, str]:
     lines: queue.Queue[tuple[int, str]] = workers.lines  # type: ignore[attr-defined]
     deadline = time.monotonic() + timeout_s
     while True:
