@@ -24,8 +24,9 @@ four tasks:
 
 The runtime also owns one **sweeper** task (expired leases back to their Queues, or dead
 letter) and the wake-up listener. Store calls run on a small pool of store threads, never
-on the loop, and each kind of call (claims, heartbeats, outcomes) of a group has its own
-thread, so a slow claim never delays a heartbeat.
+on the loop. Each of those tasks has at most one store call in flight, and the pool has a
+thread for each (3 per group + the sweeper + one spare), so no call waits for a thread and
+a slow claim never delays a heartbeat.
 
 Shutdown (`stop`): claiming stops at once (a pass in progress is cut short between claims
 and whatever it claimed but had not started is released); running jobs get the grace
