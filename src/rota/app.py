@@ -343,6 +343,8 @@ class App:
             loop.add_signal_handler(signum, on_signal, signum)
         try:
             async with self.serve([r.name for r in runners], grace=grace) as runtime:
+                logger.info("worker started: groups %s on %s; SIGINT/SIGTERM stops it",
+                            ", ".join(r.name for r in runners), self.store.url)
                 await first.wait()
                 stopping = asyncio.create_task(runtime.stop())
                 force = asyncio.create_task(forced.wait())

@@ -24,9 +24,14 @@ _LONG_S = float(os.environ.get("ROTA_TEST_LONG_S", "30"))
 _LOG = os.environ.get("ROTA_TEST_LOG")
 
 
+def say(line: str) -> None:
+    # One write(2) per line: atomic on a pipe, so lines from threads never interleave.
+    os.write(1, f"{line}\n".encode())
+
+
 @app.job("work")
 def work(n: int) -> None:
-    print(f"start {n}", flush=True)
+    say(f"start {n}")
     started = time.monotonic()
     time.sleep(_LONG_S if n < 0 else 0.3 if n >= 1_000_000 else 0)
     if _LOG:
@@ -39,7 +44,7 @@ def work(n: int) -> None:
 
 @app.on_outcome
 def _print(event: rota.OutcomeEvent) -> None:
-    print(f"done {event.job_id} {event.attempt} {event.kind.value}", flush=True)
+    say(f"done {event.job_id} {event.attempt} {event.kind.value}")
 
 
 app.add_worker_group(rota.WorkerGroupOptions(

@@ -36,18 +36,32 @@ class Worker:
         child_env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
                      "ROTA_TEST_STORE": store_url, **env}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "rota.cli", "worker", APP, *extra],
+            [sys.executable, "-m", "rota.cli", "-v", "worker", APP, *extra],
             cwd=ROOT, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True,
         )
         self.pid = self.process.pid
+        self.errors: list[str] = []
+        self.ready = threading.Event()  # set once the worker logged that it started
         self._reader = threading.Thread(target=self._read, args=(lines,), daemon=True)
         self._reader.start()
+        self._error_reader = threading.Thread(target=self._read_errors, daemon=True)
+        self._error_reader.start()
 
     def _read(self, lines: queue.Queue[tuple[int, str]]) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
             lines.put((self.pid, line.strip()))
+
+    def _read_errors(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.errors.append(line)
+            if "worker started" in line:
+                self.ready.set()
+
+    def wait_ready(self, timeout_s: float = 15) -> None:
+        assert self.ready.wait(timeout_s), "".join(self.errors)
 
     def signal(self, signum: int) -> None:
         self.process.send_signal(signum)
@@ -55,11 +69,11 @@ class Worker:
     def wait(self, timeout_s: float = 15) -> int:
         code = self.process.wait(timeout_s)
         self._reader.join(5)
+        self._error_reader.join(5)
         return code
 
     def stderr(self) -> str:
-        assert self.process.stderr is not None
-        return self.process.stderr.read()
+        return "".join(self.errors)
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -128,6 +142,7 @@ def test_sigterm_finishes_running_jobs_and_hands_back_the_rest(
     # Given a worker of 2 Workers running a 0.3 s job and an endless one, 3 more queued
     short_id, endless_id, *queued = enqueue(producer, [1_000_000, -1, 0, 0, 0])
     worker = workers(durable_url, "--grace", "1", ROTA_TEST_POOL="2")
+    worker.wait_ready()
     next_line(workers, "start")
     next_line(workers, "start")
     # When it receives SIGTERM
@@ -167,6 +182,7 @@ def test_after_sigkill_another_worker_reruns_the_killed_jobs(
         _, job_id, attempt, kind = line.split()
         assert kind == "succeeded"
         attempts[int(job_id)] = int(attempt)
+    second.wait_ready()
     second.signal(signal.SIGTERM)
     assert second.wait() == 0
     # Then every job completed; the killed ones ran again as attempt 2
@@ -180,23 +196,62 @@ def test_after_sigkill_another_worker_reruns_the_killed_jobs(
 def test_three_workers_on_one_store_run_600_jobs_each_once(
     durable_url: str, producer: rota.App, workers: Callable[..., Worker], tmp_path: Path
 ) -> None:
-    # Given 600 jobs and three worker processes on one store
-    ids = enqueue(producer, list(range(600)))
+    # Given three worker processes running on one store
     log = tmp_path / "executions.log"
     started = [workers(durable_url, ROTA_TEST_POOL="8", ROTA_TEST_LOG=str(log))
                for _ in range(3)]
-    # When they drain the Queue
+    for worker in started:
+        worker.wait_ready()
+    # When 600 jobs are enqueued and they drain the Queue
+    ids = enqueue(producer, list(range(600)))
     done: set[int] = set()
     by_pid: Counter[int] = Counter()
     while len(done) < 600:
-        pid, line = next_line(workers, "done", timeout_s=30)
+        try:
+            pid, line = next_line(workers, "done", timeout_s=30)
+        except queue.Empty:
+            for worker in started:
+                worker.signal(signal.SIGKILL)
+            pytest.fail(f"{len(done)} of 600 done; workers said: "
+                        + " | ".join(worker.stderr() for worker in started))
         done.add(int(line.split()[1]))
         by_pid[pid] += 1
     for worker in started:
         worker.signal(signal.SIGTERM)
-    assert [worker.wait() for worker in started] == [0, 0, 0]
+    assert [worker.wait() for worker in started] == [0, 0, 0], started[0].stderr()
     # Then each job ran exactly once, all succeeded, and the work was shared
     runs = Counter(int(line.split()[0]) for line in log.read_text().splitlines())
     assert runs == Counter(range(600))
     assert all(producer.get_job(i).state is JobState.SUCCEEDED for i in ids)  # type: ignore[union-attr]
     assert len(by_pid) >= 2
+
+
+def test_an_enqueue_from_another_process_wakes_an_idle_postgres_worker_at_once(
+    tmp_path: Path, request: pytest.FixtureRequest, workers: Callable[..., Worker]
+) -> None:
+    from tests.conftest import POSTGRES_URL, _require_module
+    from tests.pg import fresh_postgres_url
+
+    _require_module("postgres")
+    urls = fresh_postgres_url(POSTGRES_URL, request.node.name)
+    url = next(urls)
+    try:
+        # Given an idle PostgreSQL worker that polls only every 5 s
+        worker = workers(url, ROTA_TEST_POLL_S="5")
+        worker.wait_ready()
+        producer = rota.App(url)
+        producer.job("work")(lambda n: None)
+        try:
+            # When another process enqueues a job
+            began = time.monotonic()
+            enqueue(producer, [0])
+            next_line(workers, "start", timeout_s=5)
+            latency = time.monotonic() - began
+        finally:
+            producer.close()
+        worker.signal(signal.SIGTERM)
+        assert worker.wait() == 0
+        # Then LISTEN/NOTIFY wakes the worker well within a second, not at its next poll
+        assert latency < 1.0, f"pickup took {latency:.2f} s"
+    finally:
+        urls.close()
