@@ -13,6 +13,7 @@ from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.retry import RetryPolicy
 from rota.definition import ConfiguredJob, JobDefinition
 from rota.store import Store, StoreConfigError, StoreError
+from rota.worker.events import OutcomeEvent, OutcomeKind
 
 __version__ = "0.1.0"
 
@@ -24,6 +25,8 @@ __all__ = [
     "JobDefinition",
     "JobRecord",
     "JobState",
+    "OutcomeEvent",
+    "OutcomeKind",
     "RetryPolicy",
     "Store",
     "StoreConfigError",

@@ -8,19 +8,27 @@ real time (`run`, `serve`; see `rota.worker.runtime`).
 from __future__ import annotations
 
 import asyncio
-import inspect
-from collections.abc import Callable
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, ParamSpec, TypeVar, overload
 
 from rota.core.clock import Clock, SystemClock
+from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import JobRecord
-from rota.core.outcomes import Outcome, Succeeded, unknown_job
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retry import RetryPolicy
 from rota.definition import NO_PRIORITY, JobDefinition
 from rota.store import Store, open_store
+from rota.worker.events import OutcomeCallback, OutcomeEvent, emit, outcome_event
+from rota.worker.execution import execute
 from rota.worker.group import GroupRunner, Handler, record_outcome, sweep_expired_leases
+from rota.worker.runtime import Runtime
+
+logger = logging.getLogger("rota")
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -50,6 +58,9 @@ class App:
         self._definitions: dict[str, JobDefinition[Any, Any]] = {}
         self._group_options: list[WorkerGroupOptions] = []
         self._runners: dict[str, GroupRunner] = {}
+        # Replaced, never mutated, so enqueuing threads may iterate them without a lock.
+        self._outcome_callbacks: tuple[OutcomeCallback, ...] = ()
+        self._enqueue_listeners: tuple[Callable[[str], None], ...] = ()
 
     def __repr__(self) -> str:
         return f"App({self.store.url!r})"
@@ -143,7 +154,7 @@ class App:
     def worker_groups(self) -> list[WorkerGroupOptions]:
         return list(self._group_options)
 
-    def _start_groups(self, names: set[str] | None = None) -> list[GroupRunner]:
+    def _start_groups(self, names: Iterable[str] | None = None) -> list[GroupRunner]:
         """The runners of the selected groups, started (policy validated) on first use.
 
         A group's dispatch state lives as long as the App, across calls.
@@ -153,6 +164,9 @@ class App:
                 "this App has no Worker Group; add one with app.add_worker_group("
                 "rota.WorkerGroupOptions(name=..., policy=...))"
             )
+        if isinstance(names, str):
+            raise TypeError(f"groups must be a list of group names, not the str {names!r}")
+        names = None if names is None else set(names)
         selected = [o for o in self._group_options if names is None or o.name in names]
         if names is not None:
             missing = names - {o.name for o in self._group_options}
@@ -220,23 +234,159 @@ class App:
                 claimed_any = claimed_any or bool(jobs)
                 for job in jobs:
                     plan.serve()
-                    outcome = await self._execute_inline(runner, job)
-                    record_outcome(self.store, job, outcome, self.clock.now())
+                    started_at = self.clock.now()
+                    outcome = await execute(job, self._handlers, runner, self.clock)
+                    finished_at = self.clock.now()
+                    record_outcome(self.store, job, outcome, finished_at)
                     executions += 1
+                    if self._outcome_callbacks:
+                        emit(self._outcome_callbacks, outcome_event(
+                            job, runner.name, outcome, started_at, finished_at))
             if not claimed_any:
                 return executions
 
-    async def _execute_inline(self, runner: GroupRunner, job: JobRecord) -> Outcome:
-        handler = self._handlers.get(job.name)
-        if handler is None:
-            return unknown_job(job.name)
+    # -- the real-time runtime ------------------------------------------------------------
+
+    def _runtime(self, runners: list[GroupRunner], grace: Duration | None) -> Runtime:
+        grace_s = None if grace is None else to_timedelta(grace, "grace", allow_zero=True)
+        return Runtime(
+            store=self.store, clock=self.clock, runners=runners, handlers=self._handlers,
+            retry_for=self._retry_policy_for, outcome_callbacks=self._outcome_callbacks,
+            grace_s=None if grace_s is None else grace_s.total_seconds(),
+        )
+
+    @contextlib.asynccontextmanager
+    async def serve(
+        self, groups: Iterable[str] | None = None, *, grace: Duration | None = None
+    ) -> AsyncIterator[Runtime]:
+        """Run Worker Groups in the background of the running event loop.
+
+        `async with app.serve(): ...` starts the groups (each validates its policy as it
+        starts), runs them while the body runs, and on leaving stops gracefully: no new
+        claims, running jobs get the grace period, the rest are handed back.
+
+        Args:
+            groups: names of the groups to run; default all.
+            grace: overrides every group's `grace_period` (timedelta or seconds).
+
+        Yields:
+            The `Runtime` (`await runtime.stop()` stops it early).
+
+        Raises:
+            ValueError: if a group's policy is invalid or a group name is unknown.
+            RuntimeError: if the App has no Worker Group.
+        """
+        runtime = self._runtime(self._start_groups(groups), grace)
+        await runtime.start()
+        self._enqueue_listeners = (*self._enqueue_listeners, runtime.hint)
         try:
-            result = handler.func(*job.args, **job.kwargs)
-            if inspect.isawaitable(result):
-                await result
-        except Exception as error:
-            return runner.outcome_of_error(job, handler, error, self.clock.now())
-        return Succeeded()
+            yield runtime
+        finally:
+            self._enqueue_listeners = tuple(
+                listener for listener in self._enqueue_listeners if listener != runtime.hint
+            )
+            await runtime.stop()
+
+    def run(self, groups: Iterable[str] | None = None, *, grace: Duration | None = None) -> None:
+        """Run Worker Groups until SIGINT or SIGTERM, then stop gracefully. Blocking.
+
+        The first signal stops claiming at once, lets running jobs finish within the grace
+        period and hands the rest back to their Queues; `run` then returns. A second signal
+        exits at once: `SystemExit(128 + signal number)` is raised, nothing is handed back,
+        and the leases expire so the jobs run again elsewhere. Call it from the main thread.
+
+        Args:
+            groups: names of the groups to run; default all.
+            grace: overrides every group's `grace_period` (timedelta or seconds).
+
+        Raises:
+            ValueError: if a group's policy is invalid or a group name is unknown.
+            RuntimeError: if the App has no Worker Group, if called from a running event
+                loop (use `serve`), or from a thread other than the main thread.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise RuntimeError(
+                "app.run() was called inside a running event loop; use "
+                "`async with app.serve(): ...` there"
+            )
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError(
+                "app.run() needs the main thread to receive SIGINT/SIGTERM; from another "
+                "thread use `async with app.serve(): ...` in an event loop"
+            )
+        runners = self._start_groups(groups)  # validate before anything runs
+        asyncio.run(self._run_until_signal(runners, grace))
+
+    async def _run_until_signal(self, runners: list[GroupRunner], grace: Duration | None) -> None:
+        loop = asyncio.get_running_loop()
+        first = asyncio.Event()
+        forced = asyncio.Event()
+        received: list[signal.Signals] = []
+
+        def on_signal(signum: signal.Signals) -> None:
+            received.append(signum)
+            if len(received) == 1:
+                logger.warning("%s received: stopping gracefully (send it again to exit at "
+                               "once)", signum.name)
+                first.set()
+            else:
+                logger.warning("%s received again: exiting at once; unfinished jobs run "
+                               "again when their leases expire", signum.name)
+                forced.set()
+
+        handled = (signal.SIGINT, signal.SIGTERM)
+        for signum in handled:
+            loop.add_signal_handler(signum, on_signal, signum)
+        try:
+            async with self.serve([r.name for r in runners], grace=grace) as runtime:
+                logger.info("worker started: groups %s on %s; SIGINT/SIGTERM stops it",
+                            ", ".join(r.name for r in runners), self.store.url)
+                await first.wait()
+                stopping = asyncio.create_task(runtime.stop())
+                force = asyncio.create_task(forced.wait())
+                await asyncio.wait({stopping, force}, return_when=asyncio.FIRST_COMPLETED)
+                if forced.is_set():
+                    runtime.abort()
+                    stopping.cancel()
+                    await asyncio.gather(stopping, return_exceptions=True)
+                    raise SystemExit(128 + received[-1].value)
+                force.cancel()
+        finally:
+            for signum in handled:
+                loop.remove_signal_handler(signum)
+
+    # -- observability --------------------------------------------------------------------
+
+    def on_outcome(
+        self, callback: Callable[[OutcomeEvent], object]
+    ) -> Callable[[OutcomeEvent], object]:
+        """Call `callback(event)` after every job attempt, for metrics and monitoring.
+
+        The event (`rota.OutcomeEvent`) carries the job id, name, Queue, group, attempt,
+        outcome kind, start and finish times (`duration`) and the error. Callbacks run on
+        the worker's event loop (or the caller's thread under `run_until_idle`): keep them
+        quick and non-blocking. One that raises is logged and ignored. Usable as a
+        decorator; register callbacks before starting the worker.
+
+        Returns:
+            `callback`, unchanged.
+        """
+        if not callable(callback):
+            raise TypeError(f"on_outcome takes a callable(event); got {callback!r}")
+        self._outcome_callbacks = (*self._outcome_callbacks, callback)
+        return callback
+
+    def _notify_enqueued(self, queues: Iterable[str]) -> None:
+        """Jobs were enqueued through this App: wake the running groups serving them."""
+        listeners = self._enqueue_listeners
+        if listeners:
+            for queue in set(queues):
+                for listener in listeners:
+                    listener(queue)
 
     def close(self) -> None:
         """Close the store's connections."""

@@ -74,7 +74,9 @@ class ConfiguredJob(Generic[P, R]):
         """
         app = self._definition.app
         now = app.clock.now()
-        return app.store.enqueue([self._new_job(args, kwargs, now)], now)[0]
+        job_id = app.store.enqueue([self._new_job(args, kwargs, now)], now)[0]
+        app._notify_enqueued((self.queue,))
+        return job_id
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> int:
         """`enqueue` from async code: the store call runs in a thread, off the event loop."""
@@ -82,6 +84,7 @@ class ConfiguredJob(Generic[P, R]):
         now = app.clock.now()
         job = self._new_job(args, kwargs, now)
         ids = await asyncio.to_thread(app.store.enqueue, [job], now)
+        app._notify_enqueued((self.queue,))
         return ids[0]
 
     def enqueue_many(self, entries: Iterable[ManyEntry]) -> list[int]:
@@ -117,7 +120,11 @@ class ConfiguredJob(Generic[P, R]):
                 jobs.append(self._new_job(args, kwargs, now))
             except TypeError as error:
                 raise TypeError(f"enqueue_many entry {index}: {error}") from None
-        return app.store.enqueue(jobs, now) if jobs else []
+        if not jobs:
+            return []
+        ids = app.store.enqueue(jobs, now)
+        app._notify_enqueued((self.queue,))
+        return ids
 
 
 class JobDefinition(ConfiguredJob[P, R]):

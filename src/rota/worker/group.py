@@ -14,7 +14,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -61,21 +61,30 @@ class GroupRunner:
         self.options = options
         self.dispatcher = Dispatcher.for_policy(options.policy)  # validates the policy
         self.owner = new_owner_id(options.name)
+        # Whether the last claim_pass was cut short by a StoreError; read by the drive that
+        # owns this runner (one pass at a time) to back off before the next pass.
+        self.last_pass_failed = False
 
     @property
     def name(self) -> str:
         return self.options.name
 
     def claim_pass(
-        self, store: Store, free: int, now: datetime
+        self, store: Store, free: int, now: datetime,
+        *, stop: Callable[[], bool] | None = None,
     ) -> tuple[PassPlan[JobRecord], list[JobRecord]]:
         """Claim into `free` slots as the core plans; return the plan and the jobs in slot
-        order. A claim that raises `StoreError` cuts the pass short (logged); what was
-        already claimed is still returned, so no claimed job is lost."""
+        order. A claim that raises `StoreError` cuts the pass short (logged, and
+        `last_pass_failed` set); so does `stop()` turning true between two claims (shutdown).
+        What was already claimed is still returned, so no claimed job is lost."""
         plan: PassPlan[JobRecord] = self.dispatcher.begin_pass(free)
         lease_expires_at = now + self.options.lease_duration
+        self.last_pass_failed = False
         while requests := plan.next_claims():
             for request in requests:
+                if stop is not None and stop():
+                    plan.cut_short()
+                    break
                 try:
                     jobs = store.claim(
                         request.queues, request.limit, now=now, owner=self.owner,
@@ -87,6 +96,7 @@ class GroupRunner:
                         self.name, ",".join(request.queues), error,
                     )
                     plan.claim_failed(request)
+                    self.last_pass_failed = True
                     break
                 plan.claimed(request, jobs)
         return plan, plan.dispatch_order()
@@ -125,6 +135,24 @@ def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime
         logger.warning(
             "job %s (%s) attempt %s failed: %s -> %s",
             job.id, job.name, job.attempt, outcome.error, type(outcome).__name__,
+        )
+    return applied
+
+
+def record_successes(store: Store, jobs: Sequence[JobRecord], now: datetime) -> int:
+    """Mark `jobs` succeeded in one store call; return how many leases were still held.
+
+    The ones not held were fenced (their lease was lost) and will run again."""
+    if not jobs:
+        return 0
+    applied = store.complete([job.lease for job in jobs], now)
+    for job in jobs:
+        logger.debug("job %s (%s) attempt %s: Succeeded()", job.id, job.name, job.attempt)
+    if applied < len(jobs):
+        logger.warning(
+            "%d of %d successful jobs had lost their lease before the outcome was recorded; "
+            "those outcomes were ignored and the jobs will run again",
+            len(jobs) - applied, len(jobs),
         )
     return applied
 

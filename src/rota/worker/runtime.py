@@ -1,0 +1,597 @@
+"""The real-time runtime: every Worker Group of a process on one asyncio event loop.
+
+Theory of operation
+-------------------
+A `Runtime` runs a set of started groups (`GroupRunner`s). Per group, a `GroupLoop` owns
+four tasks:
+
+- the **pass task** waits for a trigger, then runs one pass: free capacity = pool_size -
+  jobs held by running handlers - claims in flight, capped by `max_claim_batch`; with none
+  free it claims nothing (Backpressure). Otherwise `GroupRunner.claim_pass` (the pure
+  core's plan, in a store thread) claims, and the jobs are dispatched in slot order, each
+  charged to the plan (`plan.serve()`) as it is handed to a Worker. Triggers: the poll
+  interval, a job finishing (refill its slot at once), a wake-up hint (an enqueue through
+  the App, or the store's `WakeupSource`), a sweep that returned jobs. They set one
+  `asyncio.Event`, so a burst of triggers coalesces into one pass.
+- one **job task** per running job: an async handler is awaited in it; a sync handler runs
+  on one of the group's `pool_size` Worker threads, so a long handler never blocks the loop.
+- the **heartbeat task** renews, every `heartbeat_interval`, the leases of every job the
+  group holds (running, or finished with its outcome not yet written). A lease found lost
+  is no longer renewed; the outcome is still offered to the store, which fences it.
+- the **outcome writer** writes finished jobs' outcomes, all successes of a batch in one
+  `complete` call. A write that fails with `StoreError` is retried with backoff; the lease
+  stays renewed meanwhile, so no finished job is dropped.
+
+The runtime also owns one **sweeper** task (expired leases back to their Queues, or dead
+letter) and the wake-up listener. Store calls run on a small pool of store threads, never
+on the loop. Each of those tasks has at most one store call in flight, and the pool has a
+thread for each (3 per group + the sweeper + one spare), so no call waits for a thread and
+a slow claim never delays a heartbeat.
+
+Shutdown (`stop`): claiming stops at once (a pass in progress is cut short between claims
+and whatever it claimed but had not started is released); running jobs get the grace
+period; then every job still running is handed back (`release`, its attempt not counted)
+and the outcomes still pending are flushed. `abort` skips all that: leases then expire and
+the jobs run again elsewhere (at-least-once).
+
+Every field of concurrent state below names its owner. All asyncio state lives on the
+loop's thread; only the `threading.Event` `_stopping` is read by store threads.
+
+Imports the core, the store contract and `rota.worker`; never `rota.app`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import threading
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, TypeVar
+
+from rota.core.clock import Clock
+from rota.core.dispatch import PassPlan
+from rota.core.groups import WorkerGroupOptions
+from rota.core.jobs import JobRecord
+from rota.core.outcomes import Outcome, Succeeded
+from rota.core.retry import RetryPolicy
+from rota.store.base import Store, StoreError, WakeupSource
+from rota.worker.events import OutcomeCallback, emit, outcome_event
+from rota.worker.execution import execute
+from rota.worker.group import (
+    GroupRunner,
+    Handler,
+    record_outcome,
+    record_successes,
+    sweep_expired_leases,
+)
+from rota.worker.threads import DaemonPool
+
+logger = logging.getLogger("rota")
+
+T = TypeVar("T")
+
+# Store errors are retried after this backoff, doubling up to the cap.
+STORE_RETRY_FIRST_S = 0.05
+STORE_RETRY_CAP_S = 5.0
+# How long shutdown keeps trying to write outcomes still pending after the grace period.
+FLUSH_TIMEOUT_S = 5.0
+
+
+def heartbeat_interval_s(options: WorkerGroupOptions) -> float:
+    interval = options.heartbeat_interval
+    return (options.lease_duration / 3 if interval is None else interval).total_seconds()
+
+
+class _Backoff:
+    """Exponential backoff for store retries: 50 ms doubling to 5 s; reset on success."""
+
+    def __init__(self) -> None:
+        self._next_s = STORE_RETRY_FIRST_S
+
+    def next_delay_s(self) -> float:
+        delay = self._next_s
+        self._next_s = min(self._next_s * 2, STORE_RETRY_CAP_S)
+        return delay
+
+    def reset(self) -> None:
+        self._next_s = STORE_RETRY_FIRST_S
+
+
+@dataclass(eq=False)
+class _Held:
+    """A job this group holds a lease on. Loop thread only."""
+
+    job: JobRecord
+    started_at: datetime
+    task: asyncio.Task[None] | None = None
+    running: bool = True  # its handler occupies a Worker (set False by its job task)
+    lost: bool = False  # a heartbeat found the lease gone (set by the heartbeat task)
+    handed_back: bool = False  # released at shutdown; its outcome is never written
+
+
+@dataclass(eq=False)
+class _Finished:
+    """A finished job whose outcome waits for the outcome writer."""
+
+    held: _Held
+    outcome: Outcome
+
+
+class Runtime:
+    """Runs Worker Groups in real time on the running event loop.
+
+    Built by `App.run` and `App.serve`; not meant to be constructed directly.
+
+    Args:
+        store: the App's store.
+        clock: the App's clock: every `now` comes from it.
+        runners: the started groups to run.
+        handlers: job name -> handler.
+        retry_for: the RetryPolicy for a job whose lease expired (the sweeper's retries).
+        outcome_callbacks: called with an `OutcomeEvent` after every attempt.
+        grace_s: overrides every group's `grace_period` (seconds), or None.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        runners: Sequence[GroupRunner],
+        handlers: Mapping[str, Handler],
+        retry_for: Callable[[JobRecord], RetryPolicy],
+        outcome_callbacks: Sequence[OutcomeCallback] = (),
+        grace_s: float | None = None,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.handlers = handlers
+        self.retry_for = retry_for
+        self.outcome_callbacks = outcome_callbacks
+        self.grace_s = grace_s
+        # Set once by stop()/abort() on the loop thread; read by store threads mid-pass.
+        self._stopping = threading.Event()
+        self._stop_requested = asyncio.Event()  # the same, for tasks on the loop
+        # Three store threads per group (claims, heartbeats, outcomes) + sweeper + spare.
+        self._store_threads = DaemonPool(3 * len(runners) + 2, "rota-store")
+        self.groups = [GroupLoop(self, runner) for runner in runners]
+        self._by_queue: dict[str, list[GroupLoop]] = {}
+        for group in self.groups:
+            for queue in group.runner.options.policy.queues:
+                self._by_queue.setdefault(queue, []).append(group)
+        # Owned by start()/stop() on the loop thread.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._unlisten: Callable[[], None] | None = None
+        self._stopped = asyncio.Event()
+        self._state = "new"  # new -> running -> stopping -> stopped
+
+    # -- life cycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start every group's tasks, the sweeper and the wake-up listener."""
+        if self._state != "new":
+            raise RuntimeError("a Runtime starts once; build a new one to run again")
+        self._state = "running"
+        self._loop = asyncio.get_running_loop()
+        for group in self.groups:
+            group.start()
+        self._sweeper = asyncio.create_task(self._sweep_forever(), name="rota-sweeper")
+        if isinstance(self.store, WakeupSource):
+            await self._listen(self.store)
+        logger.debug(
+            "runtime started: groups %s on %s",
+            ", ".join(g.runner.name for g in self.groups), self.store.url,
+        )
+
+    async def _listen(self, source: WakeupSource) -> None:
+        try:
+            self._unlisten = await self.store_call(source.listen, self.hint)
+        except StoreError as error:
+            logger.warning(
+                "wake-up hints unavailable (%s); groups will find new work by polling", error
+            )
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """Stop gracefully: claim nothing more, give running jobs the grace period, hand
+        back the rest, flush pending outcomes. Idempotent; returns once stopped.
+
+        Args:
+            grace_s: seconds running jobs may take to finish; default: the runtime's
+                override, else each group's `grace_period`.
+        """
+        if self._state == "running":
+            self._state = "stopping"
+            self._stopping.set()
+            self._stop_requested.set()
+            override = grace_s if grace_s is not None else self.grace_s
+            logger.debug("runtime stopping")
+            try:
+                await asyncio.gather(*(g.shutdown(override) for g in self.groups))
+            finally:
+                self._finish()
+        await self._stopped.wait()
+
+    def abort(self) -> None:
+        """Stop at once: cancel every task, hand nothing back (the leases will expire and
+        the jobs run again elsewhere). For a second SIGINT/SIGTERM."""
+        if self._state in ("running", "stopping"):
+            self._stopping.set()
+            self._stop_requested.set()
+            for group in self.groups:
+                group.abort()
+            self._finish()
+
+    def _finish(self) -> None:
+        if self._state == "stopped":
+            return
+        self._state = "stopped"
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        if self._unlisten is not None:
+            unlisten, self._unlisten = self._unlisten, None
+            try:
+                unlisten()
+            except Exception:
+                logger.warning("stopping the wake-up listener failed", exc_info=True)
+        self._store_threads.close()
+        self._stopped.set()
+        logger.debug("runtime stopped")
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+    async def sleep_unless_stopping(self, delay_s: float) -> None:
+        """Wait `delay_s`, or less if shutdown begins meanwhile."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop_requested.wait(), delay_s)
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+    # -- wake-up hints --------------------------------------------------------------------
+
+    def hint(self, queue: str) -> None:
+        """Jobs were enqueued into `queue`: wake the groups serving it. Any thread."""
+        loop = self._loop
+        if loop is None or self._state != "running":
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(self._wake_queue, queue)
+
+    def _wake_queue(self, queue: str) -> None:
+        for group in self._by_queue.get(queue, ()):
+            group.wake()
+
+    # -- store calls ----------------------------------------------------------------------
+
+    async def store_call(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run the blocking `call(*args, **kwargs)` on a store thread."""
+        return await self._store_threads.run(functools.partial(call, *args, **kwargs))
+
+    async def _sweep_forever(self) -> None:
+        interval_s = min(heartbeat_interval_s(g.options) for g in self.groups)
+        backoff = _Backoff()
+        while True:
+            now = self.clock.now()
+            try:
+                swept = await self.store_call(
+                    sweep_expired_leases, self.store, now, self.retry_for
+                )
+            except StoreError as error:
+                delay_s = backoff.next_delay_s()
+                logger.warning("lease sweep failed (retrying in %.2f s): %s", delay_s, error)
+                await asyncio.sleep(min(delay_s, interval_s))
+                continue
+            backoff.reset()
+            if swept:
+                for group in self.groups:
+                    group.wake()
+            await asyncio.sleep(interval_s)
+
+    # -- outcomes -------------------------------------------------------------------------
+
+    def report(self, group: str, held: _Held, outcome: Outcome, finished_at: datetime) -> None:
+        if self.outcome_callbacks:
+            emit(
+                self.outcome_callbacks,
+                outcome_event(held.job, group, outcome, held.started_at, finished_at),
+            )
+
+
+class GroupLoop:
+    """One Worker Group running in real time (see the module docstring)."""
+
+    def __init__(self, runtime: Runtime, runner: GroupRunner) -> None:
+        self.runtime = runtime
+        self.runner = runner
+        self.options = runner.options
+        self._workers = DaemonPool(self.options.pool_size, f"rota-{runner.name}")
+        # Loop thread. Entries added by the pass task, marked by job and heartbeat tasks,
+        # removed by the outcome writer (after the write) or by shutdown.
+        self._held: dict[int, _Held] = {}
+        # Loop thread. Appended by job tasks, drained by the outcome writer.
+        self._finished: list[_Finished] = []
+        self._finished_ready = asyncio.Event()  # set by job tasks, cleared by the writer
+        self._all_written = asyncio.Event()  # set by the writer when _finished is empty
+        self._all_written.set()
+        # Loop thread. Jobs asked for by the pass in progress (claims in flight).
+        self._claiming = 0
+        self._wake = asyncio.Event()  # set by any trigger; cleared by the pass task
+        # Created by start(), cancelled or awaited by shutdown()/abort().
+        self._pass_task: asyncio.Task[None] | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._writer_task: asyncio.Task[None] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.runner.name
+
+    @property
+    def running(self) -> int:
+        """Jobs whose handlers are running now (Workers busy)."""
+        return sum(1 for held in self._held.values() if held.running)
+
+    def start(self) -> None:
+        self._pass_task = self._spawn(self._pass_forever(), "passes")
+        self._heartbeat_task = self._spawn(self._heartbeat_forever(), "heartbeats")
+        self._writer_task = self._spawn(self._write_forever(), "outcomes")
+        self._wake.set()  # first pass at once
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None], what: str) -> asyncio.Task[None]:
+        return asyncio.create_task(coroutine, name=f"rota-{self.name}-{what}")
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def free_capacity(self) -> int:
+        free = self.options.pool_size - self.running - self._claiming
+        return max(0, min(free, self.options.claim_capacity))
+
+    # -- passes ---------------------------------------------------------------------------
+
+    async def _wait_for_trigger(self, timeout_s: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout_s)
+        self._wake.clear()
+
+    async def _pass_forever(self) -> None:
+        poll_s = self.options.poll_interval.total_seconds()
+        backoff = _Backoff()
+        stopping = self.runtime._stopping
+        while True:
+            await self._wait_for_trigger(poll_s)
+            if stopping.is_set():
+                return
+            free = self.free_capacity()
+            if free == 0:
+                logger.debug("group %s: pool full (%d running), no claim", self.name,
+                             self.running)
+                continue
+            now = self.runtime.clock.now()
+            self._claiming = free
+            try:
+                plan, jobs = await self.runtime.store_call(
+                    self.runner.claim_pass, self.runtime.store, free, now, stop=stopping.is_set
+                )
+            except Exception:
+                # Not a StoreError (claim_pass handles those): a bug or a broken store.
+                # Keep the group alive; the claimed jobs, if any, come back by lease expiry.
+                self._claiming = 0
+                delay_s = backoff.next_delay_s()
+                logger.exception("group %s: pass failed; next pass in %.2f s", self.name,
+                                 delay_s)
+                await self.runtime.sleep_unless_stopping(delay_s)
+                self._wake.set()
+                continue
+            self._claiming = 0
+            logger.debug("group %s: pass claimed %d of %d free", self.name, len(jobs), free)
+            await self._dispatch(plan, jobs)
+            if self.runner.last_pass_failed:
+                delay_s = backoff.next_delay_s()
+                logger.warning("group %s: claims failing; next pass in %.2f s", self.name,
+                               delay_s)
+                await self.runtime.sleep_unless_stopping(delay_s)
+                self._wake.set()
+            else:
+                backoff.reset()
+                if jobs and self.free_capacity() > 0:
+                    self._wake.set()  # capped by max_claim_batch, or reflow left room
+
+    async def _dispatch(self, plan: PassPlan[JobRecord], jobs: list[JobRecord]) -> None:
+        """Hand the jobs to Workers in slot order, charging the plan for each. Once
+        shutdown has begun, the jobs not yet started are released instead."""
+        for index, job in enumerate(jobs):
+            if self.runtime.stopping:
+                await self._release(jobs[index:], "claimed but not started at shutdown")
+                return
+            plan.serve()
+            held = _Held(job, started_at=self.runtime.clock.now())
+            self._held[job.id] = held
+            held.task = self._spawn(self._run_job(held), f"job-{job.id}")
+            logger.debug("group %s: job %s (%s) attempt %s started from %s", self.name,
+                         job.id, job.name, job.attempt, job.queue)
+
+    async def _run_job(self, held: _Held) -> None:
+        job = held.job
+        try:
+            outcome = await execute(
+                job, self.runtime.handlers, self.runner, self.runtime.clock, self._workers.run
+            )
+        except asyncio.CancelledError:
+            raise  # handed back at shutdown; nothing to record
+        except BaseException as error:  # SystemExit & co. from a handler: still a failure
+            handler = self.runtime.handlers.get(job.name)
+            outcome = self.runner.outcome_of_error(job, handler, error, self.runtime.clock.now())
+        held.running = False
+        self._wake.set()  # refill this Worker's slot at once
+        if held.handed_back:
+            return
+        finished_at = self.runtime.clock.now()
+        self._finished.append(_Finished(held, outcome))
+        self._all_written.clear()
+        self._finished_ready.set()
+        self.runtime.report(self.name, held, outcome, finished_at)
+
+    # -- leases ---------------------------------------------------------------------------
+
+    async def _heartbeat_forever(self) -> None:
+        interval_s = heartbeat_interval_s(self.options)
+        lease_duration = self.options.lease_duration
+        store = self.runtime.store
+        delay_s = interval_s
+        while True:
+            await asyncio.sleep(delay_s)
+            delay_s = interval_s
+            mine = [h for h in self._held.values() if not (h.lost or h.handed_back)]
+            if not mine:
+                continue
+            leases = [h.job.lease for h in mine]
+            now = self.runtime.clock.now()
+            try:
+                renewed = await self.runtime.store_call(
+                    store.heartbeat, leases, now, now + lease_duration
+                )
+            except StoreError as error:
+                delay_s = min(interval_s, 1.0)
+                logger.warning("group %s: heartbeat failed (retrying in %.2f s): %s",
+                               self.name, delay_s, error)
+                continue
+            for held in mine:
+                if held.job.id not in renewed and not held.handed_back:
+                    held.lost = True
+                    logger.warning(
+                        "group %s: job %s (%s) attempt %s lost its lease (expired or taken "
+                        "over); it may run again elsewhere", self.name, held.job.id,
+                        held.job.name, held.job.attempt,
+                    )
+
+    async def _release(self, jobs: Sequence[JobRecord], why: str) -> None:
+        """Hand jobs back to their Queues at once (attempt not counted). A few quick
+        retries on StoreError; after that the leases expire and the jobs run again."""
+        if not jobs:
+            return
+        leases = [job.lease for job in jobs]
+        store = self.runtime.store
+        for attempt in range(3):
+            now = self.runtime.clock.now()
+            try:
+                released = await self.runtime.store_call(store.release, leases, now)
+            except StoreError as error:
+                logger.warning("group %s: releasing %d jobs failed (try %d of 3): %s",
+                               self.name, len(leases), attempt + 1, error)
+                await asyncio.sleep(STORE_RETRY_FIRST_S * 2**attempt)
+                continue
+            logger.debug("group %s: released %d jobs (%s)", self.name, released, why)
+            return
+        logger.warning("group %s: %d jobs not released; they run again when their leases "
+                       "expire", self.name, len(leases))
+
+    # -- outcomes -------------------------------------------------------------------------
+
+    def _write(
+        self, batch: list[_Finished], now: datetime
+    ) -> tuple[list[_Finished], StoreError | None]:
+        """Store thread: write `batch`'s outcomes, successes in one call. Returns the ones
+        written (applied or fenced) and the StoreError that stopped the rest, if any."""
+        store = self.runtime.store
+        written: list[_Finished] = []
+        successes = [f for f in batch if isinstance(f.outcome, Succeeded)]
+        try:
+            record_successes(store, [f.held.job for f in successes], now)
+            written.extend(successes)
+            for item in batch:
+                if not isinstance(item.outcome, Succeeded):
+                    record_outcome(store, item.held.job, item.outcome, now)
+                    written.append(item)
+        except StoreError as error:
+            return written, error
+        return written, None
+
+    async def _write_forever(self) -> None:
+        backoff = _Backoff()
+        while True:
+            await self._finished_ready.wait()
+            self._finished_ready.clear()
+            while self._finished:
+                batch = list(self._finished)
+                now = self.runtime.clock.now()
+                written, error = await self.runtime.store_call(self._write, batch, now)
+                done = {id(item) for item in written}
+                self._finished = [item for item in self._finished if id(item) not in done]
+                for item in written:
+                    self._held.pop(item.held.job.id, None)
+                if error is not None:
+                    delay_s = backoff.next_delay_s()
+                    logger.warning(
+                        "group %s: writing %d outcomes failed (retrying in %.2f s; the leases "
+                        "are kept): %s", self.name, len(batch) - len(written), delay_s, error,
+                    )
+                    await asyncio.sleep(delay_s)
+                else:
+                    backoff.reset()
+            self._all_written.set()
+
+    # -- shutdown -------------------------------------------------------------------------
+
+    async def shutdown(self, grace_override_s: float | None) -> None:
+        grace_s = (
+            self.options.grace_period.total_seconds() if grace_override_s is None
+            else grace_override_s
+        )
+        self._wake.set()
+        if self._pass_task is not None:
+            # Ends after the pass in progress (cut short; unstarted jobs released).
+            await asyncio.gather(self._pass_task, return_exceptions=True)
+        running = [h.task for h in self._held.values() if h.running and h.task is not None]
+        if running:
+            logger.debug("group %s: waiting up to %.1f s for %d running jobs", self.name,
+                         grace_s, len(running))
+            await asyncio.wait(running, timeout=grace_s)
+        unfinished = [h for h in self._held.values() if h.running]
+        for held in unfinished:
+            held.handed_back = True
+            if held.task is not None:
+                held.task.cancel()
+        if unfinished:
+            logger.warning("group %s: %d jobs still running after the %.1f s grace period "
+                           "are handed back to their Queues", self.name, len(unfinished),
+                           grace_s)
+            await self._release([h.job for h in unfinished], "unfinished after the grace period")
+            for held in unfinished:
+                self._held.pop(held.job.id, None)
+        await self._flush()
+        self._cancel_tasks()
+        tasks = [t for t in (self._heartbeat_task, self._writer_task) if t is not None]
+        tasks += [h.task for h in unfinished if h.task is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._workers.close()
+
+    async def _flush(self) -> None:
+        """Give the outcome writer a bounded time to write what is pending."""
+        if not self._finished:
+            return
+        self._finished_ready.set()
+        try:
+            await asyncio.wait_for(self._all_written.wait(), FLUSH_TIMEOUT_S)
+        except TimeoutError:
+            logger.warning("group %s: %d outcomes could not be written; those jobs run "
+                           "again when their leases expire", self.name, len(self._finished))
+
+    def _cancel_tasks(self) -> None:
+        for task in (self._pass_task, self._heartbeat_task, self._writer_task):
+            if task is not None:
+                task.cancel()
+
+    def abort(self) -> None:
+        self._cancel_tasks()
+        for held in self._held.values():
+            held.handed_back = True
+            if held.task is not None:
+                held.task.cancel()
+        self._workers.close()
