@@ -1,0 +1,12 @@
+-- Extend many live leases in one statement; a lease already expired at %(now)s is not
+-- renewed, even by its owner. Returns the ids still held.
+UPDATE {schema}.jobs AS jobs
+SET lease_expires_at = %(lease_expires_at)s
+FROM unnest(%(ids)s::bigint[], %(owners)s::text[], %(attempts)s::integer[])
+    AS lease(id, owner, attempt)
+WHERE jobs.id = lease.id
+  AND jobs.state = 'leased'
+  AND jobs.lease_owner = lease.owner
+  AND jobs.attempt = lease.attempt
+  AND jobs.lease_expires_at > %(now)s
+RETURNING jobs.id
