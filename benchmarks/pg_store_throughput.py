@@ -143,12 +143,12 @@ def raw_ceiling(url: str, jobs: int, batch: int, workers: int) -> float:
             with psycopg.connect(url, autocommit=True) as conn:
                 while True:
                     now = datetime.now(UTC)
-                    rows = conn.execute(claim_sql, {  # type: ignore[call-overload]
+                    rows = conn.execute(claim_sql, {
                         "queue": QUEUE, "now": now, "limit": batch, "owner": owner,
                         "until": now + timedelta(minutes=5)}).fetchall()
                     if not rows:
                         return total
-                    conn.execute(ack_sql, {  # type: ignore[call-overload]
+                    conn.execute(ack_sql, {
                         "ids": [row[0] for row in rows], "now": datetime.now(UTC),
                         "owner": owner})
                     total += len(rows)

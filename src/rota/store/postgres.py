@@ -155,7 +155,8 @@ def _pool_size(value: str | int, what: str, url: str) -> int:
         size = 0
     if size < 1:
         raise StoreConfigError(
-            f"store URL {mask_url(url)!r}: {what} must be a whole number >= 1; got {value!r}"
+            f"store URL {mask_url(url)!r}: {what} must be a whole number >= 1; got "
+            f"{value!r}; {EXPECTED_FORM}"
         )
     return size
 
@@ -225,7 +226,7 @@ class PostgresStore:
         if pool_min_size < 1 or pool_max_size < pool_min_size:
             raise StoreConfigError(
                 f"store URL {self._url!r}: need 1 <= pool_min_size <= pool_max_size; got "
-                f"{pool_min_size} and {pool_max_size}"
+                f"{pool_min_size} and {pool_max_size}; {EXPECTED_FORM}"
             )
         self.channel: Final = f"{schema}_enqueue"
         self._queries: dict[str, str] = {}
