@@ -1,13 +1,13 @@
--- Lease up to %(limit)s due jobs from the Queues in %(queues)s, in one statement:
+-- Lease up to `limit` due jobs from the Queues in `queues`, in one statement:
 -- the first Queue's due jobs first (due time, then id), then the next Queue's.
 --
 -- The LATERAL subquery is a nested loop over the Queues in the order given (ordinality);
 -- each inner scan walks the partial index jobs_claimable in (due_at, id) order and locks
--- rows as the outer LIMIT pulls them, so no more than %(limit)s rows are ever locked.
+-- rows as the outer LIMIT pulls them, so no more than `limit` rows are ever locked.
 -- SKIP LOCKED: a row another claimer is taking is passed over, never waited for.
 WITH wanted AS (
     SELECT w.queue, w.position
-    FROM unnest(%(queues)s::text[]) WITH ORDINALITY AS w(queue, position)
+    FROM unnest(%(queues)b::text[]) WITH ORDINALITY AS w(queue, position)
 ),
 picked AS (
     SELECT due.id, wanted.position

@@ -1,4 +1,4 @@
--- End a leased job for good (%(state)s is dead_lettered or quarantined) with its error,
+-- End a leased job for good (`state` is dead_lettered or quarantined) with its error,
 -- fenced by its lease.
 UPDATE {schema}.jobs
 SET state = %(state)s,

@@ -6,8 +6,8 @@ WITH new_jobs AS (
     INSERT INTO {schema}.jobs (name, queue, due_at, args, kwargs, created_at)
     SELECT j.name, j.queue, j.due_at, j.args::json, j.kwargs::json, %(now)s
     FROM unnest(
-        %(names)s::text[], %(queues)s::text[], %(due_ats)s::timestamptz[],
-        %(args)s::text[], %(kwargs)s::text[]
+        %(names)b::text[], %(queues)b::text[], %(due_ats)b::timestamptz[],
+        %(args)b::text[], %(kwargs)b::text[]
     ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, position)
     ORDER BY j.position
     RETURNING id, queue

@@ -1,5 +1,5 @@
--- End a lease that is still held and expired at %(now)s: retry at %(due_at)s, or
--- dead-letter when %(due_at)s is NULL. Two sweepers racing apply it exactly once: the
+-- End a lease that is still held and expired at `now`: retry at `due_at`, or
+-- dead-letter when `due_at` is NULL. Two sweepers racing apply it exactly once: the
 -- second finds the job no longer leased.
 UPDATE {schema}.jobs
 SET state = CASE WHEN %(due_at)s::timestamptz IS NULL THEN 'dead_lettered' ELSE 'scheduled' END,

@@ -1,4 +1,4 @@
--- Leased jobs whose lease expired at or before %(now)s, oldest expiry first.
+-- Leased jobs whose lease expired at or before `now`, oldest expiry first.
 SELECT id, name, queue, state, attempt, due_at, args::text, kwargs::text, last_error,
        created_at, lease_owner, lease_expires_at
 FROM {schema}.jobs

@@ -1,8 +1,8 @@
--- Extend many live leases in one statement; a lease already expired at %(now)s is not
+-- Extend many live leases in one statement; a lease already expired at `now` is not
 -- renewed, even by its owner. Returns the ids still held.
 UPDATE {schema}.jobs AS jobs
 SET lease_expires_at = %(lease_expires_at)s
-FROM unnest(%(ids)s::bigint[], %(owners)s::text[], %(attempts)s::integer[])
+FROM unnest(%(ids)b::bigint[], %(owners)b::text[], %(attempts)b::integer[])
     AS lease(id, owner, attempt)
 WHERE jobs.id = lease.id
   AND jobs.state = 'leased'

@@ -5,7 +5,7 @@ SET state = 'scheduled',
     attempt = jobs.attempt - 1,
     lease_owner = NULL,
     lease_expires_at = NULL
-FROM unnest(%(ids)s::bigint[], %(owners)s::text[], %(attempts)s::integer[])
+FROM unnest(%(ids)b::bigint[], %(owners)b::text[], %(attempts)b::integer[])
     AS lease(id, owner, attempt)
 WHERE jobs.id = lease.id
   AND jobs.state = 'leased'

@@ -1,4 +1,4 @@
--- Schedule a leased job again at %(due_at)s with its error, fenced by its lease.
+-- Schedule a leased job again at `due_at` with its error, fenced by its lease.
 UPDATE {schema}.jobs
 SET state = 'scheduled',
     due_at = %(due_at)s,
