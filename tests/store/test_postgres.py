@@ -6,6 +6,7 @@ Each test gets a fresh database (tests/pg.py).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ import pytest
 pytest.importorskip("psycopg")
 
 import psycopg
+from psycopg import sql
 
 from rota.core.jobs import JobState, NewJob
 from rota.store import open_store
@@ -207,6 +209,66 @@ def test_claims_use_the_partial_index_with_many_finished_rows(
     # And the claim takes exactly the due jobs, first Queue first
     claimed = store.claim(["q", "other"], 10, now=T0, owner="w", lease_expires_at=T0 + LEASE)
     assert [job.id for job in claimed] == due
+
+
+def _generic_plan(conn: psycopg.Connection[Any], name: str, values: dict[str, object]) -> str:
+    """The plan PostgreSQL uses for the named statement once it switches to a generic plan
+    (as it may after five executions of a prepared statement)."""
+    order: list[str] = []
+
+    def positional(match: re.Match[str]) -> str:
+        if match[1] not in order:
+            order.append(match[1])
+        return f"${order.index(match[1]) + 1}"
+
+    text = re.sub(r"%\((\w+)\)[sb]", positional, render_sql(name, "rota"))
+    conn.execute("PREPARE hot_statement AS " + text)
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    arguments = sql.SQL(", ").join(sql.Literal(values[key]) for key in order)
+    explain = sql.SQL("EXPLAIN EXECUTE hot_statement({})").format(arguments)
+    try:
+        return "\n".join(str(row[0]) for row in conn.execute(explain))
+    finally:
+        conn.execute("DEALLOCATE hot_statement")
+        conn.execute("RESET plan_cache_mode")
+
+
+LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
+
+
+@pytest.mark.parametrize(
+    ("name", "values", "index"),
+    [
+        ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+                   "lease_expires_at": T0 + LEASE}, "jobs_claimable"),
+        ("complete", {**LEASES, "now": T0}, "jobs_pkey"),
+        ("release", LEASES, "jobs_pkey"),
+        ("heartbeat", {**LEASES, "now": T0, "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
+        ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e"},
+         "jobs_pkey"),
+    ],
+)
+def test_hot_statements_keep_their_index_paths_in_generic_plans(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+    name: str, values: dict[str, object], index: str,
+) -> None:
+    # Given many finished jobs and a few live ones
+    store = make_store()
+    store.migrate()
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at) "
+        "SELECT 'old', 'q', 'succeeded', %(t)s, '[]', '{}', %(t)s "
+        "FROM generate_series(1, 200000)", {"t": T0 - timedelta(days=1)},
+    )
+    store.enqueue([new(), new()], T0)
+    store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    admin.execute("ANALYZE rota.jobs")
+    # When the statement is planned without knowing its parameters
+    plan = _generic_plan(admin, name, values)
+    # Then it still goes by its index: never a table scan, never a bitmap scan (which would
+    # not mark dead index entries and slow down as jobs churn)
+    assert f"Index Scan using {index}" in plan, plan
+    assert "Seq Scan" not in plan and "Bitmap" not in plan, plan
 
 
 def test_a_strict_claim_over_several_queues_is_one_statement(

@@ -8,5 +8,7 @@ WHERE jobs.id = lease.id
   AND jobs.state = 'leased'
   AND jobs.lease_owner = lease.owner
   AND jobs.attempt = lease.attempt
-  AND jobs.lease_expires_at > %(now)s
+  -- "IS TRUE" keeps the planner off jobs_lease_expiry (a range scan per lease in generic
+  -- plans): heartbeats go by primary key. Same meaning: a leased job has an expiry.
+  AND (jobs.lease_expires_at > %(now)s) IS TRUE
 RETURNING jobs.id

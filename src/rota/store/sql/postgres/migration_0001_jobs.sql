@@ -35,5 +35,5 @@ CREATE INDEX jobs_lease_expiry ON {schema}.jobs (lease_expires_at, id)
 
 -- No other index, on purpose: a claim and an outcome each rewrite the row with a new state,
 -- which PostgreSQL cannot do as a HOT update, so every index costs a write per job and
--- state change (measured: a (queue, id) index for list_jobs cost 20% of drain throughput).
+-- state change (measured: a (queue, id) index for list_jobs cost a fifth of drain throughput).
 -- list_jobs and count_jobs are admin reads and scan.
