@@ -40,7 +40,14 @@ import psycopg_pool
 from psycopg import sql
 from psycopg.rows import TupleRow
 
-from rota.core.jobs import JobRecord, JobState, Lease, NewJob, decode_arguments
+from rota.core.jobs import (
+    JobRecord,
+    JobState,
+    JsonValue,
+    Lease,
+    NewJob,
+    decode_arguments,
+)
 from rota.store import mask_url
 from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
 
@@ -164,14 +171,39 @@ def _pool_size(value: str | int, what: str, url: str) -> int:
 # -- rows --------------------------------------------------------------------------------
 
 
+_STATES: Final = {state.value: state for state in JobState}
+
+
+def _arguments(
+    args_json: str, kwargs_json: str
+) -> tuple[tuple[JsonValue, ...], dict[str, JsonValue]]:
+    # Jobs without arguments are common; skipping json.loads for them is measurable on
+    # claims of 100 (the whole record build was ~7 us a row).
+    if args_json == "[]" and kwargs_json == "{}":
+        return (), {}
+    return decode_arguments(args_json, kwargs_json)
+
+
 def _record(row: TupleRow) -> JobRecord:
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, lease_owner, lease_expires_at) = row
-    args, kwargs = decode_arguments(args_json, kwargs_json)
+    args, kwargs = _arguments(args_json, kwargs_json)
     return JobRecord(
-        id=job_id, name=name, queue=queue, state=JobState(state), attempt=attempt,
+        id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
         due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
         created_at=created_at, lease_owner=lease_owner, lease_expires_at=lease_expires_at,
+    )
+
+
+def _leased_record(row: TupleRow, owner: str, lease_expires_at: datetime) -> JobRecord:
+    """A row of claim.sql, which leaves out what the claim itself set."""
+    (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
+     created_at) = row
+    args, kwargs = _arguments(args_json, kwargs_json)
+    return JobRecord(
+        id=job_id, name=name, queue=queue, state=JobState.LEASED, attempt=attempt,
+        due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
+        created_at=created_at, lease_owner=owner, lease_expires_at=lease_expires_at,
     )
 
 
@@ -471,7 +503,7 @@ class PostgresStore:
             "owner": owner,
             "lease_expires_at": _utc(lease_expires_at, "lease_expires_at"),
         })
-        return [_record(row) for row in rows]
+        return [_leased_record(row, owner, lease_expires_at) for row in rows]
 
     def complete(self, leases: Sequence[Lease], now: datetime) -> int:
         if not leases:

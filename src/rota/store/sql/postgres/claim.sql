@@ -32,11 +32,12 @@ leased AS (
         lease_expires_at = %(lease_expires_at)s
     FROM picked
     WHERE jobs.id = picked.id
-    RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.state, jobs.attempt,
-              jobs.due_at, jobs.args::text AS args, jobs.kwargs::text AS kwargs,
-              jobs.last_error, jobs.created_at, jobs.lease_owner, jobs.lease_expires_at
+    -- state, lease_owner and lease_expires_at are what this statement set: the caller
+    -- knows them, so they are not sent back.
+    RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.attempt, jobs.due_at,
+              jobs.args::text AS args, jobs.kwargs::text AS kwargs, jobs.last_error,
+              jobs.created_at
 )
-SELECT id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-       lease_owner, lease_expires_at
+SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at
 FROM leased
 ORDER BY position, due_at, id
