@@ -98,7 +98,8 @@ def migrations() -> tuple[tuple[int, str, str], ...]:
             found.append((int(match[1]), match[2].replace("_", " "), entry.name[:-4]))
     found.sort()
     versions = [version for version, _, _ in found]
-    assert versions == list(range(1, len(found) + 1)), f"migrations must be 1..n: {versions}"
+    if versions != list(range(1, len(found) + 1)):  # a packaging mistake, never user input
+        raise RuntimeError(f"rota's PostgreSQL migrations must be numbered 1..n; {versions}")
     return tuple(found)
 
 
@@ -166,6 +167,13 @@ def _pool_size(value: str | int, what: str, url: str) -> int:
             f"{value!r}; {EXPECTED_FORM}"
         )
     return size
+
+
+def _mask(url_or_conninfo: str) -> str:
+    """A URL or a key=value conninfo string with its password masked."""
+    if "://" in url_or_conninfo:
+        return mask_url(url_or_conninfo)
+    return re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", r"\1***", url_or_conninfo)
 
 
 # -- rows --------------------------------------------------------------------------------
@@ -252,7 +260,7 @@ class PostgresStore:
         Raises:
             StoreConfigError: if `schema` or a pool size is not valid.
         """
-        self._url = mask_url(url if url is not None else conninfo)
+        self._url = _mask(url if url is not None else conninfo)
         self._conninfo = conninfo
         self._schema = _check_schema(schema, self._url)
         if pool_min_size < 1 or pool_max_size < pool_min_size:
