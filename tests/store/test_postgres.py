@@ -289,6 +289,16 @@ def test_a_strict_claim_over_several_queues_is_one_statement(
     assert all(job.state is JobState.LEASED for job in claimed)
 
 
+def test_a_queue_named_twice_in_a_claim_is_served_once(
+    make_store: Callable[..., PostgresStore],
+) -> None:
+    store = make_store()
+    a = store.enqueue([new("a"), new("a")], T0)
+    b = store.enqueue([new("b")], T0)
+    claimed = store.claim(["a", "b", "a"], 3, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    assert [job.id for job in claimed] == [*a, *b]
+
+
 def test_enqueue_of_ten_thousand_jobs_is_one_round_trip(
     make_store: Callable[..., PostgresStore], statements: list[str]
 ) -> None:

@@ -505,7 +505,9 @@ class PostgresStore:
         if limit <= 0 or not queues:
             return []
         rows, _ = self._execute("claim", {
-            "queues": list(queues),
+            # A Queue named twice would be walked twice, its rows counted twice against
+            # the limit; the first mention decides its place.
+            "queues": list(dict.fromkeys(queues)),
             "limit": limit,
             "now": _utc(now, "now"),
             "owner": owner,
