@@ -374,8 +374,10 @@ class PostgresStore:
         try:
             with self._pool.connection() as conn, conn.cursor() as cursor:
                 yield cursor
-        except (psycopg.Error, psycopg_pool.PoolTimeout) as error:
-            if isinstance(error, psycopg.OperationalError):
+        except psycopg.Error as error:  # PoolTimeout and PoolClosed included
+            if isinstance(error, psycopg.OperationalError) and not isinstance(
+                error, psycopg_pool.PoolTimeout | psycopg_pool.PoolClosed
+            ):
                 # The server may have restarted: drop the pool's dead idle connections now
                 # so the next call gets a live one instead of failing again.
                 self._check_pool()
@@ -384,7 +386,7 @@ class PostgresStore:
     def _check_pool(self) -> None:
         try:
             self._pool.check()
-        except (psycopg.Error, psycopg_pool.PoolTimeout):
+        except psycopg.Error:
             log.debug("pool check after a connection error failed", exc_info=True)
 
     def _execute(
@@ -410,7 +412,10 @@ class PostgresStore:
     def schema_version(self) -> int:
         """The migration version of the database's schema (0: not created yet)."""
         with self._connect() as conn:
-            return self._schema_version(conn)
+            try:
+                return self._schema_version(conn)
+            except psycopg.Error as error:
+                self._fail("read the schema version", error)
 
     def _schema_version(self, conn: psycopg.Connection[TupleRow]) -> int:
         exists = conn.execute(
