@@ -1,0 +1,43 @@
+-- Lease up to `limit` due jobs from the Queues in `queues`, in one statement:
+-- the first Queue's due jobs first (due time, then id), then the next Queue's.
+--
+-- The LATERAL subquery is a nested loop over the Queues in the order given (ordinality);
+-- each inner scan walks the partial index jobs_claimable in (due_at, id) order and locks
+-- rows as the outer LIMIT pulls them, so no more than `limit` rows are ever locked.
+-- SKIP LOCKED: a row another claimer is taking is passed over, never waited for.
+WITH wanted AS (
+    SELECT w.queue, w.position
+    FROM unnest(%(queues)b::text[]) WITH ORDINALITY AS w(queue, position)
+),
+picked AS (
+    SELECT due.id, wanted.position
+    FROM wanted
+    CROSS JOIN LATERAL (
+        SELECT jobs.id
+        FROM {schema}.jobs
+        WHERE jobs.queue = wanted.queue
+          AND jobs.state = 'scheduled'
+          AND jobs.due_at <= %(now)s
+        ORDER BY jobs.due_at, jobs.id
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) AS due
+    LIMIT %(limit)s
+),
+leased AS (
+    UPDATE {schema}.jobs AS jobs
+    SET state = 'leased',
+        attempt = jobs.attempt + 1,
+        lease_owner = %(owner)s,
+        lease_expires_at = %(lease_expires_at)s
+    FROM picked
+    WHERE jobs.id = picked.id
+    -- state, lease_owner and lease_expires_at are what this statement set: the caller
+    -- knows them, so they are not sent back.
+    RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.attempt, jobs.due_at,
+              jobs.args::text AS args, jobs.kwargs::text AS kwargs, jobs.last_error,
+              jobs.created_at
+)
+SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at
+FROM leased
+ORDER BY position, due_at, id

@@ -1,0 +1,607 @@
+"""PostgreSQL store behaviours beyond the shared contract: migrations, schemas, indexes,
+round trips, LISTEN/NOTIFY, errors and recovery, concurrent claimers.
+
+Each test gets a fresh database (tests/pg.py).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta, timezone
+from multiprocessing import get_context
+from typing import Any
+
+import pytest
+
+pytest.importorskip("psycopg")
+
+import psycopg
+from psycopg import sql
+
+from rota.core.jobs import JobState, NewJob
+from rota.store import open_store
+from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
+from rota.store.postgres import SCHEMA_VERSION, PostgresStore, render_sql
+from tests.conftest import POSTGRES_URL
+from tests.pg import fresh_postgres_url
+
+pytestmark = pytest.mark.postgres
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+LEASE = timedelta(seconds=60)
+HINT_WAIT_S = 10.0  # upper bound for an event to arrive; tests end as soon as it does
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The URL of a fresh, empty PostgreSQL database."""
+    yield from fresh_postgres_url(POSTGRES_URL, request.node.name)
+
+
+@pytest.fixture
+def make_store(pg_url: str) -> Iterator[Callable[..., PostgresStore]]:
+    """Factory of PostgresStores on the fresh database; all closed at teardown."""
+    opened: list[PostgresStore] = []
+
+    def factory(query: str = "") -> PostgresStore:
+        store = PostgresStore.from_url(pg_url + query)
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def admin(pg_url: str) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+    """A plain autocommit connection to the fresh database, for looking behind the store."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        yield conn
+
+
+def new(queue: str = "q", due_at: datetime = T0, args: str = "[]") -> NewJob:
+    return NewJob(name="job", queue=queue, due_at=due_at, args_json=args)
+
+
+@pytest.fixture
+def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement psycopg sends against rota's tables from now on."""
+    sent: list[str] = []
+    original = psycopg.Cursor.execute
+
+    def spy(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        text = str(query)
+        if '"rota".' in text:
+            sent.append(text)
+        return original(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", spy)
+    return sent
+
+
+# -- migrations ----------------------------------------------------------------------------
+
+
+def test_many_threads_migrating_a_fresh_database_at_once_migrate_it_exactly_once(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    # Given eight nodes starting together on an empty database
+    stores = [make_store() for _ in range(8)]
+    barrier = threading.Barrier(len(stores))
+
+    def start(store: PostgresStore) -> list[int]:
+        barrier.wait()
+        return store.migrate()
+
+    # When they all migrate at once
+    with ThreadPoolExecutor(len(stores)) as pool:
+        applied = list(pool.map(start, stores))
+    # Then exactly one applied every migration, the others found nothing to do
+    assert sorted(applied, key=len) == [[]] * 7 + [list(range(1, SCHEMA_VERSION + 1))]
+    ledger = admin.execute("SELECT version FROM rota.schema_migrations ORDER BY 1").fetchall()
+    assert [row[0] for row in ledger] == list(range(1, SCHEMA_VERSION + 1))
+    assert all(store.schema_version() == SCHEMA_VERSION for store in stores)
+
+
+def _migrate_in_a_process(url: str) -> list[int]:
+    store = PostgresStore.from_url(url)
+    try:
+        return store.migrate()
+    finally:
+        store.close()
+
+
+def test_many_processes_migrating_at_once_migrate_exactly_once(pg_url: str) -> None:
+    # Given four processes starting together on an empty database
+    with ProcessPoolExecutor(4, mp_context=get_context("spawn")) as pool:
+        # When each migrates
+        applied = list(pool.map(_migrate_in_a_process, [pg_url] * 4))
+    # Then exactly one of them applied the migrations
+    assert sorted(applied, key=len) == [[]] * 3 + [list(range(1, SCHEMA_VERSION + 1))]
+
+
+def test_migrations_apply_automatically_on_first_use(
+    make_store: Callable[..., PostgresStore],
+) -> None:
+    store = make_store()
+    assert store.schema_version() == 0
+    assert store.count_jobs() == {}
+    assert store.schema_version() == SCHEMA_VERSION
+    assert store.migrate() == []
+
+
+def test_a_schema_migrated_by_a_newer_rota_is_refused(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    # Given a database a future rota migrated to version 999
+    make_store().migrate()
+    admin.execute("INSERT INTO rota.schema_migrations VALUES (999, 'from the future')")
+    # When this rota uses it
+    store = make_store()
+    with pytest.raises(SchemaTooNew) as refused:
+        store.count_jobs()
+    # Then it refuses, saying which versions and what to do
+    message = str(refused.value)
+    assert "version 999" in message and f"up to {SCHEMA_VERSION}" in message
+    assert "Upgrade rota" in message
+    with pytest.raises(SchemaTooNew):
+        store.migrate()
+
+
+def test_a_custom_schema_keeps_its_jobs_apart(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    # Given two stores on one database, one in schema tenant_a
+    default, tenant = make_store(), make_store("?schema=tenant_a")
+    # When each enqueues
+    default.enqueue([new()], T0)
+    tenant.enqueue([new(), new()], T0)
+    # Then each sees only its own jobs, in its own schema
+    assert default.count_jobs() == {("q", JobState.SCHEDULED): 1}
+    assert tenant.count_jobs() == {("q", JobState.SCHEDULED): 2}
+    assert tenant.schema == "tenant_a" and tenant.channel == "tenant_a_enqueue"
+    tables = admin.execute(
+        "SELECT table_schema FROM information_schema.tables WHERE table_name = 'jobs' "
+        "ORDER BY 1"
+    ).fetchall()
+    assert [row[0] for row in tables] == ["rota", "tenant_a"]
+
+
+def test_the_schema_can_be_given_to_the_constructor(pg_url: str) -> None:
+    store = PostgresStore(pg_url, schema="by_argument")
+    try:
+        store.enqueue([new()], T0)
+        assert store.schema_version() == SCHEMA_VERSION
+    finally:
+        store.close()
+
+
+# -- claims and round trips ----------------------------------------------------------------
+
+
+def test_claims_use_the_partial_index_with_many_finished_rows(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    # Given 200,000 finished jobs and a few scheduled ones
+    store = make_store()
+    store.migrate()
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
+        "finished_at) SELECT 'old', 'q', 'succeeded', %(t)s, '[]', '{}', %(t)s, %(t)s "
+        "FROM generate_series(1, 200000)", {"t": T0 - timedelta(days=1)},
+    )
+    due = store.enqueue([new(), new(), new("other")], T0)
+    admin.execute("ANALYZE rota.jobs")
+    # When the claim statement is planned
+    plan = "\n".join(str(row[0]) for row in admin.execute(
+        "EXPLAIN " + render_sql("claim", "rota"),
+        {"queues": ["q", "other"], "limit": 10, "now": T0, "owner": "w",
+         "lease_expires_at": T0 + LEASE},
+    ))
+    # Then it walks the partial index, never the table
+    assert "Index Scan using jobs_claimable" in plan, plan
+    assert "Seq Scan on jobs" not in plan, plan
+    # And the claim takes exactly the due jobs, first Queue first
+    claimed = store.claim(["q", "other"], 10, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    assert [job.id for job in claimed] == due
+
+
+def _generic_plan(conn: psycopg.Connection[Any], name: str, values: dict[str, object]) -> str:
+    """The plan PostgreSQL uses for the named statement once it switches to a generic plan
+    (as it may after five executions of a prepared statement)."""
+    order: list[str] = []
+
+    def positional(match: re.Match[str]) -> str:
+        if match[1] not in order:
+            order.append(match[1])
+        return f"${order.index(match[1]) + 1}"
+
+    text = re.sub(r"%\((\w+)\)[sb]", positional, render_sql(name, "rota"))
+    conn.execute("PREPARE hot_statement AS " + text)
+    conn.execute("SET plan_cache_mode = force_generic_plan")
+    arguments = sql.SQL(", ").join(sql.Literal(values[key]) for key in order)
+    explain = sql.SQL("EXPLAIN EXECUTE hot_statement({})").format(arguments)
+    try:
+        return "\n".join(str(row[0]) for row in conn.execute(explain))
+    finally:
+        conn.execute("DEALLOCATE hot_statement")
+        conn.execute("RESET plan_cache_mode")
+
+
+LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
+
+
+@pytest.mark.parametrize(
+    ("name", "values", "index"),
+    [
+        ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+                   "lease_expires_at": T0 + LEASE}, "jobs_claimable"),
+        ("complete", {**LEASES, "now": T0}, "jobs_pkey"),
+        ("release", LEASES, "jobs_pkey"),
+        ("heartbeat", {**LEASES, "now": T0, "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
+        ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e"},
+         "jobs_pkey"),
+    ],
+)
+def test_hot_statements_keep_their_index_paths_in_generic_plans(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+    name: str, values: dict[str, object], index: str,
+) -> None:
+    # Given many finished jobs and a few live ones
+    store = make_store()
+    store.migrate()
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at) "
+        "SELECT 'old', 'q', 'succeeded', %(t)s, '[]', '{}', %(t)s "
+        "FROM generate_series(1, 200000)", {"t": T0 - timedelta(days=1)},
+    )
+    store.enqueue([new(), new()], T0)
+    store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    admin.execute("ANALYZE rota.jobs")
+    # When the statement is planned without knowing its parameters
+    plan = _generic_plan(admin, name, values)
+    # Then it still goes by its index: never a table scan, never a bitmap scan (which would
+    # not mark dead index entries and slow down as jobs churn)
+    assert f"Index Scan using {index}" in plan, plan
+    assert "Seq Scan" not in plan and "Bitmap" not in plan, plan
+
+
+def test_a_strict_claim_over_several_queues_is_one_statement(
+    make_store: Callable[..., PostgresStore], statements: list[str]
+) -> None:
+    # Given due jobs on three Queues, the oldest on the last
+    store = make_store()
+    (c_old,) = store.enqueue([new("c", T0 - timedelta(hours=1))], T0)
+    a = store.enqueue([new("a"), new("a")], T0)
+    b = store.enqueue([new("b", T0 - timedelta(seconds=1)), new("b", T0 - timedelta(seconds=2))],
+                      T0)
+    statements.clear()
+    # When a Strict claim asks for a, b, c
+    claimed = store.claim(["a", "b", "c"], 5, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    # Then one statement leased them, Queue order first, then due time
+    assert len(statements) == 1
+    assert [job.id for job in claimed] == [*a, b[1], b[0], c_old]
+    assert all(job.state is JobState.LEASED for job in claimed)
+
+
+def test_a_queue_named_twice_in_a_claim_is_served_once(
+    make_store: Callable[..., PostgresStore],
+) -> None:
+    store = make_store()
+    a = store.enqueue([new("a"), new("a")], T0)
+    b = store.enqueue([new("b")], T0)
+    claimed = store.claim(["a", "b", "a"], 3, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    assert [job.id for job in claimed] == [*a, *b]
+
+
+def test_enqueue_of_ten_thousand_jobs_is_one_round_trip(
+    make_store: Callable[..., PostgresStore], statements: list[str]
+) -> None:
+    # Given a warm store and 10,000 jobs with distinct arguments
+    store = make_store()
+    store.count_jobs()
+    statements.clear()
+    jobs = [new("q", T0 + timedelta(microseconds=i), f"[{i}]") for i in range(10_000)]
+    # When they are enqueued at once
+    ids = store.enqueue(jobs, T0)
+    # Then one statement stored them all, ids in input order
+    assert len(statements) == 1
+    assert len(ids) == 10_000 and ids == sorted(ids)
+    assert store.count_jobs() == {("q", JobState.SCHEDULED): 10_000}
+    for position in (0, 4_321, 9_999):
+        job = store.get_job(ids[position])
+        assert job is not None and job.args == (position,)
+        assert job.due_at == T0 + timedelta(microseconds=position)
+
+
+def test_enqueue_stores_all_or_nothing(make_store: Callable[..., PostgresStore]) -> None:
+    # Given a batch whose last job PostgreSQL refuses (a NUL character in its name)
+    store = make_store()
+    jobs = [*(new() for _ in range(999)), NewJob("bad\x00name", "q", T0)]
+    # When it is enqueued
+    with pytest.raises((StoreError, ValueError)):
+        store.enqueue(jobs, T0)
+    # Then nothing was stored
+    assert store.count_jobs() == {}
+
+
+def test_timestamps_round_trip_exactly_as_utc(make_store: Callable[..., PostgresStore]) -> None:
+    store = make_store()
+    elsewhere = datetime(2026, 1, 1, 17, 0, 0, 123_457, tzinfo=timezone(timedelta(hours=5)))
+    (job_id,) = store.enqueue([new(due_at=elsewhere)], T0)
+    job = store.get_job(job_id)
+    assert job is not None and job.due_at == elsewhere and job.due_at.tzinfo is UTC
+    assert job.due_at.microsecond == 123_457
+
+
+# -- concurrency ---------------------------------------------------------------------------
+
+
+def test_eight_concurrent_claimers_get_64_distinct_jobs(
+    make_store: Callable[..., PostgresStore],
+) -> None:
+    # Given 64 due jobs and eight claimers, each with its own store
+    ids = make_store().enqueue([new() for _ in range(64)], T0)
+    claimers = [make_store("?pool_max_size=2") for _ in range(8)]
+    for claimer in claimers:
+        claimer.migrate()
+    barrier = threading.Barrier(len(claimers))
+
+    def drain(claimer: PostgresStore) -> list[int]:
+        barrier.wait()
+        taken: list[int] = []
+        while jobs := claimer.claim(["q"], 3, now=T0, owner=f"w{id(claimer)}",
+                                    lease_expires_at=T0 + LEASE):
+            taken.extend(job.id for job in jobs)
+        return taken
+
+    # When they all claim at once until nothing is left
+    with ThreadPoolExecutor(len(claimers)) as pool:
+        taken = [job_id for batch in pool.map(drain, claimers) for job_id in batch]
+    # Then every job was leased exactly once
+    assert sorted(taken) == ids
+    assert len(set(taken)) == 64
+
+
+def test_a_connection_dying_between_claim_and_commit_leaves_the_job_claimable(
+    make_store: Callable[..., PostgresStore], pg_url: str,
+    admin: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    # Given a job, and a claimer whose transaction has claimed it but not committed
+    store = make_store()
+    (job_id,) = store.enqueue([new()], T0)
+    dying = psycopg.connect(pg_url)
+    try:
+        claimed = dying.execute(render_sql("claim", "rota"), {
+            "queues": ["q"], "limit": 1, "now": T0, "owner": "dying",
+            "lease_expires_at": T0 + LEASE}).fetchall()
+        assert [row[0] for row in claimed] == [job_id]
+        # Then another claimer skips the locked job instead of waiting for it
+        assert store.claim(["q"], 1, now=T0, owner="w2", lease_expires_at=T0 + LEASE) == []
+        # When the claimer's connection dies before commit
+        pid = dying.info.backend_pid
+        admin.execute("SELECT pg_terminate_backend(%s, 10000)", [pid])
+    finally:
+        dying.close()
+    # Then the job is claimable again, its attempt not counted
+    (job,) = store.claim(["q"], 1, now=T0, owner="w2", lease_expires_at=T0 + LEASE)
+    assert (job.id, job.attempt, job.lease_owner) == (job_id, 1, "w2")
+
+
+# -- LISTEN/NOTIFY -------------------------------------------------------------------------
+
+
+class Hints:
+    """Collects wake-up hints from the listener thread."""
+
+    def __init__(self) -> None:
+        self.queues: list[str] = []
+        self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
+
+    def __call__(self, queue: str) -> None:
+        with self._arrived:
+            self.queues.append(queue)
+            self._arrived.notify_all()
+
+    def any_within(self, timeout_s: float) -> bool:
+        """Whether any hint has arrived, waiting at most `timeout_s` for the first."""
+        with self._arrived:
+            return self._arrived.wait_for(lambda: bool(self.queues), timeout_s)
+
+    def wait_for(self, queue: str) -> list[str]:
+        with self._arrived:
+            assert self._arrived.wait_for(lambda: queue in self.queues, HINT_WAIT_S), \
+                f"no hint for {queue!r}; got {self.queues}"
+            return list(self.queues)
+
+
+def test_an_enqueue_from_another_connection_sends_one_hint_per_queue_per_transaction(
+    make_store: Callable[..., PostgresStore],
+) -> None:
+    # Given a store listening, and another store enqueuing
+    listening, enqueuing = make_store(), make_store()
+    hints = Hints()
+    stop = listening.listen(hints)
+    try:
+        # When one transaction enqueues three jobs on "q" and one on "r",
+        # then another enqueues one on "last"
+        enqueuing.enqueue([new("q"), new("r"), new("q"), new("q")], T0)
+        enqueuing.enqueue([new("last")], T0)
+        # Then exactly one hint per Queue arrived for the first, then the second
+        received = hints.wait_for("last")
+    finally:
+        stop()
+    assert Counter(received) == {"q": 1, "r": 1, "last": 1}
+    assert received[-1] == "last"
+
+
+def test_hints_are_specific_to_the_schema(make_store: Callable[..., PostgresStore]) -> None:
+    # Given a listener on schema "rota" and an enqueue into schema "other" first
+    listening, other = make_store(), make_store("?schema=other")
+    hints = Hints()
+    stop = listening.listen(hints)
+    try:
+        other.enqueue([new("elsewhere")], T0)
+        make_store().enqueue([new("here")], T0)
+        received = hints.wait_for("here")
+    finally:
+        stop()
+    # Then only the listener's own schema's hint arrived
+    assert received == ["here"]
+
+
+def test_stopping_a_listener_ends_its_thread_and_closes_its_connection(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    # Given a listener
+    store = make_store()
+    stop = store.listen(lambda queue: None)
+    assert [t for t in threading.enumerate() if t.name.startswith("rota-listen-")]
+    # When it is stopped (twice: stop is idempotent)
+    stop()
+    stop()
+    # Then its thread has ended
+    assert not [t for t in threading.enumerate() if t.name.startswith("rota-listen-")]
+    # And closing the store with a listener still running stops that one too
+    store.listen(lambda queue: None)
+    store.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("rota-listen-")]
+
+
+def test_a_listener_reconnects_after_its_connection_is_terminated(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given a listener whose backend PostgreSQL terminates
+    store = make_store()
+    hints = Hints()
+    stop = store.listen(hints)
+    try:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND query LIKE 'LISTEN%%'"
+        )
+        # When jobs keep being enqueued (hints sent while it reconnects are lost, by design)
+        arrived = False
+        for attempt in range(200):
+            store.enqueue([new(f"q{attempt}")], T0)
+            arrived = hints.any_within(0.05)
+            if arrived:
+                break
+        # Then hints flow again
+        assert arrived, "no hint after the listener's connection was terminated"
+    finally:
+        stop()
+
+
+def test_a_failing_callback_does_not_stop_the_listener(
+    make_store: Callable[..., PostgresStore], caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = make_store()
+    hints = Hints()
+
+    def callback(queue: str) -> None:
+        if queue == "boom":
+            raise RuntimeError("callback failed")
+        hints(queue)
+
+    stop = store.listen(callback)
+    try:
+        store.enqueue([new("boom")], T0)
+        store.enqueue([new("after")], T0)
+        assert hints.wait_for("after") == ["after"]
+    finally:
+        stop()
+    assert "on_enqueue callback failed" in caplog.text
+
+
+# -- errors and recovery -------------------------------------------------------------------
+
+
+def test_an_unreachable_server_fails_with_the_password_masked() -> None:
+    # Given a URL naming a port where nothing listens
+    store = open_store("postgresql://bob:s3cret@127.0.0.1:1/nowhere")
+    try:
+        # When the store is first used
+        with pytest.raises(StoreError) as failed:
+            store.count_jobs()
+    finally:
+        store.close()
+    # Then the message names the URL, password masked, and the expected form
+    message = str(failed.value)
+    assert "postgresql://bob:***@127.0.0.1:1/nowhere" in message
+    assert "s3cret" not in message
+    assert "postgresql://user:password@host:5432/database" in message
+
+
+def test_a_key_value_conninfo_has_its_password_masked_too() -> None:
+    store = PostgresStore("host=127.0.0.1 port=1 dbname=nowhere user=bob password=s3cret")
+    try:
+        with pytest.raises(StoreError) as failed:
+            store.count_jobs()
+    finally:
+        store.close()
+    assert "password=***" in str(failed.value) and "s3cret" not in str(failed.value)
+    assert "s3cret" not in repr(store)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://bob:s3cret@127.0.0.1:notaport/db",
+        "postgresql://bob:s3cret@127.0.0.1:5432/",
+        "postgresql://bob:s3cret@127.0.0.1:5432/db?schema=Bad-Name",
+        "postgresql://bob:s3cret@127.0.0.1:5432/db?pool_max_size=zero",
+    ],
+)
+def test_a_malformed_url_fails_at_construction_with_the_password_masked(url: str) -> None:
+    with pytest.raises(StoreConfigError) as failed:
+        open_store(url)
+    message = str(failed.value)
+    assert "bob:***@" in message and "s3cret" not in message
+    assert "expected postgresql://" in message
+
+
+def test_the_postgres_scheme_alias_and_libpq_options_are_accepted(pg_url: str) -> None:
+    store = open_store(pg_url.replace("postgresql://", "postgres://", 1)
+                       + "?application_name=rota-test&schema=aliased")
+    try:
+        assert store.count_jobs() == {}
+    finally:
+        store.close()
+
+
+def test_the_pool_recovers_after_the_backends_are_terminated(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    # Given a store with warm pooled connections
+    store = make_store("?pool_min_size=2")
+    store.enqueue([new()], T0)
+    assert store.count_jobs() == {("q", JobState.SCHEDULED): 1}
+    # When PostgreSQL terminates every backend of the database (as on a restart)
+    admin.execute(
+        "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    )
+    # Then at most one call fails, with a StoreError, and the store works again
+    failures = 0
+    for _ in range(2):
+        try:
+            assert store.count_jobs() == {("q", JobState.SCHEDULED): 1}
+        except StoreError as error:
+            failures += 1
+            assert "127.0.0.1" in str(error)
+    assert failures <= 1
+    assert store.count_jobs() == {("q", JobState.SCHEDULED): 1}
+
+
+def test_a_closed_store_refuses_calls(make_store: Callable[..., PostgresStore]) -> None:
+    store = make_store()
+    store.close()
+    with pytest.raises(StoreError, match="closed"):
+        store.count_jobs()
