@@ -113,9 +113,8 @@ def next_line(
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    from tests.conftest import POSTGRES_URL, _require_module
+    from tests.conftest import POSTGRES_URL
 
-    _require_module(request.param)
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'rota.db'}"
     else:
@@ -229,10 +228,9 @@ def test_three_workers_on_one_store_run_600_jobs_each_once(
 def test_an_enqueue_from_another_process_wakes_an_idle_postgres_worker_at_once(
     tmp_path: Path, request: pytest.FixtureRequest, workers: Callable[..., Worker]
 ) -> None:
-    from tests.conftest import POSTGRES_URL, _require_module
+    from tests.conftest import POSTGRES_URL
     from tests.pg import fresh_postgres_url
 
-    _require_module("postgres")
     urls = fresh_postgres_url(POSTGRES_URL, request.node.name)
     url = next(urls)
     try:
