@@ -41,17 +41,27 @@ def store_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
-def store_url(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A URL naming a fresh, empty store of `store_kind`."""
-    if store_kind == "memory":
+def _fresh_store_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    if kind == "memory":
         yield "memory://"
-    elif store_kind == "sqlite":
+    elif kind == "sqlite":
         yield f"sqlite:///{tmp_path / 'rota.db'}"
     else:
         from tests.pg import fresh_postgres_url
 
         yield from fresh_postgres_url(POSTGRES_URL, request.node.name)
+
+
+@pytest.fixture
+def store_url(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A URL naming a fresh, empty store of `store_kind`."""
+    yield from _fresh_store_url(store_kind, tmp_path, request)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def durable_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL naming a fresh, empty durable store (one several processes can share)."""
+    yield from _fresh_store_url(str(request.param), tmp_path, request)
 
 
 @pytest.fixture

@@ -111,21 +111,9 @@ def next_line(
             return pid, line
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def durable_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    from tests.conftest import POSTGRES_URL
-
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'rota.db'}"
-    else:
-        from tests.pg import fresh_postgres_url
-
-        yield from fresh_postgres_url(POSTGRES_URL, request.node.name)
-
-
 @pytest.fixture
-def producer(durable_url: str) -> Iterator[rota.App]:
-    app = rota.App(durable_url)
+def producer(durable_store_url: str) -> Iterator[rota.App]:
+    app = rota.App(durable_store_url)
     app.job("work")(lambda n: None)
     yield app
     app.close()
@@ -136,11 +124,11 @@ def enqueue(app: rota.App, numbers: list[int]) -> list[int]:
 
 
 def test_sigterm_finishes_running_jobs_and_hands_back_the_rest(
-    durable_url: str, producer: rota.App, workers: Callable[..., Worker]
+    durable_store_url: str, producer: rota.App, workers: Callable[..., Worker]
 ) -> None:
     # Given a worker of 2 Workers running a 0.3 s job and an endless one, 3 more queued
     short_id, endless_id, *queued = enqueue(producer, [1_000_000, -1, 0, 0, 0])
-    worker = workers(durable_url, "--grace", "1", ROTA_TEST_POOL="2")
+    worker = workers(durable_store_url, "--grace", "1", ROTA_TEST_POOL="2")
     worker.wait_ready()
     next_line(workers, "start")
     next_line(workers, "start")
@@ -162,18 +150,18 @@ def test_sigterm_finishes_running_jobs_and_hands_back_the_rest(
 
 
 def test_after_sigkill_another_worker_reruns_the_killed_jobs(
-    durable_url: str, producer: rota.App, workers: Callable[..., Worker]
+    durable_store_url: str, producer: rota.App, workers: Callable[..., Worker]
 ) -> None:
     # Given a worker with 1 s leases running 3 endless jobs, 3 more queued behind them
     endless = enqueue(producer, [-1, -2, -3])
     rest = enqueue(producer, [1, 2, 3])
-    first = workers(durable_url, ROTA_TEST_POOL="3", ROTA_TEST_LEASE_S="1")
+    first = workers(durable_store_url, ROTA_TEST_POOL="3", ROTA_TEST_LEASE_S="1")
     for _ in endless:
         next_line(workers, "start")
     # When it is killed mid-run and another worker (where those jobs are quick) starts
     first.signal(signal.SIGKILL)
     assert first.wait() == -signal.SIGKILL
-    second = workers(durable_url, ROTA_TEST_POOL="3", ROTA_TEST_LEASE_S="1",
+    second = workers(durable_store_url, ROTA_TEST_POOL="3", ROTA_TEST_LEASE_S="1",
                      ROTA_TEST_LONG_S="0")
     attempts: dict[int, int] = {}
     while len(attempts) < 6:
@@ -193,11 +181,11 @@ def test_after_sigkill_another_worker_reruns_the_killed_jobs(
 
 
 def test_three_workers_on_one_store_run_600_jobs_each_once(
-    durable_url: str, producer: rota.App, workers: Callable[..., Worker], tmp_path: Path
+    durable_store_url: str, producer: rota.App, workers: Callable[..., Worker], tmp_path: Path
 ) -> None:
     # Given three worker processes running on one store
     log = tmp_path / "executions.log"
-    started = [workers(durable_url, ROTA_TEST_POOL="8", ROTA_TEST_LOG=str(log))
+    started = [workers(durable_store_url, ROTA_TEST_POOL="8", ROTA_TEST_LOG=str(log))
                for _ in range(3)]
     for worker in started:
         worker.wait_ready()

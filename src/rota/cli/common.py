@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rota.app import App
 from rota.store import Store, StoreConfigError, StoreError, open_store
@@ -50,19 +52,32 @@ def load_app(spec: str) -> App:
     return target
 
 
-def resolve_store(store_url: str | None, app_spec: str | None) -> Store:
-    """The store named by --store, else --app's store, else $ROTA_STORE."""
+@contextmanager
+def opened_store(store_url: str | None, app_spec: str | None) -> Iterator[Store]:
+    """The store named by --store, else --app's store, else $ROTA_STORE.
+
+    Closes the store afterwards only if it opened it (an App's store stays the App's).
+    Store errors inside the block become one-line `CommandError`s.
+    """
     if store_url and app_spec:
         raise UsageError("give --store or --app, not both")
     if app_spec:
-        return load_app(app_spec).store
-    url = store_url or os.environ.get("ROTA_STORE")
-    if not url:
-        raise UsageError("no store given: pass --store URL or --app module:attribute, "
-                         "or set ROTA_STORE")
+        store, owned = load_app(app_spec).store, False
+    else:
+        url = store_url or os.environ.get("ROTA_STORE")
+        if not url:
+            raise UsageError("no store given: pass --store URL or --app module:attribute, "
+                             "or set ROTA_STORE")
+        try:
+            store, owned = open_store(url), True
+        except StoreConfigError as error:
+            raise UsageError(str(error)) from None
+        except StoreError as error:
+            raise CommandError(str(error)) from None
     try:
-        return open_store(url)
-    except StoreConfigError as error:
-        raise UsageError(str(error)) from None
+        yield store
     except StoreError as error:
         raise CommandError(str(error)) from None
+    finally:
+        if owned:
+            store.close()

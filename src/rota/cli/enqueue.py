@@ -5,12 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 
-from rota.cli.common import CommandError, UsageError, load_app, resolve_store
+from rota.cli.common import UsageError, load_app, opened_store
 from rota.core.clock import SystemClock
 from rota.core.durations import to_timedelta
 from rota.core.jobs import NewJob, encode_arguments
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
-from rota.store import StoreError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,15 +63,10 @@ def run(args: argparse.Namespace) -> int:
         args_json, kwargs_json = encode_arguments([_parse_arg(a) for a in args.job_args], kwargs)
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
-    store = resolve_store(args.store, args.app)
-    now = SystemClock().now()
-    try:
+    with opened_store(args.store, args.app) as store:
+        now = SystemClock().now()
         (job_id,) = store.enqueue(
             [NewJob(args.name, queue, now + delay, args_json, kwargs_json)], now
         )
-    except StoreError as error:
-        raise CommandError(str(error)) from None
-    finally:
-        store.close()
     print(job_id)
     return 0

@@ -9,9 +9,8 @@ from collections import defaultdict
 from rich.console import Console
 from rich.table import Table
 
-from rota.cli.common import CommandError, UsageError, resolve_store
+from rota.cli.common import UsageError, opened_store
 from rota.core.jobs import JobRecord, JobState
-from rota.store import StoreError
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
@@ -41,13 +40,8 @@ def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def run_queues(args: argparse.Namespace) -> int:
-    store = resolve_store(args.store, args.app)
-    try:
+    with opened_store(args.store, args.app) as store:
         counts = store.count_jobs()
-    except StoreError as error:
-        raise CommandError(str(error)) from None
-    finally:
-        store.close()
     per_queue: defaultdict[str, dict[str, int]] = defaultdict(dict)
     for (queue, state), count in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
         per_queue[queue][state.value] = count
@@ -75,16 +69,11 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
 def run_jobs(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError(f"--limit must be at least 1; got {args.limit}")
-    store = resolve_store(args.store, args.app)
-    try:
+    with opened_store(args.store, args.app) as store:
         jobs = store.list_jobs(
             queue=args.queue, state=JobState(args.state) if args.state else None,
             limit=args.limit,
         )
-    except StoreError as error:
-        raise CommandError(str(error)) from None
-    finally:
-        store.close()
     if args.json:
         print(json.dumps([job_as_json(job) for job in jobs], indent=2))
         return 0

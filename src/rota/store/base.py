@@ -139,3 +139,21 @@ class WakeupSource(Protocol):
         (possibly from another thread, possibly from another process's enqueue).
         Returns a function that stops listening."""
         ...
+
+
+@runtime_checkable
+class Migratable(Protocol):
+    """A store with a versioned schema (SQLite, PostgreSQL). Both migrate on first use;
+    `migrate()` lets a deployment do it explicitly, before starting workers."""
+
+    def schema_version(self) -> int:
+        """The schema version the database is at (0: not created)."""
+        ...
+
+    def migrate(self) -> list[int]:
+        """Apply the migrations the database lacks; return the versions applied.
+
+        Raises:
+            SchemaTooNew: if the database was migrated by a newer rota.
+        """
+        ...

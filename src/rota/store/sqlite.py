@@ -181,6 +181,7 @@ class SQLiteStore:
         self._busy_timeout_s = float(busy_timeout_s)
         _require_sqlite_with_returning()
         self._lock = threading.Lock()
+        self._applied_at_open: list[int] = []
         self._conn: sqlite3.Connection | None = self._open()
 
     @classmethod
@@ -264,22 +265,41 @@ class SQLiteStore:
                             f"SQLite store {self._url!r}: could not switch the file to WAL "
                             f"mode (got {result!r}); put it on a local file system"
                         )
-                self._migrate(conn)
+                self._applied_at_open = self._migrate(conn)
         except BaseException:
             conn.close()
             raise
         return conn
 
+    def schema_version(self) -> int:
+        """The file's schema version (PRAGMA user_version)."""
+        with self._read("reading the schema version") as conn:
+            return self._schema_version(conn)
+
+    def migrate(self) -> list[int]:
+        """Apply the migrations the file lacks; return the versions applied by this store
+        object (opening the store already migrates, so this reports what opening did).
+
+        Raises:
+            SchemaTooNew: if the file was migrated by a newer rota.
+        """
+        with self._read("migrating") as conn:
+            applied = self._applied_at_open + self._migrate(conn)
+        self._applied_at_open = []
+        return applied
+
     def _schema_version(self, conn: sqlite3.Connection) -> int:
         row = conn.execute(_sql("schema_version")).fetchone()
         return int(row[0])
 
-    def _migrate(self, conn: sqlite3.Connection) -> None:
-        """Bring the schema up to date. Safe when many processes open a fresh file at once:
-        the version is re-read under the write lock, so each migration runs exactly once."""
+    def _migrate(self, conn: sqlite3.Connection) -> list[int]:
+        """Bring the schema up to date; return the versions applied. Safe when many
+        processes open a fresh file at once: the version is re-read under the write lock,
+        so each migration runs exactly once."""
         known = schema_version_known()
         if self._check_version(conn, known) == known:
-            return  # the common case: no write lock taken
+            return []  # the common case: no write lock taken
+        applied: list[int] = []
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = self._check_version(conn, known)
@@ -291,11 +311,13 @@ class SQLiteStore:
                         f"migration {migration.name} must end with "
                         f"PRAGMA user_version = {migration.version};"
                     )
+                applied.append(migration.version)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        return applied
 
     def _check_version(self, conn: sqlite3.Connection, known: int) -> int:
         version = self._schema_version(conn)

@@ -1,0 +1,124 @@
+"""`rota enqueue`, `rota queues`, `rota jobs` and `rota migrate`, on every store kind."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rota.cli import main
+from rota.core.jobs import JobState
+from rota.store import open_store
+
+
+@pytest.fixture
+def no_rota_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("ROTA_STORE", raising=False)
+    yield
+
+
+def out_json(capsys: pytest.CaptureFixture[str]) -> object:
+    return json.loads(capsys.readouterr().out)
+
+
+def test_enqueue_then_queues_and_jobs_show_the_job(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job enqueued from the shell with JSON and plain-string arguments
+    assert main(["enqueue", "send-email", "42", "hello", "--queue", "emails",
+                 "--kwargs", '{"cc": ["x@y"]}', "--store", durable_store_url]) == 0
+    job_id = int(capsys.readouterr().out)
+    # Then the store holds it, arguments decoded
+    store = open_store(durable_store_url)
+    try:
+        job = store.get_job(job_id)
+    finally:
+        store.close()
+    assert job is not None
+    assert (job.name, job.queue, job.args, job.kwargs) == (
+        "send-email", "emails", (42, "hello"), {"cc": ["x@y"]})
+    # And `rota queues` counts it, `rota jobs` lists it
+    assert main(["queues", "--store", durable_store_url, "--json"]) == 0
+    assert out_json(capsys) == {"emails": {"scheduled": 1}}
+    assert main(["jobs", "--store", durable_store_url, "--state", "scheduled", "--json"]) == 0
+    (listed,) = out_json(capsys)  # type: ignore[misc]
+    assert listed["id"] == job_id and listed["state"] == JobState.SCHEDULED.value
+    assert main(["jobs", "--store", durable_store_url, "--queue", "other", "--json"]) == 0
+    assert out_json(capsys) == []
+    # And the tables render
+    assert main(["queues", "--store", durable_store_url]) == 0
+    assert "emails" in capsys.readouterr().out
+    assert main(["jobs", "--store", durable_store_url]) == 0
+    assert "send-email" in capsys.readouterr().out
+
+
+def test_rota_store_environment_variable_is_the_default(
+    durable_store_url: str, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("ROTA_STORE", durable_store_url)
+    assert main(["enqueue", "noop"]) == 0
+    capsys.readouterr()
+    assert main(["queues", "--json"]) == 0
+    assert out_json(capsys) == {"default": {"scheduled": 1}}
+
+
+def test_migrate_applies_once_then_reports_the_version(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The store migrates when opened; migrate reports what it applied, then nothing more
+    assert main(["migrate", "--store", durable_store_url, "--json"]) == 0
+    first = out_json(capsys)
+    assert isinstance(first, dict) and first["schema_version"] >= 1
+    assert main(["migrate", "--store", durable_store_url, "--json"]) == 0
+    second = out_json(capsys)
+    assert isinstance(second, dict)
+    assert second["applied"] == [] and second["schema_version"] == first["schema_version"]
+
+
+@pytest.mark.usefixtures("no_rota_store")
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["queues"], 2, "no store given"),
+        (["jobs", "--store", "mysql://x"], 2, "is not one rota knows"),
+        (["migrate", "--store", "memory://"], 2, "nothing to migrate"),
+        (["enqueue", "x", "--store", "memory://", "--queue", "has space"], 2,
+         "whitespace"),
+        (["enqueue", "x", "--store", "memory://", "--kwargs", "[1]"], 2,
+         "must be a JSON object"),
+        (["queues", "--store", "postgresql://u:hunter2@127.0.0.1:1/x"], 1, "u:***@"),
+        (["worker", "nomodule_here:app"], 2, "cannot import"),
+    ],
+)
+def test_bad_input_is_one_line_with_the_right_exit_code(
+    argv: list[str], code: int, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and "hunter2" not in err
+    assert err.count("\n") == 1
+
+
+def test_enqueue_with_app_checks_the_job_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an App module with one registered job
+    db = tmp_path / "app.db"
+    (tmp_path / "cli_app_module.py").write_text(
+        "import rota\n"
+        f"app = rota.App('sqlite:///{db}')\n"
+        "@app.job('greet', queue='hello')\n"
+        "def greet(name: str) -> None: ...\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # When enqueueing a known and an unknown name through --app
+    assert main(["enqueue", "greet", "world", "--app", "cli_app_module:app"]) == 0
+    capsys.readouterr()
+    assert main(["enqueue", "nope", "--app", "cli_app_module:app"]) == 2
+    assert "registers no job named 'nope' (known: greet)" in capsys.readouterr().err
+    # Then the known one went to its own Queue
+    assert main(["queues", "--app", "cli_app_module:app", "--json"]) == 0
+    assert out_json(capsys) == {"hello": {"scheduled": 1}}
