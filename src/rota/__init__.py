@@ -12,7 +12,7 @@ from rota.core.jobs import JobRecord, JobState
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.retry import RetryPolicy
 from rota.definition import ConfiguredJob, JobDefinition
-from rota.store import Store, StoreConfigError, StoreError
+from rota.store import SchemaTooNew, Store, StoreConfigError, StoreError
 from rota.worker.events import OutcomeEvent, OutcomeKind
 
 __version__ = "0.1.0"
@@ -28,6 +28,7 @@ __all__ = [
     "OutcomeEvent",
     "OutcomeKind",
     "RetryPolicy",
+    "SchemaTooNew",
     "Store",
     "StoreConfigError",
     "StoreError",

@@ -52,6 +52,10 @@ class App:
     def __init__(
         self, store: str | Store = DEFAULT_STORE_URL, *, clock: Clock | None = None
     ) -> None:
+        if not isinstance(store, str | Store):
+            raise TypeError(
+                f"App takes a store URL (e.g. 'sqlite:///rota.db') or a Store; got {store!r}"
+            )
         self.store: Store = open_store(store) if isinstance(store, str) else store
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._handlers: dict[str, Handler] = {}
@@ -130,7 +134,13 @@ class App:
         return dict(self._definitions)
 
     def get_job(self, job_id: int) -> JobRecord | None:
-        """The stored record of job `job_id`, or None if there is none."""
+        """The stored record of job `job_id`, or None if there is none.
+
+        Raises:
+            TypeError: if `job_id` is not an int (ids are ints on every store).
+        """
+        if isinstance(job_id, bool) or not isinstance(job_id, int):
+            raise TypeError(f"job ids are ints; got {job_id!r} ({type(job_id).__name__})")
         return self.store.get_job(job_id)
 
     # -- Worker Groups ------------------------------------------------------------------

@@ -220,3 +220,9 @@ def test_a_duplicate_group_name_is_refused_at_add_worker_group(make_app: MakeApp
     with pytest.raises(ValueError, match="'g'"):
         app.add_worker_group(rota.WorkerGroupOptions(name="g", policy=rota.Strict("b")))
     assert [group.policy for group in app.worker_groups] == [rota.Strict("a")]
+
+
+def test_get_job_takes_an_int_id_on_every_store(make_app: Callable[[], rota.App]) -> None:
+    app = make_app()
+    with pytest.raises(TypeError, match="job ids are ints"):
+        app.get_job("1")  # type: ignore[arg-type]

@@ -122,3 +122,35 @@ def test_enqueue_with_app_checks_the_job_name(
     # Then the known one went to its own Queue
     assert main(["queues", "--app", "cli_app_module:app", "--json"]) == 0
     assert out_json(capsys) == {"hello": {"scheduled": 1}}
+
+
+def test_worker_with_an_unreachable_store_exits_1_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an App whose PostgreSQL store nobody listens for
+    (tmp_path / "unreachable_app.py").write_text(
+        "import rota\n"
+        "app = rota.App('postgresql://u:topsecret@127.0.0.1:1/db')\n"
+        "app.add_worker_group(rota.WorkerGroupOptions(name='g', policy=rota.Strict('q')))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # When a worker starts, Then it fails in one line naming the masked URL
+    assert main(["worker", "unreachable_app:app"]) == 1
+    err = capsys.readouterr().err
+    assert "u:***@127.0.0.1:1" in err and "topsecret" not in err
+    assert "rota worker: running" not in err and err.count("\n") == 1
+
+
+def test_worker_with_an_invalid_policy_exits_1_before_saying_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "bad_policy_app.py").write_text(
+        "import rota\n"
+        f"app = rota.App('sqlite:///{tmp_path / 'x.db'}')\n"
+        "app.add_worker_group(rota.WorkerGroupOptions(name='g', "
+        "policy=rota.Weighted([('a', 0)])))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["worker", "bad_policy_app:app"]) == 1
+    err = capsys.readouterr().err
+    assert err == "rota worker: Weighted dispatch needs at least one queue, all weights >= 1.\n"

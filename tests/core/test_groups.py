@@ -104,3 +104,14 @@ def test_options_are_immutable(make_options: Options) -> None:
     options = make_options()
     with pytest.raises(AttributeError):
         options.pool_size = 3  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name", ["", " ", "two words", "tab\there", "new\nline"])
+def test_a_group_name_must_be_non_empty_without_whitespace(name: str) -> None:
+    with pytest.raises(ValueError, match="Worker Group name must be non-empty"):
+        WorkerGroupOptions(name=name, policy=Strict("a"))
+
+
+def test_a_group_name_must_be_a_str() -> None:
+    with pytest.raises(TypeError, match="must be a str"):
+        WorkerGroupOptions(name=5, policy=Strict("a"))  # type: ignore[arg-type]

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import sqlite3
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from rich.table import Table
 
 import rota
 from rota.cli.common import UsageError
+from rota.store import StoreConfigError, StoreError
 
 WEIGHTS = (("a", 6), ("b", 3), ("c", 1))
 POOL_SIZE = 4
@@ -66,19 +69,59 @@ class Tally:
 
 def run(args: argparse.Namespace) -> int:
     if not 0 < args.seconds <= 3600:
-        raise UsageError(f"--seconds must be between 0 and 3600; got {args.seconds}")
+        raise UsageError(f"--seconds must be more than 0 and at most 3600; got {args.seconds}")
     if not 0 <= args.work_ms <= 1000:
         raise UsageError(f"--work-ms must be between 0 and 1000; got {args.work_ms}")
     path = Path(args.db)
-    for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        stale.unlink(missing_ok=True)
+    _remove_previous_demo(path)
     console = Console()
-    app = rota.App(f"sqlite:///{path}")
+    try:
+        app = rota.App(f"sqlite:///{path}")
+        _mark_as_demo(path)
+    except (StoreError, StoreConfigError) as error:
+        raise UsageError(f"--db {args.db!r}: {error}") from None
     try:
         asyncio.run(_demo(app, args.seconds, args.work_ms / 1000, console))
     finally:
         app.close()
     return 0
+
+
+# Stamped into the demo's SQLite file (PRAGMA application_id), so that a rerun deletes only
+# a file it made itself and never a user's store or any other file given as --db.
+DEMO_APPLICATION_ID = 0x726F7461  # "rota"
+
+
+def _application_id(path: Path) -> int | None:
+    """The file's SQLite application_id, or None if it is not an SQLite database."""
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+        ) as conn:
+            row = conn.execute("PRAGMA application_id").fetchone()
+    except sqlite3.Error:
+        return None
+    return int(row[0]) if row is not None else None
+
+
+def _remove_previous_demo(path: Path) -> None:
+    if path.is_dir():
+        raise UsageError(f"--db {str(path)!r} is a directory; give a file name")
+    if not path.exists():
+        return
+    if _application_id(path) != DEMO_APPLICATION_ID:
+        raise UsageError(
+            f"--db {str(path)!r} exists and is not a database made by rota demo; refusing to "
+            "overwrite it. Give another --db, or remove the file yourself"
+        )
+    for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        stale.unlink(missing_ok=True)
+
+
+def _mark_as_demo(path: Path) -> None:
+    with contextlib.closing(sqlite3.connect(path)) as conn:
+        conn.execute(f"PRAGMA application_id = {DEMO_APPLICATION_ID}")
+        conn.commit()
 
 
 async def _demo(app: rota.App, seconds: float, work_s: float, console: Console) -> None:

@@ -15,6 +15,10 @@ from rota.cli.common import UsageError
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.simulation import Simulation, simulate
 
+# Bounds that keep a simulation to a few seconds.
+MAX_POOL = 10_000
+MAX_PASSES = 100_000
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
@@ -66,6 +70,11 @@ def parse_policy(strict: str | None, weighted: str | None) -> DispatchPolicy:
 def run(args: argparse.Namespace) -> int:
     policy = parse_policy(args.strict, args.weighted)
     backlog = dict(_pairs(args.backlog, "--backlog")) if args.backlog else None
+    if not 1 <= args.pool <= MAX_POOL or not 0 <= args.passes <= MAX_PASSES:
+        raise UsageError(
+            f"--pool must be 1..{MAX_POOL} and --passes 0..{MAX_PASSES}; "
+            f"got --pool {args.pool} --passes {args.passes}"
+        )
     try:
         result = simulate(policy, args.pool, args.passes, backlog)
     except ValueError as error:

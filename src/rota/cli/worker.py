@@ -15,6 +15,7 @@ from typing import Any
 
 from rota.cli.common import CommandError, UsageError, load_app
 from rota.store import StoreConfigError, StoreError
+from rota.store.base import Migratable
 
 
 def _seconds(text: str) -> float:
@@ -56,9 +57,20 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             raise UsageError(f"no Worker Group named {', '.join(unknown)} in {args.app}; "
                              f"it has: {', '.join(known)}")
-    names = ", ".join(groups if groups is not None else known)
-    print(f"rota worker: running {names} on {app.store.url} (Ctrl-C or SIGTERM to stop)",
-          file=sys.stderr, flush=True)
+    selected = groups if groups is not None else known
+    try:
+        for options in app.worker_groups:
+            if options.name in selected:
+                options.policy.validate()
+        if isinstance(app.store, Migratable):
+            # Fail fast on a store that is unreachable at start; once running, store
+            # errors are retried with backoff instead.
+            app.store.migrate()
+    except (ValueError, StoreError) as error:
+        app.close()
+        raise CommandError(str(error)) from None
+    print(f"rota worker: running {', '.join(selected)} on {app.store.url} "
+          "(Ctrl-C or SIGTERM to stop)", file=sys.stderr, flush=True)
     try:
         app.run(groups=groups, grace=args.grace)
     except StoreConfigError as error:

@@ -61,8 +61,13 @@ class WorkerGroupOptions:
         retry: RetryPolicy | None = None,
         grace_period: Duration = 30,
     ) -> None:
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"a Worker Group needs a non-empty name; got {name!r}")
+        if not isinstance(name, str):
+            raise TypeError(f"a Worker Group name must be a str; got {name!r}")
+        if not name or any(c.isspace() or not c.isprintable() for c in name):
+            raise ValueError(
+                "a Worker Group name must be non-empty, without whitespace or control "
+                f"characters; got {name!r} (use '-' or '_' instead)"
+            )
         if not isinstance(policy, DispatchPolicy):
             raise TypeError(
                 "policy must be a DispatchPolicy (DispatchPolicy.Strict(...) or "

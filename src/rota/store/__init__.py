@@ -6,7 +6,7 @@ Adapters are imported lazily so that, say, psycopg is needed only for PostgreSQL
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+import re
 
 from rota.store.base import SchemaTooNew, Store, StoreConfigError, StoreError
 
@@ -16,17 +16,20 @@ EXPECTED_FORMS = (
 )
 
 
+# userinfo "user:password@" right after the scheme; greedy up to the last "@", so that an
+# un-encoded "@", "/", "#" or "?" in the password is masked too (over-masking is harmless).
+_USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):.*@")
+_QUERY_PASSWORD = re.compile(r"([?&](?:password|passwd|pwd)=)[^&#]*", re.IGNORECASE)
+
+
 def mask_url(url: str) -> str:
-    """`url` with its password replaced by ***, for messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return url
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    userinfo = netloc[0].split(":", 1)[0]
-    return urlunsplit(parts._replace(netloc=f"{userinfo}:***@{netloc[1]}"))
+    """`url` with any password replaced by ***, for messages and logs.
+
+    Works on malformed URLs too (an un-encoded password is exactly what makes a URL
+    malformed), and masks `password=` query parameters.
+    """
+    masked = _USERINFO_PASSWORD.sub(r"\1:***@", url)
+    return _QUERY_PASSWORD.sub(r"\1***", masked)
 
 
 def open_store(url: str) -> Store:
@@ -40,7 +43,7 @@ def open_store(url: str) -> Store:
         raise TypeError(f"a store URL must be a str; got {url!r}. {EXPECTED_FORMS}")
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme == "memory":
-        if url.rstrip("/") != "memory:":
+        if url.split("://", 1)[1].strip("/"):
             raise StoreConfigError(f"store URL {mask_url(url)!r}: memory:// takes no path")
         from rota.store.memory import MemoryStore
 

@@ -128,7 +128,11 @@ def _parse_url(url: str) -> tuple[str, dict[str, str]]:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - parsing the port validates it
     except ValueError as error:
-        bad(str(error))
+        # urllib's message may quote part of an un-encoded password ("Port could not be
+        # cast to integer value as 'pa'"): name the usual cause instead of repeating it.
+        kind = "an invalid port" if "port" in str(error).lower() else "not a valid URL"
+        bad(f"{kind}; if the password holds characters like @ : / # ? [ ], "
+            "percent-encode them (urllib.parse.quote(password, safe=''))")
     if parts.scheme.lower() not in {"postgresql", "postgres"}:
         bad(f"the scheme must be postgresql:// or postgres://, not {parts.scheme!r}")
     if not parts.hostname and "host=" not in parts.query:
