@@ -242,10 +242,16 @@ class App:
                 now = self.clock.now()
                 plan, jobs = runner.claim_pass(self.store, runner.options.claim_capacity, now)
                 claimed_any = claimed_any or bool(jobs)
-                for job in jobs:
+                for index, job in enumerate(jobs):
                     plan.serve()
                     started_at = self.clock.now()
-                    outcome = await execute(job, self._handlers, runner, self.clock)
+                    try:
+                        outcome = await execute(job, self._handlers, runner, self.clock)
+                    except BaseException:
+                        # KeyboardInterrupt, SystemExit, cancellation: hand this job and
+                        # the rest of the pass back (attempt not counted), then let it out.
+                        self.store.release([j.lease for j in jobs[index:]], self.clock.now())
+                        raise
                     finished_at = self.clock.now()
                     record_outcome(self.store, job, outcome, finished_at)
                     executions += 1

@@ -250,3 +250,68 @@ def test_dispatch_state_persists_across_calls(
     app.run_until_idle()
     # Then b goes first: its credit from the first call was kept (fresh credits tie to a)
     assert recorder.log == ["a", "b", "a"]
+
+
+def test_a_broken_backoff_retries_on_the_default_schedule_and_says_so(
+    make_app: Callable[[], rota.App], clock: rota.VirtualClock
+) -> None:
+    # Given a job whose RetryPolicy's backoff returns a negative delay, then raises
+    app = make_app()
+    calls: list[int] = []
+
+    def broken_backoff(attempt: int) -> float:
+        calls.append(attempt)
+        if attempt == 1:
+            return -1
+        raise RuntimeError("no backoff today")
+
+    @app.job("fails", retry=rota.RetryPolicy(max_attempts=3, backoff=broken_backoff))
+    def fails() -> None:
+        raise ValueError("v")
+
+    app.add_worker_group(rota.WorkerGroupOptions(name="g", policy=rota.Strict("default")))
+    job_id = fails.enqueue()
+    # When it fails
+    assert app.run_until_idle() == 1
+    # Then it is retried 2 s later (the default), the reason in last_error
+    job = app.get_job(job_id)
+    assert job is not None and job.state is JobState.SCHEDULED
+    assert job.due_at == clock.now() + timedelta(seconds=2)
+    assert job.last_error is not None and "ValueError: v" in job.last_error
+    assert "backoff failed: ValueError: backoff(attempt) must be zero or more" in job.last_error
+    clock.advance(2)
+    assert app.run_until_idle() == 1
+    job = app.get_job(job_id)
+    assert job is not None and "RuntimeError: no backoff today" in (job.last_error or "")
+    # And it still dead-letters after max_attempts
+    clock.advance(4)
+    assert app.run_until_idle() == 1
+    job = app.get_job(job_id)
+    assert job is not None and job.state is JobState.DEAD_LETTERED
+    assert calls == [1, 2]
+
+
+def test_a_handler_raising_systemexit_hands_the_rest_of_the_pass_back(
+    make_app: Callable[[], rota.App],
+) -> None:
+    # Given three jobs claimed in one pass, the second of which exits the interpreter
+    app = make_app()
+    ran: list[int] = []
+
+    @app.job("step")
+    def step(n: int) -> None:
+        ran.append(n)
+        if n == 2:
+            raise SystemExit(3)
+
+    app.add_worker_group(rota.WorkerGroupOptions(name="g", policy=rota.Strict("default")))
+    ids = step.enqueue_many([(1,), (2,), (3,)])
+    # When the drive runs, SystemExit gets out
+    with pytest.raises(SystemExit):
+        app.run_until_idle()
+    # Then the job that exited and the one after it are back on the Queue, attempt 0
+    states = [app.get_job(i) for i in ids]
+    assert [s.state if s else None for s in states] == [
+        JobState.SUCCEEDED, JobState.SCHEDULED, JobState.SCHEDULED]
+    assert [s.attempt if s else None for s in states] == [1, 0, 0]
+    assert ran == [1, 2]

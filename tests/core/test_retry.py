@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -65,9 +66,17 @@ def test_backoff_receives_the_one_based_failed_attempt() -> None:
     assert seen == [1, 2, 3]  # the 4th failure dead-letters without asking
 
 
-def test_a_negative_backoff_is_a_value_error() -> None:
-    with pytest.raises(ValueError):
-        RetryPolicy(backoff=lambda attempt: -1).decide(1)
+@pytest.mark.parametrize(
+    "backoff", [lambda attempt: -1, lambda attempt: "soon", lambda attempt: 1 / 0]
+)
+def test_a_broken_backoff_falls_back_to_the_default_and_says_why(
+    backoff: Callable[[int], object],
+) -> None:
+    # A bad delay must not strand the job: the default schedule is used, the reason kept
+    decision = RetryPolicy(backoff=backoff).decide(3)  # type: ignore[arg-type]
+    assert isinstance(decision, Retry)
+    assert decision.delay == timedelta(seconds=8)
+    assert decision.backoff_error is not None
 
 
 @pytest.mark.parametrize("bad", [0, -3])

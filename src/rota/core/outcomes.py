@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from rota.core.retry import DeadLetter, RetryPolicy
+from rota.core.retry import DeadLetter, RetryPolicy, exponential_backoff
 
 MAX_ERROR_LENGTH = 2000
 
@@ -49,7 +49,14 @@ def after_failure(attempt: int, error: str, policy: RetryPolicy, now: datetime) 
     decision = policy.decide(attempt)
     if isinstance(decision, DeadLetter):
         return DeadLettered(error)
-    return RetryAt(now + decision.delay, error)
+    if decision.backoff_error is not None:
+        error = (f"{error} (the RetryPolicy's backoff failed: {decision.backoff_error}; "
+                 "retried on the default backoff)")
+    try:
+        return RetryAt(now + decision.delay, error)
+    except OverflowError:  # a delay past year 9999
+        return RetryAt(now + exponential_backoff(attempt),
+                       f"{error} (backoff too long; retried on the default backoff)")
 
 
 def unknown_job(name: str) -> Quarantined:

@@ -27,9 +27,11 @@ def exponential_backoff(attempt: int) -> timedelta:
 
 @dataclass(frozen=True, slots=True)
 class Retry:
-    """Run the job again after `delay`."""
+    """Run the job again after `delay`. `backoff_error` says why the default backoff was
+    used instead of the policy's own (its backoff raised or returned a bad value)."""
 
     delay: timedelta
+    backoff_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +75,12 @@ class RetryPolicy:
         """The decision after attempt number `attempt` (1-based) failed."""
         if attempt >= self.max_attempts:
             return DeadLetter()
-        return Retry(to_timedelta(self.backoff(attempt), "backoff(attempt)", allow_zero=True))
+        try:
+            return Retry(to_timedelta(self.backoff(attempt), "backoff(attempt)", allow_zero=True))
+        except Exception as error:
+            # A broken backoff must not strand the job: retry on the default schedule and
+            # say so (the worker records it in last_error and logs it).
+            return Retry(exponential_backoff(attempt), f"{type(error).__name__}: {error}")
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, RetryPolicy):
