@@ -16,7 +16,7 @@ from benchmarks.targets.pgqueuer_target import PgqueuerTarget
 from benchmarks.targets.procrastinate_target import ProcrastinateTarget
 from benchmarks.targets.rota_target import RotaTarget
 
-SUITES = ("drain", "enqueue", "latency", "ceiling", "fairness")
+SUITES = ("drain", "enqueue", "latency", "ceiling", "fairness", "memory")
 
 
 def _targets() -> list[Target]:
@@ -49,6 +49,9 @@ def _suite_runner(name: str) -> Runner:
     if name == "ceiling":
         from benchmarks.suites import ceiling
         return lambda _targets, settings, _done: ceiling.run(settings)
+    if name == "memory":
+        from benchmarks.suites import memory
+        return lambda _targets, settings, _done: memory.run(settings)
     from benchmarks.suites import fairness
     return lambda _targets, settings, _done: fairness.run(settings)
 

@@ -31,6 +31,10 @@ class Settings:
     fairness_pool: int = 20
     fairness_window: int = 1_000
     poll_interval_s: float = 0.1
+    memory_jobs: int = 1_000_000
+    memory_runs: int = 1
+    memory_sample_s: float = 1.0
+    memory_timeout_s: float = 300.0
 
     def drain_count(self, target: str) -> int:
         return min(self.drain_jobs, self.drain_jobs_for.get(target, self.drain_jobs))
@@ -46,5 +50,5 @@ def quick(runs: int) -> Settings:
         drain_timeout_s=120.0, enqueue_jobs=10_000, latency_jobs=200,
         ceiling_jobs=10_000,
         fairness_backlog=(("a", 6, 1_800), ("b", 3, 900), ("c", 1, 300)),
-        fairness_window=200,
+        fairness_window=200, memory_jobs=50_000, memory_sample_s=0.25,
     )

@@ -58,11 +58,13 @@ class ConfiguredJob(Generic[P, R]):
         return now
 
     def _new_job(
-        self, args: Sequence[object], kwargs: Mapping[str, object], now: datetime
+        self, args: Sequence[object], kwargs: Mapping[str, object], now: datetime,
+        due_at: datetime | None = None,
     ) -> NewJob:
         args_json, kwargs_json = encode_arguments(args, kwargs)
         return NewJob(
-            name=self._definition.name, queue=self.queue, due_at=self._due_at(now),
+            name=self._definition.name, queue=self.queue,
+            due_at=self._due_at(now) if due_at is None else due_at,
             args_json=args_json, kwargs_json=kwargs_json,
         )
 
@@ -99,9 +101,14 @@ class ConfiguredJob(Generic[P, R]):
         """
         app = self._definition.app
         now = app.clock.now()
+        due_at = self._due_at(now)  # the same for every entry of the call
         jobs: list[NewJob] = []
+        args: Sequence[object]
+        kwargs: Mapping[str, object]
         for index, entry in enumerate(entries):
-            if isinstance(entry, Mapping):
+            if type(entry) is tuple:  # the common form, without the ABC checks below
+                args, kwargs = entry, {}
+            elif isinstance(entry, Mapping):
                 unknown = set(entry) - {"args", "kwargs"}
                 if unknown:
                     raise TypeError(
@@ -117,7 +124,7 @@ class ConfiguredJob(Generic[P, R]):
             else:
                 args, kwargs = entry, {}
             try:
-                jobs.append(self._new_job(args, kwargs, now))
+                jobs.append(self._new_job(args, kwargs, now, due_at))
             except TypeError as error:
                 raise TypeError(f"enqueue_many entry {index}: {error}") from None
         if not jobs:

@@ -241,6 +241,9 @@ LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
     [
         ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
                    "lease_expires_at": T0 + LEASE}, "jobs_claimable"),
+        # ...and finds the rows it locked by primary key (not by hashing a table scan)
+        ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+                   "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
         ("complete", {**LEASES, "now": T0}, "jobs_pkey"),
         ("release", LEASES, "jobs_pkey"),
         ("heartbeat", {**LEASES, "now": T0, "lease_expires_at": T0 + LEASE}, "jobs_pkey"),

@@ -132,6 +132,8 @@ def encode_arguments(args: Sequence[object], kwargs: Mapping[str, object]) -> tu
     Raises:
         TypeError: naming the first argument that is not JSON-serialisable.
     """
+    if len(args) == 0 and len(kwargs) == 0:
+        return "[]", "{}"  # the common no-argument job: no encoder at all
     keywords = _str_keys(kwargs)
     try:
         return _dumps(list(args)), _dumps(keywords)
@@ -160,8 +162,14 @@ def decode_arguments(
     return args, kwargs
 
 
+# One encoder for every call: json.dumps with non-default options builds a new
+# JSONEncoder each time (a fifth of bulk-enqueue time). `encode` keeps no state between
+# calls, so sharing it across threads is safe.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def _dumps(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 def _check_json(value: object, what: str) -> None:

@@ -8,6 +8,9 @@ Theory of operation:
 - Claims lock due jobs with `FOR UPDATE SKIP LOCKED`, walking the partial index
   `jobs_claimable (queue, due_at, id) WHERE state = 'scheduled'`, so finished rows never
   slow them down. Time is an input: no statement reads the server's clock.
+- Pooled connections run with `plan_cache_mode = force_generic_plan`: each statement,
+  prepared by psycopg after a few runs, is planned once per connection rather than on
+  every run (see `_configure`).
 - The schema lives in its own PostgreSQL schema (default `rota`). Versioned migrations
   (`sql/postgres/migration_NNNN_*.sql`) are applied on first use under a transaction-level
   advisory lock, so many nodes starting at once migrate exactly once; a database migrated
@@ -333,6 +336,14 @@ class PostgresStore:
     def _configure(conn: psycopg.Connection[TupleRow]) -> None:
         # Timestamps come back as UTC datetimes, whatever the server's TimeZone.
         conn.execute("SET TIME ZONE 'UTC'")
+        # psycopg prepares a statement after a few runs, but PostgreSQL still re-plans a
+        # prepared claim on every run (its custom plans look cheaper than the generic
+        # one): ~0.25 ms of a ~1.2 ms claim. Every statement of this store has a sound
+        # generic plan (index scans by primary key, by jobs_claimable or by
+        # jobs_lease_expiry; claim.sql says how it gets one), so plan once per
+        # connection. Measured: PostgreSQL noop drain 7,876 -> 8,845 jobs/s (+12 %).
+        # Plans are still rebuilt whenever ANALYZE changes the table's statistics.
+        conn.execute("SET plan_cache_mode = force_generic_plan")
 
     def _connect(self) -> psycopg.Connection[TupleRow]:
         """A dedicated connection (migrations, LISTEN), outside the pool."""

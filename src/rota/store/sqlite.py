@@ -122,15 +122,26 @@ def _at(microseconds: int) -> datetime:
     return _EPOCH + timedelta(microseconds=microseconds)
 
 
-def _record(row: _Row) -> JobRecord:
+def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
+    """The record of `row`. `times`, shared by the rows of one batch, memoises the
+    microseconds -> datetime conversions: jobs enqueued together share their due and
+    creation times, and a claim's rows share their lease expiry (~4 % of a drain)."""
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, lease_owner, lease_expires_at) = row
+    if times is None:
+        times = {}
     args, kwargs = decode_arguments(args_json, kwargs_json)
+    if (due := times.get(due_at)) is None:
+        due = times[due_at] = _at(due_at)
+    if (created := times.get(created_at)) is None:
+        created = times[created_at] = _at(created_at)
+    expires: datetime | None = None
+    if lease_expires_at is not None and (expires := times.get(lease_expires_at)) is None:
+        expires = times[lease_expires_at] = _at(lease_expires_at)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
-        due_at=_at(due_at), args=args, kwargs=kwargs, last_error=last_error,
-        created_at=_at(created_at), lease_owner=lease_owner,
-        lease_expires_at=None if lease_expires_at is None else _at(lease_expires_at),
+        due_at=due, args=args, kwargs=kwargs, last_error=last_error,
+        created_at=created, lease_owner=lease_owner, lease_expires_at=expires,
     )
 
 
@@ -401,8 +412,9 @@ class SQLiteStore:
     ) -> list[JobRecord]:
         if limit <= 0 or not queues:
             return []
+        expires_us = _us(lease_expires_at)
         params: dict[str, object] = {
-            "now": _us(now), "owner": owner, "lease_expires_at": _us(lease_expires_at),
+            "now": _us(now), "owner": owner, "lease_expires_at": expires_us,
         }
         claim_sql = _sql("claim")
         claimed: list[_Row] = []
@@ -418,7 +430,8 @@ class SQLiteStore:
                 rows = conn.execute(claim_sql, params).fetchall()
                 rows.sort(key=lambda row: (row[5], row[0]))  # RETURNING order is unspecified
                 claimed.extend(rows)
-        return [_record(row) for row in claimed]
+        times = {expires_us: lease_expires_at}
+        return [_record(row, times) for row in claimed]
 
     def _apply_to_leases(self, name: str, leases: Sequence[Lease], doing: str) -> int:
         if not leases:
