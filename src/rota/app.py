@@ -36,6 +36,14 @@ R = TypeVar("R")
 DEFAULT_STORE_URL = "sqlite:///rota.db"
 
 
+def _loop_is_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
 class App:
     """A rota application.
 
@@ -220,14 +228,12 @@ class App:
             ValueError: if a group's policy is invalid (raised as the group starts).
             RuntimeError: if called from a running event loop; use run_until_idle_async.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.run_until_idle_async())
-        raise RuntimeError(
-            "run_until_idle() was called inside a running event loop; "
-            "use `await app.run_until_idle_async()` there"
-        )
+        if _loop_is_running():
+            raise RuntimeError(
+                "run_until_idle() was called inside a running event loop; "
+                "use `await app.run_until_idle_async()` there"
+            )
+        return asyncio.run(self.run_until_idle_async())
 
     async def run_until_idle_async(self) -> int:
         """`run_until_idle` from async code: async handlers are awaited on this loop, sync
@@ -320,11 +326,7 @@ class App:
             RuntimeError: if the App has no Worker Group, if called from a running event
                 loop (use `serve`), or from a thread other than the main thread.
         """
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
+        if _loop_is_running():
             raise RuntimeError(
                 "app.run() was called inside a running event loop; use "
                 "`async with app.serve(): ...` there"

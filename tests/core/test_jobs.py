@@ -84,3 +84,28 @@ def test_a_non_json_argument_is_a_type_error_naming_it(
 ) -> None:
     with pytest.raises(TypeError, match=named):
         encode_arguments(args, kwargs)
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "named", "why"),
+    [
+        (({1: 2},), {}, "positional argument 0", "a dict key is not a str"),
+        (("ok", [{"a": {None: 1}}]), {}, "positional argument 1", "a dict key is not a str"),
+        ((), {"m": {1: "a", "1": "b"}}, "keyword argument 'm'", "a dict key is not a str"),
+        (("\ud800",), {}, "positional argument 0", "lone surrogate"),
+        ((), {"t": ["x", "\udfff"]}, "keyword argument 't'", "lone surrogate"),
+    ],
+)
+def test_arguments_json_would_change_or_no_store_could_save_are_refused(
+    args: tuple[object, ...], kwargs: dict[str, object], named: str, why: str
+) -> None:
+    # int keys would silently become strings (and 1 / "1" collide); a lone surrogate
+    # cannot be stored as UTF-8: both are refused up front, naming the argument
+    with pytest.raises(TypeError) as caught:
+        encode_arguments(args, kwargs)
+    assert named in str(caught.value) and why in str(caught.value)
+
+
+def test_str_keys_and_non_ascii_text_are_fine() -> None:
+    assert encode_arguments(("héllo", {"k": [1, {"n": None}]}), {"x": "日本"}) == (
+        '["héllo",{"k":[1,{"n":null}]}]', '{"x":"日本"}')

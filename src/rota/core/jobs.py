@@ -136,7 +136,13 @@ def encode_arguments(args: Sequence[object], kwargs: Mapping[str, object]) -> tu
         return "[]", "{}"  # the common no-argument job: no encoder at all
     keywords = _str_keys(kwargs)
     try:
-        return _dumps(list(args)), _dumps(keywords)
+        encoded = _dumps(list(args)), _dumps(keywords)
+        # json.dumps turns dict keys 1 and "1" both into "1", losing data silently, and
+        # writes lone surrogates that no store can save as UTF-8: refuse both here.
+        if not _has_loose_keys(args) and not _has_loose_keys(keywords):
+            encoded[0].encode("utf-8")
+            encoded[1].encode("utf-8")
+            return encoded
     except (TypeError, ValueError):
         pass  # find the culprit, below, to name it
     for position, value in enumerate(args):
@@ -144,6 +150,22 @@ def encode_arguments(args: Sequence[object], kwargs: Mapping[str, object]) -> tu
     for key, value in kwargs.items():
         _check_json(value, f"keyword argument {key!r}")
     raise TypeError("job arguments are not JSON-serialisable")  # pragma: no cover
+
+
+def _has_loose_keys(value: object) -> bool:
+    """Whether a dict anywhere inside `value` has a key that is not a str."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    return True
+                if isinstance(inner, dict | list | tuple):
+                    stack.append(inner)
+        elif isinstance(item, list | tuple):
+            stack.extend(inner for inner in item if isinstance(inner, dict | list | tuple))
+    return False
 
 
 def _str_keys(kwargs: Mapping[str, object]) -> dict[str, object]:
@@ -174,7 +196,15 @@ def _dumps(value: object) -> str:
 
 def _check_json(value: object, what: str) -> None:
     try:
-        _dumps(value)
+        text = _dumps(value)
+        if _has_loose_keys(value):
+            raise ValueError("a dict key is not a str; JSON would turn it into one")
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TypeError(
+            f"{what} is not valid Unicode text (it holds a lone surrogate); job arguments "
+            "must be JSON values. Decode bytes properly, or pass them as base64"
+        ) from None
     except (TypeError, ValueError) as error:
         raise TypeError(
             f"{what} is not JSON-serialisable ({error}); job arguments must be JSON values "

@@ -59,6 +59,17 @@ def after_failure(attempt: int, error: str, policy: RetryPolicy, now: datetime) 
                        f"{error} (backoff too long; retried on the default backoff)")
 
 
+def describe(outcome: Outcome) -> str:
+    """The outcome in a few words, for logs: 'succeeded', 'retry at ...', ..."""
+    if isinstance(outcome, Succeeded):
+        return "succeeded"
+    if isinstance(outcome, RetryAt):
+        return f"{outcome.error}; retry at {outcome.due_at.isoformat(timespec='seconds')}"
+    if isinstance(outcome, DeadLettered):
+        return f"{outcome.error}; dead-lettered (no attempts left)"
+    return f"{outcome.error}; quarantined"
+
+
 def unknown_job(name: str) -> Quarantined:
     return Quarantined(
         f"UnknownJob: no handler is registered for job name {name!r}; register it with "

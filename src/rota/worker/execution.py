@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeAlias
 
 from rota.core.clock import Clock
 from rota.core.jobs import JobRecord
-from rota.core.outcomes import Outcome, Succeeded, unknown_job
+from rota.core.outcomes import Outcome, Succeeded, describe, unknown_job
 from rota.worker.group import GroupRunner, Handler
+
+logger = logging.getLogger("rota")
 
 # Runs a blocking call somewhere (inline, or on a Worker thread) and gives back its result.
 CallSync: TypeAlias = Callable[[Callable[[], object]], Awaitable[object]]
@@ -44,7 +47,10 @@ async def execute(
     """
     handler = handlers.get(job.name)
     if handler is None:
-        return unknown_job(job.name)
+        quarantined = unknown_job(job.name)
+        logger.warning("job %s (%s) attempt %s: %s", job.id, job.name, job.attempt,
+                       describe(quarantined))
+        return quarantined
     try:
         if handler.is_async:
             result = handler.func(*job.args, **job.kwargs)
@@ -53,5 +59,8 @@ async def execute(
         if inspect.isawaitable(result):  # a sync callable that returned an awaitable
             await result
     except Exception as error:
-        return runner.outcome_of_error(job, handler, error, clock.now())
+        outcome = runner.outcome_of_error(job, handler, error, clock.now())
+        logger.warning("job %s (%s) attempt %s failed: %s", job.id, job.name, job.attempt,
+                       describe(outcome), exc_info=error)
+        return outcome
     return Succeeded()

@@ -24,10 +24,10 @@ from rota.core.jobs import JobRecord
 from rota.core.outcomes import (
     DeadLettered,
     Outcome,
-    Quarantined,
     RetryAt,
     Succeeded,
     after_failure,
+    describe,
     describe_error,
 )
 from rota.core.retry import RetryPolicy
@@ -124,18 +124,15 @@ def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime
         applied = store.dead_letter(lease, now, outcome.error)
     else:
         applied = store.quarantine(lease, now, outcome.error)
+    # The failure itself was logged at WARNING, with its traceback, where it happened.
     if applied:
-        logger.debug("job %s (%s) attempt %s: %s", job.id, job.name, job.attempt, outcome)
+        logger.debug("job %s (%s) attempt %s recorded: %s", job.id, job.name, job.attempt,
+                     describe(outcome))
     else:
         logger.warning(
             "job %s (%s) attempt %s: lease lost before its outcome was recorded; "
             "the outcome was ignored and the job will run again",
             job.id, job.name, job.attempt,
-        )
-    if isinstance(outcome, RetryAt | DeadLettered | Quarantined) and applied:
-        logger.warning(
-            "job %s (%s) attempt %s failed: %s -> %s",
-            job.id, job.name, job.attempt, outcome.error, type(outcome).__name__,
         )
     return applied
 
@@ -149,7 +146,8 @@ def record_successes(store: Store, jobs: Sequence[JobRecord], now: datetime) -> 
     applied = store.complete([job.lease for job in jobs], now)
     if logger.isEnabledFor(logging.DEBUG):
         for job in jobs:
-            logger.debug("job %s (%s) attempt %s: Succeeded()", job.id, job.name, job.attempt)
+            logger.debug("job %s (%s) attempt %s recorded: succeeded", job.id, job.name,
+                         job.attempt)
     if applied < len(jobs):
         logger.warning(
             "%d of %d successful jobs had lost their lease before the outcome was recorded; "
