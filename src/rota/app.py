@@ -151,6 +151,20 @@ class App:
             raise TypeError(f"job ids are ints; got {job_id!r} ({type(job_id).__name__})")
         return self.store.get_job(job_id)
 
+    def cancel(self, job_id: int) -> bool:
+        """Cancel a scheduled job so that it never runs.
+
+        Returns:
+            True if it was scheduled and is now cancelled; False if it does not exist or
+            is already running or finished (a running job is not interrupted).
+
+        Raises:
+            TypeError: if `job_id` is not an int.
+        """
+        if isinstance(job_id, bool) or not isinstance(job_id, int):
+            raise TypeError(f"job ids are ints; got {job_id!r} ({type(job_id).__name__})")
+        return self.store.cancel(job_id, self.clock.now())
+
     # -- Worker Groups ------------------------------------------------------------------
 
     def add_worker_group(self, options: WorkerGroupOptions) -> None:

@@ -226,3 +226,28 @@ def test_get_job_takes_an_int_id_on_every_store(make_app: Callable[[], rota.App]
     app = make_app()
     with pytest.raises(TypeError, match="job ids are ints"):
         app.get_job("1")  # type: ignore[arg-type]
+
+
+def test_cancel_stops_a_scheduled_job_from_running(
+    make_app: Callable[[], rota.App],
+) -> None:
+    # Given two scheduled jobs
+    app = make_app()
+    ran: list[str] = []
+
+    @app.job("say")
+    def say(word: str) -> None:
+        ran.append(word)
+
+    app.add_worker_group(rota.WorkerGroupOptions(name="g", policy=rota.Strict("default")))
+    keep, drop = say.enqueue("keep"), say.enqueue("drop")
+    # When one is cancelled
+    assert app.cancel(drop) is True
+    assert app.cancel(drop) is False  # already cancelled
+    assert app.cancel(10**9) is False  # no such job
+    app.run_until_idle()
+    # Then only the other runs, and finished jobs cannot be cancelled
+    assert ran == ["keep"]
+    job = app.get_job(drop)
+    assert job is not None and job.state is JobState.CANCELLED
+    assert app.cancel(keep) is False

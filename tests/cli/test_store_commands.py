@@ -154,3 +154,12 @@ def test_worker_with_an_invalid_policy_exits_1_before_saying_it_runs(
     assert main(["worker", "bad_policy_app:app"]) == 1
     err = capsys.readouterr().err
     assert err == "rota worker: Weighted dispatch needs at least one queue, all weights >= 1.\n"
+
+
+def test_cancel_by_id(durable_store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["enqueue", "x", "--store", durable_store_url]) == 0
+    job_id = capsys.readouterr().out.strip()
+    assert main(["cancel", job_id, "--store", durable_store_url]) == 0
+    assert capsys.readouterr().out == f"{job_id} cancelled\n"
+    assert main(["cancel", job_id, "999999", "--store", durable_store_url]) == 1
+    assert f"left alone: {job_id}, 999999" in capsys.readouterr().err

@@ -17,7 +17,9 @@ from collections.abc import Sequence
 
 from rota.cli.common import CommandError
 
-SUBCOMMANDS = ("worker", "enqueue", "queues", "jobs", "simulate", "demo", "migrate")
+SUBCOMMANDS = (
+    "worker", "enqueue", "cancel", "queues", "jobs", "simulate", "demo", "migrate",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
