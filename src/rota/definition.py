@@ -54,7 +54,13 @@ class ConfiguredJob(Generic[P, R]):
         if self._due is not None:
             return self._due
         if self._delay is not None:
-            return now + self._delay
+            try:
+                return now + self._delay
+            except OverflowError:
+                raise ValueError(
+                    f"delay of {self._delay.total_seconds():g} s puts the due time past the "
+                    "year 9999; give a shorter delay"
+                ) from None
         return now
 
     def _new_job(

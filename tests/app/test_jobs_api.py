@@ -251,3 +251,16 @@ def test_cancel_stops_a_scheduled_job_from_running(
     job = app.get_job(drop)
     assert job is not None and job.state is JobState.CANCELLED
     assert app.cancel(keep) is False
+
+
+def test_a_delay_past_year_9999_is_a_value_error_naming_delay(
+    make_app: Callable[[], rota.App],
+) -> None:
+    app = make_app()
+
+    @app.job("later")
+    def later() -> None: ...
+
+    with pytest.raises(ValueError, match="delay of 1e\\+12 s puts the due time past"):
+        later.configure(delay=1e12).enqueue()
+    assert app.store.count_jobs() == {}
