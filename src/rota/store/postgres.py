@@ -722,18 +722,19 @@ class _Listener:
                     try:
                         self._conn = self._open()
                         failures = 0
-                    except StoreError:
+                    except StoreError as error:
                         failures += 1
-                        log.warning("rota: cannot reconnect to LISTEN; retrying",
-                                    exc_info=True)
+                        log.warning("cannot reconnect the LISTEN connection (retrying in "
+                                    "the background; polling goes on): %s", error)
                         continue
                 try:
                     self._read(self._conn)
-                except (psycopg.Error, OSError, ValueError):
+                except (psycopg.Error, OSError, ValueError) as error:
                     if self._stopping.is_set():
                         break
-                    log.warning("rota: the LISTEN connection dropped; reconnecting",
-                                exc_info=True)
+                    log.warning("the LISTEN connection dropped (%s); reconnecting",
+                                str(error).strip().splitlines()[0] if str(error) else
+                                type(error).__name__)
                     self._conn.close()
                     self._conn = None
                     failures += 1
@@ -760,4 +761,4 @@ class _Listener:
                 try:
                     self._on_enqueue(notify.extra.decode())
                 except Exception:
-                    log.exception("rota: an on_enqueue callback failed; hint dropped")
+                    log.exception("an on_enqueue callback failed; hint dropped")
