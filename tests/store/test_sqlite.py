@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import signal
 import sqlite3
 import time
@@ -266,3 +267,27 @@ def test_a_closed_store_says_so(url: str) -> None:
     store.close()
     with pytest.raises(StoreError, match="is closed"):
         store.get_job(1)
+
+
+def test_listen_hints_enqueues_from_other_connections_by_queue(tmp_path: Path) -> None:
+    # Given a store listening, and a second store (another connection) on the same file
+    url = f"sqlite:///{tmp_path / 'rota.db'}"
+    listening, other = SQLiteStore.from_url(url), SQLiteStore.from_url(url)
+    hints: queue.Queue[str] = queue.Queue()
+    stop = listening.listen(hints.put)
+    try:
+        # When the other connection enqueues into two Queues
+        other.enqueue([NewJob("n", "emails", T0), NewJob("n", "bulk", T0)], T0)
+        # Then each Queue is hinted, once
+        got = {hints.get(timeout=5), hints.get(timeout=5)}
+        assert got == {"emails", "bulk"}
+        # And claims and completes (no new jobs) hint nothing
+        (job,) = other.claim(["emails"], 1, now=T0, owner="w", lease_expires_at=T0)
+        other.complete([job.lease], T0)
+        other.enqueue([NewJob("n", "emails", T0)], T0)
+        assert hints.get(timeout=5) == "emails"
+        assert hints.empty()
+    finally:
+        stop()
+        listening.close()
+        other.close()

@@ -213,31 +213,24 @@ def test_three_workers_on_one_store_run_600_jobs_each_once(
     assert len(by_pid) >= 2
 
 
-def test_an_enqueue_from_another_process_wakes_an_idle_postgres_worker_at_once(
-    tmp_path: Path, request: pytest.FixtureRequest, workers: Callable[..., Worker]
+def test_an_enqueue_from_another_process_wakes_an_idle_worker_at_once(
+    durable_store_url: str, workers: Callable[..., Worker]
 ) -> None:
-    from tests.conftest import POSTGRES_URL
-    from tests.pg import fresh_postgres_url
-
-    urls = fresh_postgres_url(POSTGRES_URL, request.node.name)
-    url = next(urls)
+    # Given an idle worker that polls only every 5 s
+    worker = workers(durable_store_url, ROTA_TEST_POLL_S="5")
+    worker.wait_ready()
+    producer = rota.App(durable_store_url)
+    producer.job("work")(lambda n: None)
     try:
-        # Given an idle PostgreSQL worker that polls only every 5 s
-        worker = workers(url, ROTA_TEST_POLL_S="5")
-        worker.wait_ready()
-        producer = rota.App(url)
-        producer.job("work")(lambda n: None)
-        try:
-            # When another process enqueues a job
-            began = time.monotonic()
-            enqueue(producer, [0])
-            next_line(workers, "start", timeout_s=5)
-            latency = time.monotonic() - began
-        finally:
-            producer.close()
-        worker.signal(signal.SIGTERM)
-        assert worker.wait() == 0
-        # Then LISTEN/NOTIFY wakes the worker well within a second, not at its next poll
-        assert latency < 1.0, f"pickup took {latency:.2f} s"
+        # When another process enqueues a job
+        began = time.monotonic()
+        enqueue(producer, [0])
+        next_line(workers, "start", timeout_s=5)
+        latency = time.monotonic() - began
     finally:
-        urls.close()
+        producer.close()
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0
+    # Then the wake-up hint (PostgreSQL LISTEN/NOTIFY; SQLite's data_version watcher)
+    # reaches the worker well within a second, not at its next poll
+    assert latency < 1.0, f"pickup took {latency:.2f} s"
