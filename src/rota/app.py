@@ -70,6 +70,7 @@ class App:
         self._definitions: dict[str, JobDefinition[Any, Any]] = {}
         self._group_options: list[WorkerGroupOptions] = []
         self._runners: dict[str, GroupRunner] = {}
+        self._running: set[str] = set()  # groups a drive is running now (event loop only)
         # Replaced, never mutated, so enqueuing threads may iterate them without a lock.
         self._outcome_callbacks: tuple[OutcomeCallback, ...] = ()
         self._enqueue_listeners: tuple[Callable[[str], None], ...] = ()
@@ -199,6 +200,8 @@ class App:
         if isinstance(names, str):
             raise TypeError(f"groups must be a list of group names, not the str {names!r}")
         names = None if names is None else set(names)
+        if names is not None and not names:
+            raise ValueError("groups selects no Worker Group; pass None to run them all")
         selected = [o for o in self._group_options if names is None or o.name in names]
         if names is not None:
             missing = names - {o.name for o in self._group_options}
@@ -253,6 +256,14 @@ class App:
         """`run_until_idle` from async code: async handlers are awaited on this loop, sync
         handlers run inline (blocking it, on purpose: this drive is for tests)."""
         runners = self._start_groups()
+        names = {runner.name for runner in runners}
+        self._take_groups(names)
+        try:
+            return await self._drain_inline(runners)
+        finally:
+            self._running -= names
+
+    async def _drain_inline(self, runners: list[GroupRunner]) -> int:
         executions = 0
         while True:
             now = self.clock.now()
@@ -312,16 +323,33 @@ class App:
             ValueError: if a group's policy is invalid or a group name is unknown.
             RuntimeError: if the App has no Worker Group.
         """
-        runtime = self._runtime(self._start_groups(groups), grace)
-        await runtime.start()
-        self._enqueue_listeners = (*self._enqueue_listeners, runtime.hint)
+        runners = self._start_groups(groups)
+        names = {runner.name for runner in runners}
+        self._take_groups(names)
         try:
-            yield runtime
+            runtime = self._runtime(runners, grace)
+            await runtime.start()
+            self._enqueue_listeners = (*self._enqueue_listeners, runtime.hint)
+            try:
+                yield runtime
+            finally:
+                self._enqueue_listeners = tuple(
+                    listener for listener in self._enqueue_listeners
+                    if listener != runtime.hint
+                )
+                await runtime.stop()
         finally:
-            self._enqueue_listeners = tuple(
-                listener for listener in self._enqueue_listeners if listener != runtime.hint
+            self._running -= names
+
+    def _take_groups(self, names: set[str]) -> None:
+        """Mark groups as running; a group's dispatch state serves one drive at a time."""
+        busy = names & self._running
+        if busy:
+            raise RuntimeError(
+                f"Worker Group(s) {', '.join(sorted(busy))} are already running in this App "
+                "(serve, run or run_until_idle); a group runs in one place at a time"
             )
-            await runtime.stop()
+        self._running |= names
 
     def run(self, groups: Iterable[str] | None = None, *, grace: Duration | None = None) -> None:
         """Run Worker Groups until SIGINT or SIGTERM, then stop gracefully. Blocking.

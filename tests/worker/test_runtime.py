@@ -411,3 +411,25 @@ def test_an_invalid_policy_fails_as_the_group_starts(
         app.run()
     assert str(raised.value) == message
     app.close()
+
+
+def test_a_group_runs_in_one_drive_at_a_time() -> None:
+    # Given an App serving its group
+    app = rota.App("memory://")
+    app.add_worker_group(rota.WorkerGroupOptions(name="g", policy=rota.Strict("q")))
+
+    async def scenario() -> None:
+        async with app.serve():
+            # When the same group is served again, or drained inline, in the meantime
+            with pytest.raises(RuntimeError, match="already running in this App"):
+                async with app.serve():
+                    pytest.fail("a second serve() must not start")
+            with pytest.raises(RuntimeError, match="already running in this App"):
+                await app.run_until_idle_async()
+        # Then once the first drive has stopped, the group may run again
+        assert await app.run_until_idle_async() == 0
+
+    asyncio.run(scenario())
+    with pytest.raises(ValueError, match="selects no Worker Group"):
+        asyncio.run(app.serve(groups=[]).__aenter__())
+    app.close()
