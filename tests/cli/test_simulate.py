@@ -91,3 +91,11 @@ def test_bad_input_is_a_usage_error_with_one_line(
     assert main(["simulate", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_verbosity_flags_are_accepted_after_the_subcommand_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["simulate", "--weighted", "a=1", "--passes", "1", "-v", "--json"]) == 0
+    assert main(["-vv", "simulate", "--weighted", "a=1", "--passes", "1", "--json"]) == 0
+    capsys.readouterr()

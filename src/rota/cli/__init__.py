@@ -41,9 +41,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+VERBOSE_FLAGS = {"-v": 1, "-vv": 2, "-vvv": 3, "--verbose": 1}
+
+
+def _verbosity_first(argv: Sequence[str]) -> list[str]:
+    """Accept -v anywhere (`rota worker app:app -v` as well as `rota -v worker app:app`)."""
+    flags = [arg for arg in argv if arg in VERBOSE_FLAGS]
+    return [*flags, *(arg for arg in argv if arg not in VERBOSE_FLAGS)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_verbosity_first(sys.argv[1:] if argv is None else argv))
     if args.command is None:
         parser.print_help()
         return 2
