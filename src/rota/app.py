@@ -25,7 +25,13 @@ from rota.definition import NO_PRIORITY, JobDefinition
 from rota.store import Store, open_store
 from rota.worker.events import OutcomeCallback, OutcomeEvent, emit, outcome_event
 from rota.worker.execution import execute
-from rota.worker.group import GroupRunner, Handler, record_outcome, sweep_expired_leases
+from rota.worker.group import (
+    GroupRunner,
+    Handler,
+    record_outcome,
+    retry_policy,
+    sweep_expired_leases,
+)
 from rota.worker.runtime import Runtime
 
 logger = logging.getLogger("rota")
@@ -34,6 +40,12 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_STORE_URL = "sqlite:///rota.db"
+
+
+def _job_id(job_id: object) -> int:
+    if isinstance(job_id, bool) or not isinstance(job_id, int):
+        raise TypeError(f"job ids are ints; got {job_id!r} ({type(job_id).__name__})")
+    return job_id
 
 
 def _loop_is_running() -> bool:
@@ -148,9 +160,7 @@ class App:
         Raises:
             TypeError: if `job_id` is not an int (ids are ints on every store).
         """
-        if isinstance(job_id, bool) or not isinstance(job_id, int):
-            raise TypeError(f"job ids are ints; got {job_id!r} ({type(job_id).__name__})")
-        return self.store.get_job(job_id)
+        return self.store.get_job(_job_id(job_id))
 
     def cancel(self, job_id: int) -> bool:
         """Cancel a scheduled job so that it never runs.
@@ -162,9 +172,7 @@ class App:
         Raises:
             TypeError: if `job_id` is not an int.
         """
-        if isinstance(job_id, bool) or not isinstance(job_id, int):
-            raise TypeError(f"job ids are ints; got {job_id!r} ({type(job_id).__name__})")
-        return self.store.cancel(job_id, self.clock.now())
+        return self.store.cancel(_job_id(job_id), self.clock.now())
 
     # -- Worker Groups ------------------------------------------------------------------
 
@@ -217,16 +225,15 @@ class App:
             runners.append(runner)
         return runners
 
-    def _retry_policy_for(self, job: JobRecord, runner: GroupRunner | None = None) -> RetryPolicy:
-        handler = self._handlers.get(job.name)
-        if handler is not None and handler.retry is not None:
-            return handler.retry
-        if runner is not None:
-            return runner.options.retry
-        for candidate in self._runners.values():
-            if job.queue in candidate.options.policy.queues:
-                return candidate.options.retry
-        return RetryPolicy()
+    def _retry_policy_for(self, job: JobRecord) -> RetryPolicy:
+        """The RetryPolicy of an expired lease's job: its own, else that of the first
+        started group serving its Queue, else the default."""
+        group_policy = next(
+            (runner.options.retry for runner in self._runners.values()
+             if job.queue in runner.options.policy.queues),
+            RetryPolicy(),
+        )
+        return retry_policy(self._handlers.get(job.name), group_policy)
 
     # -- the deterministic drive ----------------------------------------------------------
 

@@ -50,6 +50,13 @@ class Handler:
         object.__setattr__(self, "is_async", inspect.iscoroutinefunction(self.func))
 
 
+def retry_policy(handler: Handler | None, group_policy: RetryPolicy) -> RetryPolicy:
+    """A job's RetryPolicy: its own (`@app.job(retry=...)`), else its group's."""
+    if handler is not None and handler.retry is not None:
+        return handler.retry
+    return group_policy
+
+
 def new_owner_id(group: str) -> str:
     """A lease owner id unique to this process and group: group@host:pid:token."""
     return f"{group}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -103,9 +110,7 @@ class GroupRunner:
         return plan, plan.dispatch_order()
 
     def retry_policy(self, handler: Handler | None) -> RetryPolicy:
-        if handler is not None and handler.retry is not None:
-            return handler.retry
-        return self.options.retry
+        return retry_policy(handler, self.options.retry)
 
     def outcome_of_error(
         self, job: JobRecord, handler: Handler | None, error: BaseException, now: datetime
