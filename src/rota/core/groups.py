@@ -5,7 +5,7 @@ Pure value. The policy's own values are validated when the group starts, not her
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 
 from rota.core.durations import Duration, to_timedelta
@@ -38,15 +38,16 @@ class WorkerGroupOptions:
         ValueError: if `pool_size` < 1, a duration is not positive, or the name is empty.
     """
 
+    # The normalised values __init__ stores (its signature holds the defaults).
     name: str
     policy: DispatchPolicy
-    pool_size: int = DEFAULT_POOL_SIZE
-    max_claim_batch: int | None = None
-    poll_interval: timedelta = field(default=timedelta(seconds=1))
-    lease_duration: timedelta = field(default=timedelta(seconds=60))
-    heartbeat_interval: timedelta | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    grace_period: timedelta = field(default=timedelta(seconds=30))
+    pool_size: int
+    max_claim_batch: int | None
+    poll_interval: timedelta
+    lease_duration: timedelta
+    heartbeat_interval: timedelta
+    retry: RetryPolicy
+    grace_period: timedelta
 
     def __init__(
         self,

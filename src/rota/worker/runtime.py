@@ -56,7 +56,6 @@ from typing import Any, TypeVar
 
 from rota.core.clock import Clock
 from rota.core.dispatch import PassPlan
-from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import JobRecord
 from rota.core.outcomes import Outcome, Succeeded
 from rota.core.retry import RetryPolicy
@@ -88,11 +87,6 @@ FLUSH_TIMEOUT_S = 5.0
 # The jobs' leases are held (and renewed) meanwhile, so nothing else changes.
 OUTCOME_LINGER_S = 0.01
 OUTCOME_BATCH = 100
-
-
-def heartbeat_interval_s(options: WorkerGroupOptions) -> float:
-    interval = options.heartbeat_interval
-    return (options.lease_duration / 3 if interval is None else interval).total_seconds()
 
 
 class _Backoff:
@@ -284,7 +278,7 @@ class Runtime:
         return await self._store_threads.run(functools.partial(call, *args, **kwargs))
 
     async def _sweep_forever(self) -> None:
-        interval_s = min(heartbeat_interval_s(g.options) for g in self.groups)
+        interval_s = min(g.options.heartbeat_interval.total_seconds() for g in self.groups)
         backoff = _Backoff()
         while True:
             now = self.clock.now()
@@ -471,7 +465,7 @@ class GroupLoop:
     # -- leases ---------------------------------------------------------------------------
 
     async def _heartbeat_forever(self) -> None:
-        interval_s = heartbeat_interval_s(self.options)
+        interval_s = self.options.heartbeat_interval.total_seconds()
         lease_duration = self.options.lease_duration
         store = self.runtime.store
         delay_s = interval_s
