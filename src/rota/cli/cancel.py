@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from rota.cli.common import CommandError, opened_store
+from rota.cli.common import CommandError, add_store_options, opened_store
 from rota.core.clock import SystemClock
 
 
@@ -15,8 +15,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "or finished is left alone (and reported); exit 1 if any could not be cancelled.",
     )
     parser.add_argument("ids", nargs="+", type=int, metavar="ID", help="job ids")
-    parser.add_argument("--store", metavar="URL", help="store URL (default: $ROTA_STORE)")
-    parser.add_argument("--app", metavar="MODULE:ATTR", help="use this App's store")
+    add_store_options(parser)
     parser.set_defaults(func=run)
 
 

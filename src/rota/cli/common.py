@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import sys
@@ -50,6 +51,17 @@ def load_app(spec: str) -> App:
     if not isinstance(target, App):
         raise UsageError(f"{spec!r} is a {type(target).__name__}, not a rota.App")
     return target
+
+
+def add_store_options(
+    parser: argparse.ArgumentParser, *, json_help: str | None = None,
+    app_help: str = "use this App's store",
+) -> None:
+    """--store and --app, which `opened_store` reads, and --json when `json_help` is given."""
+    parser.add_argument("--store", metavar="URL", help="store URL (default: $ROTA_STORE)")
+    parser.add_argument("--app", metavar="MODULE:ATTR", help=app_help)
+    if json_help is not None:
+        parser.add_argument("--json", action="store_true", help=json_help)
 
 
 @contextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rota.cli.common import UsageError, load_app, opened_store
+from rota.cli.common import UsageError, add_store_options, load_app, opened_store
 from rota.core.clock import SystemClock
 from rota.core.durations import to_timedelta
 from rota.core.jobs import NewJob, encode_arguments
@@ -27,9 +27,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         f"else {DEFAULT_QUEUE!r})")
     parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
                         help="due this many seconds from now (default 0)")
-    parser.add_argument("--store", metavar="URL", help="store URL (default: $ROTA_STORE)")
-    parser.add_argument("--app", metavar="MODULE:ATTR",
-                        help="use this App's store and check the job name is registered")
+    add_store_options(
+        parser, app_help="use this App's store and check the job name is registered"
+    )
     parser.set_defaults(func=run)
 
 

@@ -9,28 +9,21 @@ from collections import defaultdict
 from rich.console import Console
 from rich.table import Table
 
-from rota.cli.common import UsageError, opened_store
+from rota.cli.common import UsageError, add_store_options, opened_store
 from rota.core.jobs import JobRecord, JobState
-
-
-def add_store_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", metavar="URL",
-                        help="store URL (default: $ROTA_STORE)")
-    parser.add_argument("--app", metavar="MODULE:ATTR", help="use this App's store")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def register_queues(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("queues", help="count jobs per Queue and state",
                                    description="Count jobs per Queue and state.")
-    add_store_options(parser)
+    add_store_options(parser, json_help="print JSON instead of a table")
     parser.set_defaults(func=run_queues)
 
 
 def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("jobs", help="list jobs, filtered by state and Queue",
                                    description="List jobs in id order.")
-    add_store_options(parser)
+    add_store_options(parser, json_help="print JSON instead of a table")
     parser.add_argument("--state", choices=[s.value for s in JobState],
                         help="only jobs in this state")
     parser.add_argument("--queue", metavar="QUEUE", help="only jobs on this Queue")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rota.cli.common import CommandError, UsageError, opened_store
+from rota.cli.common import CommandError, UsageError, add_store_options, opened_store
 from rota.store import SchemaTooNew
 from rota.store.base import Migratable
 
@@ -19,9 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "migrate", help="apply the store's schema migrations",
         description="Apply the schema migrations the store lacks and print its version.",
     )
-    parser.add_argument("--store", metavar="URL", help="store URL (default: $ROTA_STORE)")
-    parser.add_argument("--app", metavar="MODULE:ATTR", help="use this App's store")
-    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_store_options(parser, json_help="print JSON")
     parser.set_defaults(func=run)
 
 
