@@ -59,9 +59,9 @@ def run(args: argparse.Namespace) -> int:
                              f"it has: {', '.join(known)}")
     selected = groups if groups is not None else known
     try:
-        for options in app.worker_groups:
-            if options.name in selected:
-                options.policy.validate()
+        # Starting the groups validates their policies, exactly as app.run() will (it
+        # reuses the started groups), but before this command says it is running.
+        app._start_groups(selected)
         if isinstance(app.store, Migratable):
             # Fail fast on a store that is unreachable at start; once running, store
             # errors are retried with backoff instead.
