@@ -12,15 +12,16 @@ SQL on one psycopg connection per worker: `UPDATE ... FOR UPDATE SKIP LOCKED` cl
 from __future__ import annotations
 
 import argparse
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import psycopg
 from psycopg import sql
+from store_throughput import drain as drain_queue
+from store_throughput import run_threads
 
 from rota.core.jobs import NewJob
 from rota.store.postgres import PostgresStore
@@ -76,26 +77,6 @@ def enqueue_all(store: PostgresStore, jobs: int, batch: int) -> float:
     return jobs / (time.perf_counter() - started)
 
 
-def run_workers(workers: int, work: Callable[[], int]) -> tuple[int, float]:
-    """Run `work` on `workers` threads at once; return total done and jobs/s."""
-    done = [0] * workers
-    barrier = threading.Barrier(workers + 1)
-
-    def body(slot: int) -> None:
-        barrier.wait()
-        done[slot] = work()
-
-    threads = [threading.Thread(target=body, args=(i,)) for i in range(workers)]
-    for thread in threads:
-        thread.start()
-    barrier.wait()
-    started = time.perf_counter()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - started
-    return sum(done), sum(done) / elapsed
-
-
 def drain(url: str, jobs: int, batch: int, workers: int) -> float:
     with fresh_store(url) as seed:
         enqueue_all(seed, jobs, 10_000)
@@ -106,28 +87,17 @@ def drain(url: str, jobs: int, batch: int, workers: int) -> float:
         ]
         for store in stores:
             store.migrate()
-        slot = iter(range(workers))
-
-        def work() -> int:
-            store = stores[next(slot)]
-            owner = f"bench-{threading.get_ident()}"
-            total = 0
-            while True:
-                now = datetime.now(UTC)
-                claimed = store.claim([QUEUE], batch, now=now, owner=owner,
-                                      lease_expires_at=now + timedelta(minutes=5))
-                if not claimed:
-                    return total
-                store.complete([job.lease for job in claimed], datetime.now(UTC))
-                total += len(claimed)
-
+        now = datetime.now(UTC)  # every job is due by now: it was enqueued before
         try:
-            done, rate = run_workers(workers, work)
+            done, seconds = run_threads(
+                workers, lambda index: drain_queue(stores[index], QUEUE, batch, now,
+                                                   f"bench-{index}"),
+            )
         finally:
             for store in stores:
                 store.close()
         assert done == jobs, f"drained {done} of {jobs}"
-        return rate
+        return done / seconds
 
 
 def raw_ceiling(url: str, jobs: int, batch: int, workers: int) -> float:
@@ -137,8 +107,8 @@ def raw_ceiling(url: str, jobs: int, batch: int, workers: int) -> float:
         claim_sql = sql.SQL(RAW_CLAIM).format(schema=schema).as_string(None)
         ack_sql = sql.SQL(RAW_ACK).format(schema=schema).as_string(None)
 
-        def work() -> int:
-            owner = f"raw-{threading.get_ident()}"
+        def work(index: int) -> int:
+            owner = f"raw-{index}"
             total = 0
             with psycopg.connect(url, autocommit=True) as conn:
                 while True:
@@ -153,9 +123,9 @@ def raw_ceiling(url: str, jobs: int, batch: int, workers: int) -> float:
                         "owner": owner})
                     total += len(rows)
 
-        done, rate = run_workers(workers, work)
+        done, seconds = run_threads(workers, work)
         assert done == jobs, f"drained {done} of {jobs}"
-        return rate
+        return done / seconds
 
 
 def main() -> None:

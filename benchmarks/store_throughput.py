@@ -43,29 +43,39 @@ def drain(store: Store, queue: str, claim_batch: int, now: datetime, owner: str)
     return drained
 
 
-def timed_drain(
-    open_one: Callable[[], Store], queue: str, claim_batch: int, claimers: int, now: datetime
-) -> tuple[int, float]:
-    """Drain `queue` with `claimers` threads; return (jobs drained, seconds)."""
-    stores = [open_one() for _ in range(claimers)]
-    counts = [0] * claimers
-    barrier = threading.Barrier(claimers + 1)
+def run_threads(count: int, work: Callable[[int], int]) -> tuple[int, float]:
+    """Run `work(index)` on `count` threads released together; return (the sum of what
+    they returned, seconds from release until the last one finished)."""
+    done = [0] * count
+    barrier = threading.Barrier(count + 1)
 
-    def run(index: int) -> None:
+    def body(index: int) -> None:
         barrier.wait()
-        counts[index] = drain(stores[index], queue, claim_batch, now, f"bench-{index}")
+        done[index] = work(index)
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(claimers)]
+    threads = [threading.Thread(target=body, args=(i,)) for i in range(count)]
     for thread in threads:
         thread.start()
     barrier.wait()
     started = time.perf_counter()
     for thread in threads:
         thread.join()
-    elapsed = time.perf_counter() - started
-    for opened in stores:
-        opened.close()
-    return sum(counts), elapsed
+    return sum(done), time.perf_counter() - started
+
+
+def timed_drain(
+    open_one: Callable[[], Store], queue: str, claim_batch: int, claimers: int, now: datetime
+) -> tuple[int, float]:
+    """Drain `queue` with `claimers` threads; return (jobs drained, seconds)."""
+    stores = [open_one() for _ in range(claimers)]
+    try:
+        return run_threads(
+            claimers,
+            lambda index: drain(stores[index], queue, claim_batch, now, f"bench-{index}"),
+        )
+    finally:
+        for opened in stores:
+            opened.close()
 
 
 def main(argv: list[str] | None = None) -> int:
