@@ -240,10 +240,12 @@ def test_an_outcome_after_expiry_but_before_the_sweep_is_still_accepted(store: S
     assert store.complete([Lease(job_id, "w1", 1)], T0 + 2 * LEASE) == 1
 
 
-def test_cancel_only_scheduled_jobs(store: Store) -> None:
+def test_cancel_ends_scheduled_jobs_and_marks_leased_ones(store: Store) -> None:
     a, b = store.enqueue([new(), new()], T0)
     claim(store, ["q"], 1)
-    assert not store.cancel(a, T0)  # leased
+    assert store.cancel(a, T0)  # leased: a cancel request, still leased
+    leased = store.get_job(a)
+    assert leased is not None and leased.state is JobState.LEASED and leased.cancel_requested
     assert store.cancel(b, T0)
     assert not store.cancel(b, T0)
     assert not store.cancel(10**9, T0)

@@ -245,10 +245,11 @@ LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
         ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
                    "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
         ("complete", {**LEASES, "now": T0}, "jobs_pkey"),
-        ("release", LEASES, "jobs_pkey"),
+        ("complete_results", {**LEASES, "now": T0, "results": ["1", None]}, "jobs_pkey"),
+        ("release", {**LEASES, "now": T0, "cancelled_error": "c"}, "jobs_pkey"),
         ("heartbeat", {**LEASES, "now": T0, "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
-        ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e"},
-         "jobs_pkey"),
+        ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e",
+                   "now": T0, "cancelled_error": "c"}, "jobs_pkey"),
     ],
 )
 def test_hot_statements_keep_their_index_paths_in_generic_plans(

@@ -3,7 +3,10 @@
 Theory of operation: a job is `scheduled` until a claim leases it (`leased`, attempt + 1).
 A lease ends in exactly one outcome: `succeeded`, back to `scheduled` (retry with a new due
 time, or released unstarted at shutdown), `dead_lettered` or `quarantined`. A scheduled job
-can be `cancelled`. Every store applies `TRANSITIONS`, in Python or as SQL `WHERE` clauses;
+can be `cancelled`; a leased one gets a cancel request (`cancel_requested`) and ends
+`cancelled` when its worker acts on it. A job with a cancel request never goes back to
+`scheduled`: a retry, a release or an expired lease of it ends it `cancelled` instead. A
+`dead_lettered`, `quarantined` or `cancelled` job can be requeued (`scheduled`, attempt 0). Every store applies `TRANSITIONS`, in Python or as SQL `WHERE` clauses;
 the contract suite checks they agree.
 
 Pure: no I/O, no clock. Arguments are JSON, encoded and checked here before anything is
@@ -48,6 +51,7 @@ class JobEvent(Enum):
     DEAD_LETTER = "dead_letter"
     QUARANTINE = "quarantine"
     CANCEL = "cancel"
+    REQUEUE = "requeue"
 
 
 TRANSITIONS: Mapping[tuple[JobState, JobEvent], JobState] = {
@@ -58,7 +62,33 @@ TRANSITIONS: Mapping[tuple[JobState, JobEvent], JobState] = {
     (JobState.LEASED, JobEvent.RELEASE): JobState.SCHEDULED,
     (JobState.LEASED, JobEvent.DEAD_LETTER): JobState.DEAD_LETTERED,
     (JobState.LEASED, JobEvent.QUARANTINE): JobState.QUARANTINED,
+    # A leased job's cancel request acted on by its worker (or by a retry, a release or a
+    # lease expiry of that job: it never goes back to scheduled).
+    (JobState.LEASED, JobEvent.CANCEL): JobState.CANCELLED,
+    (JobState.DEAD_LETTERED, JobEvent.REQUEUE): JobState.SCHEDULED,
+    (JobState.QUARANTINED, JobEvent.REQUEUE): JobState.SCHEDULED,
+    (JobState.CANCELLED, JobEvent.REQUEUE): JobState.SCHEDULED,
 }
+
+# The states `requeue` takes a job from.
+REQUEUEABLE_STATES = frozenset(
+    state for (state, event) in TRANSITIONS if event is JobEvent.REQUEUE
+)
+
+# `last_error` of a job that ended cancelled because its cancel was requested while leased.
+CANCELLED_ON_REQUEST = "Cancelled: cancelled on request while it ran (app.cancel / rota cancel)"
+
+
+def check_requeueable(state: JobState) -> JobState:
+    """`state`, if jobs in it can be requeued.
+
+    Raises:
+        ValueError: naming the states that can.
+    """
+    if state not in REQUEUEABLE_STATES:
+        names = ", ".join(sorted(s.value for s in REQUEUEABLE_STATES))
+        raise ValueError(f"only {names} jobs can be requeued; got state {state.value!r}")
+    return state
 
 
 class InvalidTransition(Exception):
@@ -93,6 +123,11 @@ class JobRecord:
     created_at: datetime | None = None
     lease_owner: str | None = None
     lease_expires_at: datetime | None = None
+    # When the last attempt started (its claim), the handler's JSON return value of a
+    # succeeded job, and whether a cancel was requested while it was leased.
+    started_at: datetime | None = None
+    result: JsonValue = None
+    cancel_requested: bool = False
 
     @property
     def lease(self) -> Lease:
@@ -126,11 +161,34 @@ class NewJob:
     kwargs_json: str = "{}"
 
 
-def encode_arguments(args: Sequence[object], kwargs: Mapping[str, object]) -> tuple[str, str]:
+# The most encoded JSON (UTF-8 bytes) a job's arguments, or its result, may take: the
+# default of `rota.App(max_payload_bytes=...)`.
+DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+
+
+class PayloadTooLarge(ValueError):
+    """A job's arguments or result encode to more JSON than the App's `max_payload_bytes`."""
+
+
+def _check_size(what: str, size: int, max_bytes: int) -> None:
+    if size > max_bytes:
+        raise PayloadTooLarge(
+            f"{what} encode to {size:,} bytes of JSON, over the limit of {max_bytes:,} bytes "
+            "(rota.App(..., max_payload_bytes=N)); store large data elsewhere (a file, a "
+            "table, object storage) and pass its id, or raise the limit"
+        )
+
+
+def encode_arguments(
+    args: Sequence[object], kwargs: Mapping[str, object],
+    max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> tuple[str, str]:
     """Encode a job's arguments as JSON text: (args array, kwargs object).
 
     Raises:
         TypeError: naming the first argument that is not JSON-serialisable.
+        PayloadTooLarge: (a ValueError) if the two texts together take more than
+            `max_bytes` bytes of UTF-8.
     """
     if len(args) == 0 and len(kwargs) == 0:
         return "[]", "{}"  # the common no-argument job: no encoder at all
@@ -140,9 +198,11 @@ def encode_arguments(args: Sequence[object], kwargs: Mapping[str, object]) -> tu
         # json.dumps turns dict keys 1 and "1" both into "1", losing data silently, and
         # writes lone surrogates that no store can save as UTF-8: refuse both here.
         if not _has_loose_keys(args) and not _has_loose_keys(keywords):
-            encoded[0].encode("utf-8")
-            encoded[1].encode("utf-8")
+            size = len(encoded[0].encode("utf-8")) + len(encoded[1].encode("utf-8"))
+            _check_size("the job's arguments", size, max_bytes)
             return encoded
+    except PayloadTooLarge:
+        raise
     except (TypeError, ValueError):
         pass  # find the culprit, below, to name it
     for position, value in enumerate(args):
@@ -173,6 +233,34 @@ def _str_keys(kwargs: Mapping[str, object]) -> dict[str, object]:
         if not isinstance(key, str):
             raise TypeError(f"keyword argument names must be str; got {key!r}")
     return dict(kwargs)
+
+
+def encode_result(value: object, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> str | None:
+    """A handler's return value as JSON text to store; None for None (nothing to store).
+
+    Raises:
+        TypeError: naming the value's type, if it is not a JSON value.
+        PayloadTooLarge: (a ValueError) if it takes more than `max_bytes` bytes of UTF-8.
+    """
+    if value is None:
+        return None
+    try:
+        text = _dumps(value)
+        if _has_loose_keys(value):
+            raise ValueError("a dict key is not a str")
+        size = len(text.encode("utf-8"))
+    except (TypeError, ValueError, UnicodeEncodeError):
+        raise TypeError(
+            f"the handler returned a {type(value).__name__}, which is not a JSON value; "
+            "return str, int, float, bool, None, or lists and dicts of them with str keys "
+            "(the result is stored as JSON)"
+        ) from None
+    _check_size("the handler's result", size, max_bytes)
+    return text
+
+
+def decode_result(text: str | None) -> JsonValue:
+    return None if text is None else json.loads(text)
 
 
 def decode_arguments(

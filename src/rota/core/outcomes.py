@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from rota.core.jobs import CANCELLED_ON_REQUEST
 from rota.core.retry import DeadLetter, RetryPolicy, exponential_backoff
 
 MAX_ERROR_LENGTH = 2000
@@ -16,7 +17,7 @@ MAX_ERROR_LENGTH = 2000
 
 @dataclass(frozen=True, slots=True)
 class Succeeded:
-    pass
+    result_json: str | None = None  # the handler's return value as JSON; None for None
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +36,14 @@ class Quarantined:
     error: str
 
 
-Outcome = Succeeded | RetryAt | DeadLettered | Quarantined
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """The job's cancel was requested while it ran, and its worker acted on it."""
+
+    error: str = CANCELLED_ON_REQUEST
+
+
+Outcome = Succeeded | RetryAt | DeadLettered | Quarantined | Cancelled
 
 
 def describe_error(error: BaseException) -> str:
@@ -67,6 +75,8 @@ def describe(outcome: Outcome) -> str:
         return f"{outcome.error}; retry at {outcome.due_at.isoformat(timespec='seconds')}"
     if isinstance(outcome, DeadLettered):
         return f"{outcome.error}; dead-lettered (no attempts left)"
+    if isinstance(outcome, Cancelled):
+        return "cancelled on request"
     return f"{outcome.error}; quarantined"
 
 

@@ -17,13 +17,20 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
 - `release` hands an unfinished job back: scheduled again at its old due time, and the
   attempt it was claimed for does not count (attempt - 1).
 - Bad input never half-writes: `enqueue` stores all of its jobs or none.
+- Cancel: `cancel` ends a scheduled job at once and marks a leased one `cancel_requested`;
+  `heartbeat` reports the marked jobs among the leases it renewed, and the worker ends them
+  with `cancel_leased`. A marked job never goes back to scheduled: `retry`, `release` and a
+  retrying `expire_lease` end it cancelled instead (last_error `CANCELLED_ON_REQUEST`).
+- `requeue` takes a dead_lettered, quarantined or cancelled job back to scheduled, attempt
+  0, due at `now`, its result and cancel request cleared.
+- A claim records `now` as the job's `started_at`; `complete` stores each job's result.
 
 Imports only the pure core.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -40,6 +47,23 @@ class StoreConfigError(ValueError):
 
 class SchemaTooNew(StoreError):
     """The database was migrated by a newer rota than this one."""
+
+
+class Renewal(frozenset[int]):
+    """What `heartbeat` answers: the ids of the leases still held (a frozenset, so callers
+    that only ask "still held?" need nothing more), and as `cancel_requested` those among
+    them whose cancel was requested (`Store.cancel` on a leased job)."""
+
+    __slots__ = ("cancel_requested",)
+    cancel_requested: frozenset[int]
+
+    def __new__(cls, renewed: Iterable[int] = (), cancel_requested: Iterable[int] = ()) -> Renewal:
+        self = super().__new__(cls, renewed)
+        self.cancel_requested = frozenset(cancel_requested)
+        return self
+
+    def __repr__(self) -> str:
+        return f"Renewal({sorted(self)}, cancel_requested={sorted(self.cancel_requested)})"
 
 
 @runtime_checkable
@@ -67,8 +91,14 @@ class Store(Protocol):
         """Lease up to `limit` due jobs from `queues`, first Queue first (see module doc)."""
         ...
 
-    def complete(self, leases: Sequence[Lease], now: datetime) -> int:
-        """Mark the leased jobs succeeded; return how many leases were still held."""
+    def complete(
+        self, leases: Sequence[Lease], now: datetime,
+        results: Sequence[str | None] | None = None,
+    ) -> int:
+        """Mark the leased jobs succeeded; return how many leases were still held.
+
+        `results`, if given, holds each job's result as JSON text (None: no result), in
+        the order of `leases`."""
         ...
 
     def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
@@ -89,8 +119,9 @@ class Store(Protocol):
 
     def heartbeat(
         self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
-    ) -> set[int]:
-        """Extend the live leases among `leases`; return the ids of those still held."""
+    ) -> Renewal:
+        """Extend the live leases among `leases`; return the ids of those still held, with
+        those whose cancel was requested as `.cancel_requested`."""
         ...
 
     def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
@@ -104,7 +135,27 @@ class Store(Protocol):
         ...
 
     def cancel(self, job_id: int, now: datetime) -> bool:
-        """Cancel a scheduled job; False if it is not scheduled (or does not exist)."""
+        """Cancel a scheduled job at once, or mark a leased one `cancel_requested` (its
+        worker learns it at its next heartbeat). False for a finished or unknown job."""
+        ...
+
+    def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
+        """End a leased job as cancelled (its cancel was requested), `error` as its last
+        error; fenced by the lease like every outcome."""
+        ...
+
+    def requeue(self, job_id: int, now: datetime) -> bool:
+        """A dead_lettered, quarantined or cancelled job back to scheduled in its Queue,
+        attempt 0, due at `now`; False for a job in another state or an unknown one."""
+        ...
+
+    def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
+        """`requeue` every job in `state` (of `queue`, or of every Queue when None);
+        return how many. `state` must be dead_lettered, quarantined or cancelled.
+
+        Raises:
+            ValueError: for any other state.
+        """
         ...
 
     def get_job(self, job_id: int) -> JobRecord | None: ...
@@ -115,8 +166,11 @@ class Store(Protocol):
         queue: str | None = None,
         state: JobState | None = None,
         limit: int = 100,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[JobRecord]:
-        """Jobs in id order, optionally filtered by Queue and state."""
+        """Jobs in id order (`newest`: descending), optionally filtered by Queue and state;
+        `offset` skips that many matching jobs first (paging)."""
         ...
 
     def count_jobs(self) -> dict[tuple[str, JobState], int]:

@@ -16,14 +16,19 @@ from dataclasses import replace
 from datetime import datetime
 
 from rota.core.jobs import (
+    CANCELLED_ON_REQUEST,
+    REQUEUEABLE_STATES,
     JobEvent,
     JobRecord,
     JobState,
     Lease,
     NewJob,
+    check_requeueable,
     decode_arguments,
+    decode_result,
     transition,
 )
+from rota.store.base import Renewal
 
 
 class MemoryStore:
@@ -81,7 +86,7 @@ class MemoryStore:
                     leased = replace(
                         job, state=transition(job.state, JobEvent.CLAIM),
                         attempt=job.attempt + 1, lease_owner=owner,
-                        lease_expires_at=lease_expires_at,
+                        lease_expires_at=lease_expires_at, started_at=now,
                     )
                     self._jobs[job_id] = leased
                     claimed.append(leased)
@@ -100,26 +105,34 @@ class MemoryStore:
 
     def _end_lease(
         self, job: JobRecord, event: JobEvent, *, due_at: datetime | None = None,
-        error: str | None = None, attempt: int | None = None,
+        error: str | None = None, attempt: int | None = None, result: str | None = None,
     ) -> None:
+        if job.cancel_requested and event in (JobEvent.RETRY, JobEvent.RELEASE):
+            # A job whose cancel was requested never goes back to scheduled.
+            event, due_at, error, attempt = JobEvent.CANCEL, None, CANCELLED_ON_REQUEST, None
         state = transition(job.state, event)
         updated = replace(
             job, state=state, lease_owner=None, lease_expires_at=None,
             due_at=due_at if due_at is not None else job.due_at,
             last_error=error if error is not None else job.last_error,
             attempt=attempt if attempt is not None else job.attempt,
+            result=decode_result(result),
         )
         self._jobs[job.id] = updated
         if state is JobState.SCHEDULED:
             heapq.heappush(self._due[job.queue], (updated.due_at, job.id))
 
-    def complete(self, leases: Sequence[Lease], now: datetime) -> int:
+    def complete(
+        self, leases: Sequence[Lease], now: datetime,
+        results: Sequence[str | None] | None = None,
+    ) -> int:
         done = 0
         with self._lock:
-            for lease in leases:
+            for index, lease in enumerate(leases):
                 job = self._held(lease)
                 if job is not None:
-                    self._end_lease(job, JobEvent.COMPLETE)
+                    result = None if results is None else results[index]
+                    self._end_lease(job, JobEvent.COMPLETE, result=result)
                     done += 1
         return done
 
@@ -147,6 +160,14 @@ class MemoryStore:
             self._end_lease(job, JobEvent.QUARANTINE, error=error)
             return True
 
+    def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None:
+                return False
+            self._end_lease(job, JobEvent.CANCEL, error=error)
+            return True
+
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
         released = 0
         with self._lock:
@@ -159,8 +180,9 @@ class MemoryStore:
 
     def heartbeat(
         self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
-    ) -> set[int]:
+    ) -> Renewal:
         renewed: set[int] = set()
+        cancel_requested: set[int] = set()
         with self._lock:
             for lease in leases:
                 job = self._held(lease)
@@ -168,7 +190,9 @@ class MemoryStore:
                     continue
                 self._jobs[job.id] = replace(job, lease_expires_at=lease_expires_at)
                 renewed.add(job.id)
-        return renewed
+                if job.cancel_requested:
+                    cancel_requested.add(job.id)
+        return Renewal(renewed, cancel_requested)
 
     def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
         with self._lock:
@@ -197,10 +221,41 @@ class MemoryStore:
     def cancel(self, job_id: int, now: datetime) -> bool:
         with self._lock:
             job = self._jobs.get(job_id)
-            if job is None or job.state is not JobState.SCHEDULED:
+            if job is None:
+                return False
+            if job.state is JobState.LEASED:
+                self._jobs[job_id] = replace(job, cancel_requested=True)
+                return True
+            if job.state is not JobState.SCHEDULED:
                 return False
             self._jobs[job_id] = replace(job, state=transition(job.state, JobEvent.CANCEL))
             return True
+
+    def _requeue(self, job: JobRecord, now: datetime) -> None:
+        self._jobs[job.id] = replace(
+            job, state=transition(job.state, JobEvent.REQUEUE), attempt=0, due_at=now,
+            result=None, cancel_requested=False,
+        )
+        heapq.heappush(self._due[job.queue], (now, job.id))
+
+    def requeue(self, job_id: int, now: datetime) -> bool:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.state not in REQUEUEABLE_STATES:
+                return False
+            self._requeue(job, now)
+            return True
+
+    def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
+        check_requeueable(state)
+        with self._lock:
+            found = [
+                job for job in self._jobs.values()
+                if job.state is state and (queue is None or job.queue == queue)
+            ]
+            for job in found:
+                self._requeue(job, now)
+            return len(found)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -214,11 +269,18 @@ class MemoryStore:
         queue: str | None = None,
         state: JobState | None = None,
         limit: int = 100,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[JobRecord]:
         with self._lock:
             found: list[JobRecord] = []
-            for job in self._jobs.values():  # dicts keep insertion (= id) order
+            skip = offset
+            jobs = self._jobs.values()  # dicts keep insertion (= id) order
+            for job in reversed(jobs) if newest else jobs:
                 if (queue is None or job.queue == queue) and (state is None or job.state is state):
+                    if skip > 0:
+                        skip -= 1
+                        continue
                     found.append(job)
                     if len(found) >= limit:
                         break

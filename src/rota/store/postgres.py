@@ -44,15 +44,18 @@ from psycopg import sql
 from psycopg.rows import TupleRow
 
 from rota.core.jobs import (
+    CANCELLED_ON_REQUEST,
     JobRecord,
     JobState,
     JsonValue,
     Lease,
     NewJob,
+    check_requeueable,
     decode_arguments,
+    decode_result,
 )
 from rota.store import mask_url
-from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
+from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
 
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresStore"]
 
@@ -201,16 +204,20 @@ def _arguments(
 
 def _record(row: TupleRow) -> JobRecord:
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at, lease_owner, lease_expires_at) = row
+     created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested) = row
     args, kwargs = _arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
         due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
         created_at=created_at, lease_owner=lease_owner, lease_expires_at=lease_expires_at,
+        started_at=started_at, result=decode_result(result),
+        cancel_requested=cancel_requested,
     )
 
 
-def _leased_record(row: TupleRow, owner: str, lease_expires_at: datetime) -> JobRecord:
+def _leased_record(
+    row: TupleRow, owner: str, lease_expires_at: datetime, started_at: datetime
+) -> JobRecord:
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
      created_at) = row
@@ -219,6 +226,7 @@ def _leased_record(row: TupleRow, owner: str, lease_expires_at: datetime) -> Job
         id=job_id, name=name, queue=queue, state=JobState.LEASED, attempt=attempt,
         due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
         created_at=created_at, lease_owner=owner, lease_expires_at=lease_expires_at,
+        started_at=started_at,
     )
 
 
@@ -533,18 +541,29 @@ class PostgresStore:
             "owner": owner,
             "lease_expires_at": _utc(lease_expires_at, "lease_expires_at"),
         })
-        return [_leased_record(row, owner, lease_expires_at) for row in rows]
+        return [_leased_record(row, owner, lease_expires_at, now) for row in rows]
 
-    def complete(self, leases: Sequence[Lease], now: datetime) -> int:
+    def complete(
+        self, leases: Sequence[Lease], now: datetime,
+        results: Sequence[str | None] | None = None,
+    ) -> int:
         if not leases:
             return 0
-        _, count = self._execute("complete", {"now": now, **_lease_columns(leases)})
+        if results is None or all(result is None for result in results):
+            _, count = self._execute("complete", {"now": now, **_lease_columns(leases)})
+            return count
+        if len(results) != len(leases):
+            raise ValueError(f"complete got {len(leases)} leases but {len(results)} results")
+        _, count = self._execute("complete_results", {
+            "now": now, "results": list(results), **_lease_columns(leases),
+        })
         return count
 
     def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
         _, count = self._execute("retry", {
             "id": lease.job_id, "owner": lease.owner, "attempt": lease.attempt,
-            "due_at": _utc(due_at, "due_at"), "error": error,
+            "due_at": _utc(due_at, "due_at"), "error": error, "now": _utc(now, "now"),
+            "cancelled_error": CANCELLED_ON_REQUEST,
         })
         return count == 1
 
@@ -561,23 +580,29 @@ class PostgresStore:
     def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
         return self._end_lease(lease, now, JobState.QUARANTINED, error)
 
+    def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
+        return self._end_lease(lease, now, JobState.CANCELLED, error)
+
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
         if not leases:
             return 0
-        _, count = self._execute("release", _lease_columns(leases))
+        _, count = self._execute("release", {
+            "now": _utc(now, "now"), "cancelled_error": CANCELLED_ON_REQUEST,
+            **_lease_columns(leases),
+        })
         return count
 
     def heartbeat(
         self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
-    ) -> set[int]:
+    ) -> Renewal:
         if not leases:
-            return set()
+            return Renewal()
         rows, _ = self._execute("heartbeat", {
             "now": _utc(now, "now"),
             "lease_expires_at": _utc(lease_expires_at, "lease_expires_at"),
             **_lease_columns(leases),
         })
-        return {row[0] for row in rows}
+        return Renewal((row[0] for row in rows), (row[0] for row in rows if row[1]))
 
     def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
         if limit <= 0:
@@ -592,12 +617,23 @@ class PostgresStore:
         _, count = self._execute("expire_lease", {
             "id": lease.job_id, "owner": lease.owner, "attempt": lease.attempt,
             "now": _utc(now, "now"), "due_at": due_at, "error": error,
+            "cancelled_error": CANCELLED_ON_REQUEST,
         })
         return count == 1
 
     def cancel(self, job_id: int, now: datetime) -> bool:
         _, count = self._execute("cancel", {"id": job_id, "now": now})
         return count == 1
+
+    def requeue(self, job_id: int, now: datetime) -> bool:
+        _, count = self._execute("requeue", {"id": job_id, "now": _utc(now, "now")})
+        return count == 1
+
+    def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
+        _, count = self._execute("requeue_many", {
+            "state": check_requeueable(state).value, "queue": queue, "now": _utc(now, "now"),
+        })
+        return count
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -611,12 +647,14 @@ class PostgresStore:
         queue: str | None = None,
         state: JobState | None = None,
         limit: int = 100,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[JobRecord]:
         if limit <= 0:
             return []
-        rows, _ = self._execute("list_jobs", {
+        rows, _ = self._execute("list_jobs_newest" if newest else "list_jobs", {
             "queue": queue, "state": state.value if state is not None else None,
-            "limit": limit,
+            "limit": limit, "offset": offset,
         })
         return [_record(row) for row in rows]
 

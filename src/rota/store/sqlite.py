@@ -34,8 +34,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from rota.core.jobs import JobRecord, JobState, Lease, NewJob, decode_arguments
-from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
+from rota.core.jobs import (
+    CANCELLED_ON_REQUEST,
+    JobRecord,
+    JobState,
+    Lease,
+    NewJob,
+    check_requeueable,
+    decode_arguments,
+    decode_result,
+)
+from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +58,7 @@ _STATES = {state.value: state for state in JobState}
 _MIGRATION_FILE = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 # A row as every SELECT/RETURNING of a whole job gives it, in this column order:
 # id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-# lease_owner, lease_expires_at.
+# lease_owner, lease_expires_at, started_at, result, cancel_requested.
 _Row = tuple[Any, ...]
 
 
@@ -130,7 +139,7 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
     microseconds -> datetime conversions: jobs enqueued together share their due and
     creation times, and a claim's rows share their lease expiry (~4 % of a drain)."""
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at, lease_owner, lease_expires_at) = row
+     created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested) = row
     if times is None:
         times = {}
     args, kwargs = decode_arguments(args_json, kwargs_json)
@@ -141,10 +150,15 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
     expires: datetime | None = None
     if lease_expires_at is not None and (expires := times.get(lease_expires_at)) is None:
         expires = times[lease_expires_at] = _at(lease_expires_at)
+    started: datetime | None = None
+    if started_at is not None and (started := times.get(started_at)) is None:
+        started = times[started_at] = _at(started_at)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
         due_at=due, args=args, kwargs=kwargs, last_error=last_error,
         created_at=created, lease_owner=lease_owner, lease_expires_at=expires,
+        started_at=started, result=decode_result(result),
+        cancel_requested=bool(cancel_requested),
     )
 
 
@@ -436,18 +450,30 @@ class SQLiteStore:
         times = {expires_us: lease_expires_at}
         return [_record(row, times) for row in claimed]
 
-    def _apply_to_leases(self, name: str, leases: Sequence[Lease], doing: str) -> int:
+    def complete(
+        self, leases: Sequence[Lease], now: datetime,
+        results: Sequence[str | None] | None = None,
+    ) -> int:
         if not leases:
             return 0
-        rows = [(lease.job_id, lease.owner, lease.attempt) for lease in leases]
-        with self._write(doing) as conn:
-            return conn.executemany(_sql(name), rows).rowcount
-
-    def complete(self, leases: Sequence[Lease], now: datetime) -> int:
-        return self._apply_to_leases("complete", leases, "completing jobs")
+        rows: list[tuple[str | None, int, str, int]]
+        if results is None:
+            rows = [(None, lease.job_id, lease.owner, lease.attempt) for lease in leases]
+        else:
+            rows = [
+                (result, lease.job_id, lease.owner, lease.attempt)
+                for lease, result in zip(leases, results, strict=True)
+            ]
+        with self._write("completing jobs") as conn:
+            return conn.executemany(_sql("complete"), rows).rowcount
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
-        return self._apply_to_leases("release", leases, "releasing jobs")
+        if not leases:
+            return 0
+        rows = [(CANCELLED_ON_REQUEST, lease.job_id, lease.owner, lease.attempt)
+                for lease in leases]
+        with self._write("releasing jobs") as conn:
+            return conn.executemany(_sql("release"), rows).rowcount
 
     def _end_lease(self, name: str, lease: Lease, doing: str, **params: object) -> bool:
         params.update(id=lease.job_id, owner=lease.owner, attempt=lease.attempt)
@@ -455,7 +481,8 @@ class SQLiteStore:
             return conn.execute(_sql(name), params).rowcount == 1
 
     def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
-        return self._end_lease("retry", lease, "retrying a job", due_at=_us(due_at), error=error)
+        return self._end_lease("retry", lease, "retrying a job", due_at=_us(due_at), error=error,
+                               cancelled_error=CANCELLED_ON_REQUEST)
 
     def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
         return self._end_lease("dead_letter", lease, "dead-lettering a job", error=error)
@@ -463,19 +490,26 @@ class SQLiteStore:
     def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
         return self._end_lease("quarantine", lease, "quarantining a job", error=error)
 
+    def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
+        return self._end_lease("cancel_leased", lease, "cancelling a leased job", error=error)
+
     def heartbeat(
         self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
-    ) -> set[int]:
+    ) -> Renewal:
         if not leases:
-            return set()
+            return Renewal()
         renewed: set[int] = set()
+        cancel_requested: set[int] = set()
         params: dict[str, object] = {"now": _us(now), "lease_expires_at": _us(lease_expires_at)}
         heartbeat_sql = _sql("heartbeat")
         with self._write("renewing leases") as conn:
             for lease in leases:
                 params.update(id=lease.job_id, owner=lease.owner, attempt=lease.attempt)
-                renewed.update(row[0] for row in conn.execute(heartbeat_sql, params))
-        return renewed
+                for job_id, cancel in conn.execute(heartbeat_sql, params):
+                    renewed.add(job_id)
+                    if cancel:
+                        cancel_requested.add(job_id)
+        return Renewal(renewed, cancel_requested)
 
     def expire_lease(
         self, lease: Lease, now: datetime, due_at: datetime | None, error: str
@@ -486,12 +520,21 @@ class SQLiteStore:
             )
         return self._end_lease(
             "expire_lease_retry", lease, "expiring a lease",
-            now=_us(now), due_at=_us(due_at), error=error,
+            now=_us(now), due_at=_us(due_at), error=error, cancelled_error=CANCELLED_ON_REQUEST,
         )
 
     def cancel(self, job_id: int, now: datetime) -> bool:
         with self._write("cancelling a job") as conn:
             return conn.execute(_sql("cancel"), {"id": job_id}).rowcount == 1
+
+    def requeue(self, job_id: int, now: datetime) -> bool:
+        with self._write("requeueing a job") as conn:
+            return conn.execute(_sql("requeue"), {"id": job_id, "now": _us(now)}).rowcount == 1
+
+    def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
+        params = {"state": check_requeueable(state).value, "queue": queue, "now": _us(now)}
+        with self._write("requeueing jobs") as conn:
+            return int(conn.execute(_sql("requeue_many"), params).rowcount)
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -513,12 +556,16 @@ class SQLiteStore:
         queue: str | None = None,
         state: JobState | None = None,
         limit: int = 100,
+        newest: bool = False,
+        offset: int = 0,
     ) -> list[JobRecord]:
         params = {
             "queue": queue, "state": None if state is None else state.value, "limit": limit,
+            "offset": offset,
         }
         with self._read("listing jobs") as conn:
-            rows = conn.execute(_sql("list_jobs"), params).fetchall()
+            rows = conn.execute(_sql("list_jobs_newest" if newest else "list_jobs"),
+                                params).fetchall()
         return [_record(row) for row in rows]
 
     def count_jobs(self) -> dict[tuple[str, JobState], int]:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 
 from rota.core.jobs import JobRecord
-from rota.core.outcomes import DeadLettered, Outcome, Quarantined, RetryAt
+from rota.core.outcomes import Cancelled, DeadLettered, Outcome, Quarantined, RetryAt
 
 logger = logging.getLogger("rota")
 
@@ -27,6 +27,7 @@ class OutcomeKind(Enum):
     RETRIED = "retried"  # failed; scheduled again after a backoff
     DEAD_LETTERED = "dead_lettered"  # failed its last allowed attempt
     QUARANTINED = "quarantined"  # no handler for its job name; not run
+    CANCELLED = "cancelled"  # its cancel was requested while it ran
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,8 @@ def outcome_event(
         kind, error = OutcomeKind.DEAD_LETTERED, outcome.error
     elif isinstance(outcome, Quarantined):
         kind, error = OutcomeKind.QUARANTINED, outcome.error
+    elif isinstance(outcome, Cancelled):
+        kind, error = OutcomeKind.CANCELLED, outcome.error
     return OutcomeEvent(
         job_id=job.id, job_name=job.name, queue=job.queue, group=group, attempt=job.attempt,
         kind=kind, started_at=started_at, finished_at=finished_at, error=error,

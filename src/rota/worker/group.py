@@ -22,6 +22,7 @@ from rota.core.dispatch import Dispatcher, PassPlan
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import JobRecord
 from rota.core.outcomes import (
+    Cancelled,
     DeadLettered,
     Outcome,
     RetryAt,
@@ -122,11 +123,13 @@ def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime
     """Write `outcome` for `job`'s lease; False if the lease was lost (outcome fenced)."""
     lease = job.lease
     if isinstance(outcome, Succeeded):
-        applied = store.complete([lease], now) == 1
+        applied = store.complete([lease], now, [outcome.result_json]) == 1
     elif isinstance(outcome, RetryAt):
         applied = store.retry(lease, now, outcome.due_at, outcome.error)
     elif isinstance(outcome, DeadLettered):
         applied = store.dead_letter(lease, now, outcome.error)
+    elif isinstance(outcome, Cancelled):
+        applied = store.cancel_leased(lease, now, outcome.error)
     else:
         applied = store.quarantine(lease, now, outcome.error)
     # The failure itself was logged at WARNING, with its traceback, where it happened.
@@ -142,13 +145,17 @@ def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime
     return applied
 
 
-def record_successes(store: Store, jobs: Sequence[JobRecord], now: datetime) -> int:
-    """Mark `jobs` succeeded in one store call; return how many leases were still held.
+def record_successes(
+    store: Store, jobs: Sequence[JobRecord], now: datetime,
+    results: Sequence[str | None] | None = None,
+) -> int:
+    """Mark `jobs` succeeded in one store call, with their `results` (JSON text, None for
+    none) if given; return how many leases were still held.
 
     The ones not held were fenced (their lease was lost) and will run again."""
     if not jobs:
         return 0
-    applied = store.complete([job.lease for job in jobs], now)
+    applied = store.complete([job.lease for job in jobs], now, results)
     if logger.isEnabledFor(logging.DEBUG):
         for job in jobs:
             logger.debug("job %s (%s) attempt %s recorded: succeeded", job.id, job.name,

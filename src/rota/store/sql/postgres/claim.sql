@@ -29,7 +29,8 @@ leased AS (
     SET state = 'leased',
         attempt = jobs.attempt + 1,
         lease_owner = %(owner)s,
-        lease_expires_at = %(lease_expires_at)s
+        lease_expires_at = %(lease_expires_at)s,
+        started_at = %(now)s
     FROM picked
     -- The ANY(ARRAY(...)) is for the generic plan (the store's connections run with
     -- plan_cache_mode = force_generic_plan): it makes the row lookup a primary-key index
@@ -37,8 +38,9 @@ leased AS (
     -- sequential scan of the whole table (35-45 ms a claim instead of ~1 ms).
     WHERE jobs.id = ANY (ARRAY(SELECT picked.id FROM picked))
       AND jobs.id = picked.id
-    -- state, lease_owner and lease_expires_at are what this statement set: the caller
-    -- knows them, so they are not sent back.
+    -- state, lease_owner, lease_expires_at and started_at are what this statement set: the
+    -- caller knows them, so they are not sent back (nor result and cancel_requested: a
+    -- scheduled job has neither).
     RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.attempt, jobs.due_at,
               jobs.args::text AS args, jobs.kwargs::text AS kwargs, jobs.last_error,
               jobs.created_at

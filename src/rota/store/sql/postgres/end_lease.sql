@@ -1,5 +1,5 @@
--- End a leased job for good (`state` is dead_lettered or quarantined) with its error,
--- fenced by its lease.
+-- End a leased job for good (`state` is dead_lettered, quarantined or cancelled) with its
+-- error, fenced by its lease.
 UPDATE {schema}.jobs
 SET state = %(state)s,
     last_error = %(error)s,

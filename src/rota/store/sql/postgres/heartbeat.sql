@@ -1,5 +1,6 @@
 -- Extend many live leases in one statement; a lease already expired at `now` is not
--- renewed, even by its owner. Returns the ids still held.
+-- renewed, even by its owner. Returns the ids still held, and whether each one's cancel
+-- was requested.
 UPDATE {schema}.jobs AS jobs
 SET lease_expires_at = %(lease_expires_at)s
 FROM unnest(%(ids)b::bigint[], %(owners)b::text[], %(attempts)b::integer[])
@@ -11,4 +12,4 @@ WHERE jobs.id = lease.id
   -- "IS TRUE" keeps the planner off jobs_lease_expiry (a range scan per lease in generic
   -- plans): heartbeats go by primary key. Same meaning: a leased job has an expiry.
   AND (jobs.lease_expires_at > %(now)s) IS TRUE
-RETURNING jobs.id
+RETURNING jobs.id, jobs.cancel_requested

@@ -5,7 +5,8 @@ UPDATE rota_jobs
 SET state = 'leased',
     attempt = attempt + 1,
     lease_owner = :owner,
-    lease_expires_at = :lease_expires_at
+    lease_expires_at = :lease_expires_at,
+    started_at = :now
 WHERE id IN (
     SELECT id FROM rota_jobs
     WHERE state = 'scheduled' AND queue = :queue AND due_at <= :now
@@ -13,4 +14,5 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-          lease_owner, lease_expires_at;
+          lease_owner, lease_expires_at, started_at, result,
+          cancel_requested;

@@ -1,0 +1,214 @@
+"""The store contract, job lifecycle part: cancel requests delivered by heartbeats,
+requeue, results and start times. Run unchanged on every store (see rota/store/base.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from rota.core.jobs import CANCELLED_ON_REQUEST, JobState, Lease
+from rota.store import Store, open_store
+from tests.store.test_contract import LEASE, T0, claim, lease_of, new
+
+LATER = T0 + timedelta(minutes=5)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+def state_of(store: Store, job_id: int) -> JobState:
+    job = store.get_job(job_id)
+    assert job is not None
+    return job.state
+
+
+# -- results and start times ------------------------------------------------------------
+
+
+def test_a_claim_records_when_the_attempt_started(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], T0)
+    fresh = store.get_job(job_id)
+    assert fresh is not None and fresh.started_at is None
+    (claimed,) = store.claim(["q"], 1, now=LATER, owner="w1", lease_expires_at=LATER + LEASE)
+    assert claimed.started_at == LATER
+    stored = store.get_job(job_id)
+    assert stored is not None and stored.started_at == LATER
+    assert not stored.cancel_requested and stored.result is None
+
+
+def test_complete_stores_each_jobs_result(store: Store) -> None:
+    ids = store.enqueue([new(), new(), new()], T0)
+    claim(store, ["q"], 3)
+    leases = [lease_of(store, i) for i in ids]
+    # When three jobs complete with a dict, no result and a string
+    assert store.complete(leases, T0, ['{"sent":2,"to":["a","é"]}', None, '"ok"']) == 3
+    results = [store.get_job(i) for i in ids]
+    assert [r.result if r else "missing" for r in results] == [
+        {"sent": 2, "to": ["a", "é"]}, None, "ok"]
+
+
+def test_complete_without_results_stores_none(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], T0)
+    claim(store, ["q"], 1)
+    assert store.complete([lease_of(store, job_id)], T0) == 1
+    job = store.get_job(job_id)
+    assert job is not None and job.state is JobState.SUCCEEDED and job.result is None
+
+
+# -- cancel requests ----------------------------------------------------------------------
+
+
+def test_heartbeat_reports_the_cancel_requests_of_the_leases_it_renewed(store: Store) -> None:
+    a, b, c = store.enqueue([new(), new(), new()], T0)
+    claim(store, ["q"], 3)
+    leases = [lease_of(store, i) for i in (a, b, c)]
+    # Given a cancel request for a only
+    before = store.heartbeat(leases, T0, T0 + LEASE)
+    assert before == {a, b, c} and before.cancel_requested == frozenset()
+    assert store.cancel(a, T0)
+    assert store.cancel(a, T0)  # asking again is harmless
+    # Then the next heartbeat renews all three and names a
+    renewed = store.heartbeat(leases, T0 + timedelta(seconds=1), T0 + 2 * LEASE)
+    assert renewed == {a, b, c}
+    assert renewed.cancel_requested == {a}
+    # A lease no longer held is reported neither way
+    gone = store.heartbeat([Lease(a, "intruder", 1)], T0, T0 + LEASE)
+    assert gone == set() and gone.cancel_requested == frozenset()
+
+
+def test_cancel_leased_ends_the_job_cancelled_fenced_by_its_lease(store: Store) -> None:
+    (job_id,) = store.enqueue([new()], T0)
+    claim(store, ["q"], 1)
+    store.cancel(job_id, T0)
+    assert not store.cancel_leased(Lease(job_id, "intruder", 1), T0, CANCELLED_ON_REQUEST)
+    assert store.cancel_leased(Lease(job_id, "w1", 1), T0, CANCELLED_ON_REQUEST)
+    assert not store.cancel_leased(Lease(job_id, "w1", 1), T0, CANCELLED_ON_REQUEST)
+    job = store.get_job(job_id)
+    assert job is not None
+    assert (job.state, job.last_error, job.lease_owner) == (
+        JobState.CANCELLED, CANCELLED_ON_REQUEST, None)
+    assert not store.cancel(job_id, T0)  # finished
+
+
+@pytest.mark.parametrize("way_back", ["retry", "release", "expire_lease"])
+def test_a_job_with_a_cancel_request_never_goes_back_to_scheduled(
+    store: Store, way_back: str
+) -> None:
+    # Given a leased job whose cancel was requested
+    (job_id,) = store.enqueue([new()], T0)
+    claim(store, ["q"], 1)
+    store.cancel(job_id, T0)
+    lease = Lease(job_id, "w1", 1)
+    # When its lease ends in a way that would schedule it again
+    expired_at = T0 + LEASE
+    if way_back == "retry":
+        assert store.retry(lease, T0, T0 + timedelta(seconds=2), "ValueError: boom")
+    elif way_back == "release":
+        assert store.release([lease], T0) == 1
+    else:
+        assert store.expire_lease(lease, expired_at, expired_at, "LeaseExpired")
+    # Then it ends cancelled, on request, and is never claimed again
+    job = store.get_job(job_id)
+    assert job is not None
+    assert (job.state, job.last_error) == (JobState.CANCELLED, CANCELLED_ON_REQUEST)
+    assert claim(store, ["q"], 10, now=T0 + timedelta(hours=1)) == []
+
+
+def test_a_retry_without_a_cancel_request_still_schedules_again(store: Store) -> None:
+    a, b = store.enqueue([new(), new()], T0)
+    claim(store, ["q"], 2)
+    store.cancel(b, T0)  # another job's request changes nothing for a
+    assert store.retry(Lease(a, "w1", 1), T0, T0, "ValueError: boom")
+    assert state_of(store, a) is JobState.SCHEDULED
+
+
+# -- requeue -----------------------------------------------------------------------------
+
+
+def finished_jobs(store: Store) -> dict[str, int]:
+    """One job in each finished state plus a scheduled and a leased one, on Queue q."""
+    dead, quarantined, cancelled, succeeded, leased, scheduled = store.enqueue(
+        [new() for _ in range(6)], T0)
+    claim(store, ["q"], 5)
+    assert store.dead_letter(lease_of(store, dead), T0, "ValueError: boom")
+    assert store.quarantine(lease_of(store, quarantined), T0, "UnknownJob: x")
+    store.cancel(cancelled, T0)
+    assert store.cancel_leased(lease_of(store, cancelled), T0, CANCELLED_ON_REQUEST)
+    assert store.complete([lease_of(store, succeeded)], T0, ['"done"']) == 1
+    return {"dead_lettered": dead, "quarantined": quarantined, "cancelled": cancelled,
+            "succeeded": succeeded, "leased": leased, "scheduled": scheduled}
+
+
+def test_requeue_brings_back_failed_and_cancelled_jobs_at_attempt_zero_due_now(
+    store: Store,
+) -> None:
+    jobs = finished_jobs(store)
+    for state in ("dead_lettered", "quarantined", "cancelled"):
+        assert store.requeue(jobs[state], LATER), state
+        job = store.get_job(jobs[state])
+        assert job is not None
+        assert (job.state, job.attempt, job.due_at, job.queue) == (
+            JobState.SCHEDULED, 0, LATER, "q")
+        assert not job.cancel_requested and job.result is None
+    # And they are claimable at once, in due order after the older scheduled one
+    claimed = claim(store, ["q"], 10, now=LATER, owner="w2")
+    assert claimed == [jobs["scheduled"], jobs["dead_lettered"], jobs["quarantined"],
+                       jobs["cancelled"]]
+    job = store.get_job(jobs["dead_lettered"])
+    assert job is not None and job.attempt == 1
+
+
+def test_requeue_refuses_other_states_and_unknown_jobs(store: Store) -> None:
+    jobs = finished_jobs(store)
+    for state in ("succeeded", "leased", "scheduled"):
+        before = store.get_job(jobs[state])
+        assert not store.requeue(jobs[state], LATER), state
+        assert store.get_job(jobs[state]) == before
+    assert not store.requeue(10**9, LATER)
+
+
+def test_requeue_many_takes_one_state_of_one_queue_or_of_all(store: Store) -> None:
+    dead = store.enqueue([new("a"), new("a"), new("b")], T0)
+    (other,) = store.enqueue([new("a")], T0)
+    claim(store, ["a", "b"], 4)
+    for job_id in dead:
+        assert store.dead_letter(lease_of(store, job_id), T0, "ValueError: boom")
+    assert store.quarantine(lease_of(store, other), T0, "UnknownJob: x")
+    # When the dead letters of Queue a are requeued
+    assert store.requeue_many(state=JobState.DEAD_LETTERED, queue="a", now=LATER) == 2
+    assert [state_of(store, i) for i in dead] == [
+        JobState.SCHEDULED, JobState.SCHEDULED, JobState.DEAD_LETTERED]
+    assert state_of(store, other) is JobState.QUARANTINED
+    # Then those of every Queue
+    assert store.requeue_many(state=JobState.DEAD_LETTERED, queue=None, now=LATER) == 1
+    assert state_of(store, dead[2]) is JobState.SCHEDULED
+    assert store.requeue_many(state=JobState.DEAD_LETTERED, queue=None, now=LATER) == 0
+    assert store.requeue_many(state=JobState.QUARANTINED, queue="nothing", now=LATER) == 0
+
+
+@pytest.mark.parametrize("state", [JobState.SUCCEEDED, JobState.LEASED, JobState.SCHEDULED])
+def test_requeue_many_refuses_states_that_cannot_be_requeued(
+    store: Store, state: JobState
+) -> None:
+    with pytest.raises(ValueError, match="can be requeued"):
+        store.requeue_many(state=state, queue=None, now=LATER)
+
+
+# -- listing ----------------------------------------------------------------------------
+
+
+def test_list_jobs_newest_first_with_an_offset(store: Store) -> None:
+    a = store.enqueue([new("a") for _ in range(4)], T0)
+    (b,) = store.enqueue([new("b")], T0)
+    assert [j.id for j in store.list_jobs(newest=True)] == [b, *reversed(a)]
+    assert [j.id for j in store.list_jobs(newest=True, limit=2, offset=1)] == [a[3], a[2]]
+    assert [j.id for j in store.list_jobs(queue="a", limit=2, offset=2)] == [a[2], a[3]]
+    assert [j.id for j in store.list_jobs(queue="a", newest=True, offset=3)] == [a[0]]
+    assert store.list_jobs(offset=10) == []
