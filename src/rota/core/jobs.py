@@ -6,8 +6,9 @@ time, or released unstarted at shutdown), `dead_lettered` or `quarantined`. A sc
 can be `cancelled`; a leased one gets a cancel request (`cancel_requested`) and ends
 `cancelled` when its worker acts on it. A job with a cancel request never goes back to
 `scheduled`: a retry, a release or an expired lease of it ends it `cancelled` instead. A
-`dead_lettered`, `quarantined` or `cancelled` job can be requeued (`scheduled`, attempt 0). Every store applies `TRANSITIONS`, in Python or as SQL `WHERE` clauses;
-the contract suite checks they agree.
+`dead_lettered`, `quarantined` or `cancelled` job can be requeued (`scheduled`, attempt 0).
+Every store applies `TRANSITIONS`, in Python or as SQL `WHERE` clauses; the contract suite
+checks they agree.
 
 Pure: no I/O, no clock. Arguments are JSON, encoded and checked here before anything is
 stored, so a bad argument never half-writes a job.
