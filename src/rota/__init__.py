@@ -8,11 +8,12 @@ from __future__ import annotations
 from rota.app import App
 from rota.core.clock import Clock, SystemClock, VirtualClock
 from rota.core.groups import WorkerGroupOptions
-from rota.core.jobs import JobRecord, JobState
+from rota.core.jobs import JobRecord, JobState, PayloadTooLarge
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.retry import RetryPolicy
 from rota.definition import ConfiguredJob, JobDefinition
 from rota.store import SchemaTooNew, Store, StoreConfigError, StoreError
+from rota.worker.context import CurrentJob, current_job
 from rota.worker.events import OutcomeEvent, OutcomeKind
 
 __version__ = "0.1.0"
@@ -21,12 +22,14 @@ __all__ = [
     "App",
     "Clock",
     "ConfiguredJob",
+    "CurrentJob",
     "DispatchPolicy",
     "JobDefinition",
     "JobRecord",
     "JobState",
     "OutcomeEvent",
     "OutcomeKind",
+    "PayloadTooLarge",
     "RetryPolicy",
     "SchemaTooNew",
     "Store",
@@ -38,4 +41,5 @@ __all__ = [
     "Weighted",
     "WorkerGroupOptions",
     "__version__",
+    "current_job",
 ]

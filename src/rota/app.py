@@ -13,12 +13,13 @@ import logging
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
+from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
 from rota.core.clock import Clock, SystemClock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
-from rota.core.jobs import JobRecord
+from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retry import RetryPolicy
 from rota.definition import NO_PRIORITY, JobDefinition
@@ -64,18 +65,29 @@ class App:
             `Store` object. Default: `sqlite:///rota.db`, a file in the working directory.
         clock: where "now" comes from; `rota.VirtualClock(start)` in tests. Default: the
             system clock.
+        max_payload_bytes: the most UTF-8 bytes of JSON a job's arguments (at enqueue) or
+            its handler's result may take. Default 1 MiB (1,048,576).
 
     Raises:
         rota.StoreConfigError: if the store URL is malformed or names no known store.
+        ValueError: if `max_payload_bytes` is not a whole number >= 1.
     """
 
     def __init__(
-        self, store: str | Store = DEFAULT_STORE_URL, *, clock: Clock | None = None
+        self, store: str | Store = DEFAULT_STORE_URL, *, clock: Clock | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         if not isinstance(store, str | Store):
             raise TypeError(
                 f"App takes a store URL (e.g. 'sqlite:///rota.db') or a Store; got {store!r}"
             )
+        if (isinstance(max_payload_bytes, bool) or not isinstance(max_payload_bytes, int)
+                or max_payload_bytes < 1):
+            raise ValueError(
+                f"max_payload_bytes must be a whole number of bytes >= 1; got "
+                f"{max_payload_bytes!r}"
+            )
+        self.max_payload_bytes = max_payload_bytes
         self.store: Store = open_store(store) if isinstance(store, str) else store
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._handlers: dict[str, Handler] = {}
@@ -98,12 +110,12 @@ class App:
     @overload
     def job(
         self, name: str | None = None, *, queue: str = DEFAULT_QUEUE,
-        retry: RetryPolicy | None = None, **unknown: object,
+        retry: RetryPolicy | None = None, timeout: Duration | None = None, **unknown: object,
     ) -> Callable[[Callable[P, R]], JobDefinition[P, R]]: ...
 
     def job(
         self, name: str | Callable[P, R] | None = None, *, queue: str = DEFAULT_QUEUE,
-        retry: RetryPolicy | None = None, **unknown: object,
+        retry: RetryPolicy | None = None, timeout: Duration | None = None, **unknown: object,
     ) -> JobDefinition[P, R] | Callable[[Callable[P, R]], JobDefinition[P, R]]:
         """Register a job handler (sync or async def).
 
@@ -111,31 +123,40 @@ class App:
             name: the job's stable wire name; default `module.qualname` of the function.
             queue: the Queue its jobs go to unless `configure(queue=...)` says otherwise.
             retry: a RetryPolicy overriding the Worker Group's for this job.
+            timeout: (timedelta or seconds) an attempt running longer fails with
+                `TimeoutError`, retried like any failure. A worker cancels an async
+                handler; a sync one cannot be stopped, so its attempt fails at once and
+                its Worker stays occupied until it returns. `run_until_idle` interrupts
+                nothing: it fails an attempt that took longer on the App's clock.
+                Default: no timeout.
 
         Raises:
-            ValueError: for a bad Queue name or a job name already registered.
+            ValueError: for a bad Queue name, a job name already registered, or a timeout
+                that is not positive.
             TypeError: for an unknown option (rota has no per-job `priority`).
         """
         if "priority" in unknown:
             raise TypeError(NO_PRIORITY)
         if unknown:
             raise TypeError(f"job() got unknown option(s) {sorted(unknown)}; it takes name, "
-                            "queue= and retry=")
+                            "queue=, retry= and timeout=")
         validate_queue_name(queue)
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"retry must be a rota.RetryPolicy; got {retry!r}")
+        limit = None if timeout is None else to_timedelta(timeout, "timeout")
         if callable(name):
-            return self._register(name, None, queue, retry)
+            return self._register(name, None, queue, retry, limit)
         if name is not None and (not isinstance(name, str) or not name):
             raise ValueError(f"a job name must be a non-empty str; got {name!r}")
 
         def decorate(func: Callable[P, R]) -> JobDefinition[P, R]:
-            return self._register(func, name, queue, retry)
+            return self._register(func, name, queue, retry, limit)
 
         return decorate
 
     def _register(
-        self, func: Callable[P, R], name: str | None, queue: str, retry: RetryPolicy | None
+        self, func: Callable[P, R], name: str | None, queue: str, retry: RetryPolicy | None,
+        timeout: timedelta | None = None,
     ) -> JobDefinition[P, R]:
         if not callable(func):
             raise TypeError(f"@app.job decorates a function; got {func!r}")
@@ -145,7 +166,9 @@ class App:
                 f"job name {job_name!r} is already registered; give each handler its own name"
             )
         definition = JobDefinition(self, job_name, func, queue, retry)
-        self._handlers[job_name] = Handler(job_name, func, retry)
+        self._handlers[job_name] = Handler(
+            job_name, func, retry, timeout=timeout, max_payload_bytes=self.max_payload_bytes
+        )
         self._definitions[job_name] = definition
         return definition
 
@@ -163,16 +186,40 @@ class App:
         return self.store.get_job(_job_id(job_id))
 
     def cancel(self, job_id: int) -> bool:
-        """Cancel a scheduled job so that it never runs.
+        """Cancel a job. A scheduled job is cancelled at once and never runs. A running
+        (leased) job gets a cancel request, which its worker receives with its next
+        heartbeat: an async handler is cancelled; a sync handler sees
+        `rota.current_job().cancel_requested` turn True and should return. Either way the
+        job ends `cancelled` (never retried), its `last_error` saying it was cancelled on
+        request. (`run_until_idle` has no heartbeats: there a request made while the job
+        runs takes effect if the attempt fails; a success stands.)
 
         Returns:
-            True if it was scheduled and is now cancelled; False if it does not exist or
-            is already running or finished (a running job is not interrupted).
+            True if the job was cancelled or a cancel was requested; False if it does not
+            exist or has finished.
 
         Raises:
             TypeError: if `job_id` is not an int.
         """
         return self.store.cancel(_job_id(job_id), self.clock.now())
+
+    def requeue(self, job_id: int) -> bool:
+        """Bring a `dead_lettered`, `quarantined` or `cancelled` job back: `scheduled` in
+        its Queue, attempt 0, due now (its `last_error` is kept for reference).
+
+        Returns:
+            True if it was requeued; False if it does not exist or is in another state.
+
+        Raises:
+            TypeError: if `job_id` is not an int.
+        """
+        job_id = _job_id(job_id)
+        if not self.store.requeue(job_id, self.clock.now()):
+            return False
+        job = self.store.get_job(job_id)
+        if job is not None:
+            self._notify_enqueued((job.queue,))
+        return True
 
     # -- Worker Groups ------------------------------------------------------------------
 

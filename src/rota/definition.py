@@ -67,7 +67,9 @@ class ConfiguredJob(Generic[P, R]):
         self, args: Sequence[object], kwargs: Mapping[str, object], now: datetime,
         due_at: datetime | None = None,
     ) -> NewJob:
-        args_json, kwargs_json = encode_arguments(args, kwargs)
+        args_json, kwargs_json = encode_arguments(
+            args, kwargs, self._definition.app.max_payload_bytes
+        )
         return NewJob(
             name=self._definition.name, queue=self.queue,
             due_at=self._due_at(now) if due_at is None else due_at,
@@ -79,6 +81,8 @@ class ConfiguredJob(Generic[P, R]):
 
         Raises:
             TypeError: naming an argument that is not JSON-serialisable (nothing stored).
+            rota.PayloadTooLarge: (a ValueError) if the arguments encode to more JSON than
+                the App's `max_payload_bytes` (nothing stored).
         """
         app = self._definition.app
         now = app.clock.now()

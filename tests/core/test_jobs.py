@@ -9,11 +9,17 @@ import pytest
 
 from rota import JobState
 from rota.core.jobs import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    REQUEUEABLE_STATES,
     TRANSITIONS,
     InvalidTransition,
     JobEvent,
+    PayloadTooLarge,
+    check_requeueable,
     decode_arguments,
+    decode_result,
     encode_arguments,
+    encode_result,
     transition,
 )
 
@@ -26,6 +32,10 @@ LEGAL = {
     (S.LEASED, E.RELEASE): S.SCHEDULED,
     (S.LEASED, E.DEAD_LETTER): S.DEAD_LETTERED,
     (S.LEASED, E.QUARANTINE): S.QUARANTINED,
+    (S.LEASED, E.CANCEL): S.CANCELLED,  # a cancel request acted on
+    (S.DEAD_LETTERED, E.REQUEUE): S.SCHEDULED,
+    (S.QUARANTINED, E.REQUEUE): S.SCHEDULED,
+    (S.CANCELLED, E.REQUEUE): S.SCHEDULED,
 }
 
 
@@ -53,10 +63,12 @@ def test_illegal_transitions_raise(key: tuple[JobState, JobEvent]) -> None:
         transition(state, event)
 
 
-def test_finished_states_have_no_way_out() -> None:
+def test_finished_states_have_no_way_out_but_requeue() -> None:
     for state in JobState:
         if state.finished:
-            assert not any((state, event) in LEGAL for event in JobEvent)
+            assert not any((state, event) in LEGAL for event in JobEvent
+                           if event is not E.REQUEUE)
+    assert REQUEUEABLE_STATES == {S.DEAD_LETTERED, S.QUARANTINED, S.CANCELLED}
     assert not JobState.SCHEDULED.finished and not JobState.LEASED.finished
 
 
@@ -109,3 +121,58 @@ def test_arguments_json_would_change_or_no_store_could_save_are_refused(
 def test_str_keys_and_non_ascii_text_are_fine() -> None:
     assert encode_arguments(("héllo", {"k": [1, {"n": None}]}), {"x": "日本"}) == (
         '["héllo",{"k":[1,{"n":null}]}]', '{"x":"日本"}')
+
+
+# -- payload limit and results -------------------------------------------------------------
+
+
+def test_the_default_payload_limit_is_one_mebibyte() -> None:
+    assert DEFAULT_MAX_PAYLOAD_BYTES == 1024 * 1024
+
+
+def test_arguments_over_the_limit_are_refused_naming_size_limit_and_setting() -> None:
+    # Given arguments of 100 bytes of JSON ('["' + 96 x + '"]' and '{}' = 100 + 2)
+    args = ["x" * 96]
+    assert encode_arguments(args, {}, max_bytes=102) == ('["' + "x" * 96 + '"]', "{}")
+    with pytest.raises(PayloadTooLarge) as refused:
+        encode_arguments(args, {}, max_bytes=101)
+    message = str(refused.value)
+    assert "102 bytes" in message and "101 bytes" in message
+    assert "max_payload_bytes" in message
+    assert isinstance(refused.value, ValueError)
+
+
+def test_the_limit_counts_utf8_bytes_not_characters() -> None:
+    # "é" is one character and two bytes: 50 of them are 100 bytes + '[""]{}' = 106
+    encode_arguments(["é" * 50], {}, max_bytes=106)
+    with pytest.raises(PayloadTooLarge, match="106 bytes"):
+        encode_arguments(["é" * 50], {}, max_bytes=105)
+
+
+def test_keyword_arguments_count_towards_the_limit() -> None:
+    with pytest.raises(PayloadTooLarge):
+        encode_arguments([], {"body": "y" * 200}, max_bytes=100)
+
+
+def test_results_round_trip_as_json() -> None:
+    for value in ({"sent": 3, "to": ["a", "é"]}, [1, 2.5, None, True], "ok", 0, False):
+        text = encode_result(value)
+        assert text is not None and decode_result(text) == value
+    assert encode_result(None) is None and decode_result(None) is None
+
+
+@pytest.mark.parametrize("value", [object(), {1: "int key"}, {"s": {1, 2}}, b"bytes"])
+def test_a_result_that_is_not_json_is_a_type_error_naming_its_type(value: object) -> None:
+    with pytest.raises(TypeError, match=f"returned a {type(value).__name__}"):
+        encode_result(value)
+
+
+def test_a_result_over_the_limit_is_refused() -> None:
+    with pytest.raises(PayloadTooLarge, match="result as JSON: 12 bytes"):
+        encode_result("x" * 10, max_bytes=11)
+
+
+def test_only_failed_and_cancelled_states_can_be_requeued() -> None:
+    assert check_requeueable(S.CANCELLED) is S.CANCELLED
+    with pytest.raises(ValueError, match="cancelled, dead_lettered, quarantined"):
+        check_requeueable(S.SUCCEEDED)

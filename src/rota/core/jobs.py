@@ -174,9 +174,9 @@ class PayloadTooLarge(ValueError):
 def _check_size(what: str, size: int, max_bytes: int) -> None:
     if size > max_bytes:
         raise PayloadTooLarge(
-            f"{what} encode to {size:,} bytes of JSON, over the limit of {max_bytes:,} bytes "
-            "(rota.App(..., max_payload_bytes=N)); store large data elsewhere (a file, a "
-            "table, object storage) and pass its id, or raise the limit"
+            f"{what} as JSON: {size:,} bytes, over the limit of {max_bytes:,} bytes (the "
+            "setting rota.App(..., max_payload_bytes=N)); keep large data elsewhere (a file, "
+            "a table, object storage) and pass its id, or raise the limit"
         )
 
 

@@ -16,11 +16,11 @@ import socket
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from rota.core.dispatch import Dispatcher, PassPlan
 from rota.core.groups import WorkerGroupOptions
-from rota.core.jobs import JobRecord
+from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord
 from rota.core.outcomes import (
     Cancelled,
     DeadLettered,
@@ -44,6 +44,8 @@ class Handler:
     name: str
     func: Callable[..., object]
     retry: RetryPolicy | None
+    timeout: timedelta | None = None  # an attempt running longer fails (TimeoutError)
+    max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES  # the largest result, as JSON
     # Decided once: inspect.iscoroutinefunction per job was ~2 % of a noop drain.
     is_async: bool = field(init=False)
 

@@ -60,6 +60,7 @@ from rota.core.jobs import JobRecord
 from rota.core.outcomes import Outcome, Succeeded
 from rota.core.retry import RetryPolicy
 from rota.store.base import Store, StoreError, WakeupSource
+from rota.worker.context import CurrentJob
 from rota.worker.events import OutcomeCallback, emit, outcome_event
 from rota.worker.execution import execute
 from rota.worker.group import (
@@ -114,6 +115,7 @@ class _Held:
     running: bool = True  # its handler occupies a Worker (set False by its job task)
     lost: bool = False  # a heartbeat found the lease gone (set by the heartbeat task)
     handed_back: bool = False  # released at shutdown; its outcome is never written
+    current: CurrentJob | None = None  # rota.current_job() of its handler (its job task)
 
 
 @dataclass(eq=False)
@@ -442,9 +444,20 @@ class GroupLoop:
 
     async def _run_job(self, held: _Held) -> None:
         job = held.job
+        held.current = CurrentJob(job)
+        overran = False
+
+        def on_overrun(thread: asyncio.Future[object]) -> None:
+            # A sync handler past its timeout: its attempt fails now, but its Worker stays
+            # occupied (counted in _running) until the thread returns.
+            nonlocal overran
+            overran = True
+            thread.add_done_callback(self._worker_freed)
+
         try:
             outcome = await execute(
-                job, self.runtime.handlers, self.runner, self.runtime.clock, self._workers.run
+                job, self.runtime.handlers, self.runner, self.runtime.clock, self._workers.run,
+                current=held.current, realtime=True, on_overrun=on_overrun,
             )
         except asyncio.CancelledError:
             raise  # handed back at shutdown; nothing to record
@@ -452,8 +465,8 @@ class GroupLoop:
             handler = self.runtime.handlers.get(job.name)
             outcome = self.runner.outcome_of_error(job, handler, error, self.runtime.clock.now())
         held.running = False
-        self._running -= 1
-        self._wake.set()  # refill this Worker's slot at once
+        if not overran:
+            self._worker_freed()
         if held.handed_back:
             return
         self._finished.append(_Finished(held, outcome))
@@ -461,6 +474,22 @@ class GroupLoop:
         self._finished_ready.set()
         if self.runtime.outcome_callbacks:
             self.runtime.report(self.name, held, outcome, self.runtime.clock.now())
+
+    def _worker_freed(self, _thread: object = None) -> None:
+        self._running -= 1
+        self._wake.set()  # refill this Worker's slot at once
+
+    def _deliver_cancel(self, held: _Held) -> None:
+        """A heartbeat found the job's cancel requested: tell its handler. An async one is
+        cancelled; a sync one sees rota.current_job().cancel_requested turn True."""
+        if held.current is None or held.current.cancel_requested or not held.running:
+            return
+        held.current.request_cancel()
+        logger.warning("group %s: job %s (%s) attempt %s: cancel requested; stopping it",
+                       self.name, held.job.id, held.job.name, held.job.attempt)
+        handler = self.runtime.handlers.get(held.job.name)
+        if handler is not None and handler.is_async and held.task is not None:
+            held.task.cancel()
 
     # -- leases ---------------------------------------------------------------------------
 
@@ -487,6 +516,8 @@ class GroupLoop:
                                self.name, delay_s, error)
                 continue
             for held in mine:
+                if held.job.id in renewed.cancel_requested:
+                    self._deliver_cancel(held)
                 if held.job.id not in renewed and not held.handed_back:
                     held.lost = True
                     logger.warning(
@@ -526,8 +557,11 @@ class GroupLoop:
         store = self.runtime.store
         written: list[_Finished] = []
         successes = [f for f in batch if isinstance(f.outcome, Succeeded)]
+        results = [f.outcome.result_json for f in successes
+                   if isinstance(f.outcome, Succeeded)]
         try:
-            record_successes(store, [f.held.job for f in successes], now)
+            record_successes(store, [f.held.job for f in successes], now,
+                             results if any(r is not None for r in results) else None)
             written.extend(successes)
             for item in batch:
                 if not isinstance(item.outcome, Succeeded):
