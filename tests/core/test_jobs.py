@@ -68,7 +68,7 @@ def test_finished_states_have_no_way_out_but_requeue() -> None:
         if state.finished:
             assert not any((state, event) in LEGAL for event in JobEvent
                            if event is not E.REQUEUE)
-    assert REQUEUEABLE_STATES == {S.DEAD_LETTERED, S.QUARANTINED, S.CANCELLED}
+    assert {S.DEAD_LETTERED, S.QUARANTINED, S.CANCELLED} == REQUEUEABLE_STATES
     assert not JobState.SCHEDULED.finished and not JobState.LEASED.finished
 
 
