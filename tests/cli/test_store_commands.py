@@ -162,4 +162,6 @@ def test_cancel_by_id(durable_store_url: str, capsys: pytest.CaptureFixture[str]
     assert main(["cancel", job_id, "--store", durable_store_url]) == 0
     assert capsys.readouterr().out == f"{job_id} cancelled\n"
     assert main(["cancel", job_id, "999999", "--store", durable_store_url]) == 1
-    assert f"left alone: {job_id}, 999999" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"rota cancel: not cancelled, left alone: job {job_id}: it already finished "
+        "(cancelled); job 999999: no such job\n")

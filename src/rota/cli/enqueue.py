@@ -8,7 +8,7 @@ import json
 from rota.cli.common import UsageError, add_store_options, load_app, opened_store
 from rota.core.clock import SystemClock
 from rota.core.durations import to_timedelta
-from rota.core.jobs import NewJob, encode_arguments
+from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, NewJob, encode_arguments
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 
 
@@ -42,8 +42,10 @@ def _parse_arg(text: str) -> object:
 
 def run(args: argparse.Namespace) -> int:
     queue = args.queue
+    max_bytes = DEFAULT_MAX_PAYLOAD_BYTES
     if args.app:
         app = load_app(args.app)
+        max_bytes = app.max_payload_bytes
         definition = app.jobs.get(args.name)
         if definition is None:
             known = ", ".join(sorted(app.jobs)) or "none"
@@ -60,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         queue = validate_queue_name(queue or DEFAULT_QUEUE)
         delay = to_timedelta(args.delay, "--delay", allow_zero=True)
-        args_json, kwargs_json = encode_arguments([_parse_arg(a) for a in args.job_args], kwargs)
+        args_json, kwargs_json = encode_arguments(
+            [_parse_arg(a) for a in args.job_args], kwargs, max_bytes
+        )
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
     with opened_store(args.store, args.app) as store:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from datetime import datetime
 
 from rich.console import Console
 from rich.table import Table
@@ -21,14 +22,19 @@ def register_queues(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
 
 
 def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("jobs", help="list jobs, filtered by state and Queue",
-                                   description="List jobs in id order.")
+    parser = subparsers.add_parser(
+        "jobs", help="list jobs, filtered by state and Queue",
+        description="List jobs in id order (oldest first; --newest for newest first), a "
+        "page at a time: --limit N jobs after skipping --offset M.")
     add_store_options(parser, json_help="print JSON instead of a table")
     parser.add_argument("--state", choices=[s.value for s in JobState],
                         help="only jobs in this state")
     parser.add_argument("--queue", metavar="QUEUE", help="only jobs on this Queue")
     parser.add_argument("--limit", type=int, default=50, metavar="N",
                         help="at most N jobs (default 50)")
+    parser.add_argument("--newest", action="store_true", help="newest jobs first")
+    parser.add_argument("--offset", type=int, default=0, metavar="M",
+                        help="skip the first M matching jobs (paging; default 0)")
     parser.set_defaults(func=run_jobs)
 
 
@@ -51,21 +57,31 @@ def run_queues(args: argparse.Namespace) -> int:
     return 0
 
 
+def _time(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
 def job_as_json(job: JobRecord) -> dict[str, object]:
+    """Every field of a job record, JSON-ready (times as ISO 8601 text, None as null)."""
     return {
         "id": job.id, "name": job.name, "queue": job.queue, "state": job.state.value,
         "attempt": job.attempt, "due_at": job.due_at.isoformat(), "args": list(job.args),
         "kwargs": job.kwargs, "last_error": job.last_error,
+        "created_at": _time(job.created_at), "started_at": _time(job.started_at),
+        "result": job.result, "cancel_requested": job.cancel_requested,
+        "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
     }
 
 
 def run_jobs(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError(f"--limit must be at least 1; got {args.limit}")
+    if args.offset < 0:
+        raise UsageError(f"--offset must be 0 or more; got {args.offset}")
     with opened_store(args.store, args.app) as store:
         jobs = store.list_jobs(
             queue=args.queue, state=JobState(args.state) if args.state else None,
-            limit=args.limit,
+            limit=args.limit, newest=args.newest, offset=args.offset,
         )
     if args.json:
         print(json.dumps([job_as_json(job) for job in jobs], indent=2))

@@ -1,0 +1,187 @@
+"""`rota job`, `rota jobs --newest/--offset`, `rota requeue` and `rota cancel` of running
+jobs, on the durable stores, with their bad input (one line, exit code, no traceback)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from rota.cli import main
+from rota.core.jobs import CANCELLED_ON_REQUEST, JobState, NewJob
+from rota.store import Store, open_store
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def store(durable_store_url: str) -> Iterator[Store]:
+    opened = open_store(durable_store_url)
+    yield opened
+    opened.close()
+
+
+def exit_code(argv: list[str]) -> object:
+    """main's exit code, or argparse's (it exits with 2 on a usage error)."""
+    try:
+        return main(argv)
+    except SystemExit as stopped:
+        return stopped.code
+
+
+def out_json(capsys: pytest.CaptureFixture[str]) -> object:
+    return json.loads(capsys.readouterr().out)
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def dead_lettered(store: Store, queue: str = "q", count: int = 1) -> list[int]:
+    """Jobs on `queue` that failed for good."""
+    ids = store.enqueue([NewJob("send", queue, T0, '["a@x"]') for _ in range(count)], T0)
+    leased = store.claim([queue], count, now=T0, owner="w",
+                         lease_expires_at=T0 + timedelta(minutes=1))
+    for job in leased:
+        assert store.dead_letter(job.lease, T0, "ConnectionError: provider down")
+    return ids
+
+
+# -- rota job ----------------------------------------------------------------------------
+
+
+def test_job_shows_every_field(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    # Given a job that succeeded with a result
+    (job_id,) = store.enqueue([NewJob("sum", "maths", T0, "[2, 3]", '{"round": true}')], T0)
+    (job,) = store.claim(["maths"], 1, now=T0 + timedelta(seconds=5), owner="w",
+                         lease_expires_at=T0 + timedelta(minutes=1))
+    assert store.complete([job.lease], T0, ['{"sum": 5}']) == 1
+    # When it is shown as JSON
+    assert main(["job", str(job_id), "--store", store.url, "--json"]) == 0
+    shown = out_json(capsys)
+    # Then every field is there
+    assert shown == {
+        "id": job_id, "name": "sum", "queue": "maths", "state": "succeeded", "attempt": 1,
+        "due_at": T0.isoformat(), "args": [2, 3], "kwargs": {"round": True},
+        "last_error": None, "created_at": T0.isoformat(),
+        "started_at": (T0 + timedelta(seconds=5)).isoformat(), "result": {"sum": 5},
+        "cancel_requested": False, "lease_owner": None, "lease_expires_at": None,
+    }
+    # And the table shows them too
+    assert main(["job", str(job_id), "--store", store.url]) == 0
+    table = capsys.readouterr().out
+    assert "started_at" in table and '{"sum": 5}' in table and "succeeded" in table
+
+
+def test_job_of_an_unknown_id_is_one_line_and_exit_1(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["job", "424242", "--store", store.url]) == 1
+    assert one_line_error(capsys).startswith("rota job: no job 424242 in ")
+    assert exit_code(["job", "x", "--store", store.url]) == 2  # not an id: usage error
+    assert "invalid int value" in capsys.readouterr().err
+
+
+# -- rota jobs: newest first and paging -----------------------------------------------
+
+
+def test_jobs_newest_first_and_paged(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    ids = store.enqueue([NewJob("n", "q", T0) for _ in range(5)], T0)
+
+    def listed(*extra: str) -> list[int]:
+        assert main(["jobs", "--store", store.url, "--json", *extra]) == 0
+        return [job["id"] for job in out_json(capsys)]  # type: ignore[attr-defined]
+
+    assert listed("--newest") == ids[::-1]
+    assert listed("--newest", "--limit", "2") == [ids[4], ids[3]]
+    assert listed("--newest", "--limit", "2", "--offset", "2") == [ids[2], ids[1]]
+    assert listed("--limit", "2", "--offset", "4") == [ids[4]]
+    assert main(["jobs", "--store", store.url, "--offset", "-1"]) == 2
+    assert "--offset must be 0 or more" in one_line_error(capsys)
+
+
+# -- rota requeue ----------------------------------------------------------------------
+
+
+def test_requeue_by_id(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    first, second = dead_lettered(store, count=2)
+    assert main(["requeue", str(first), str(second), "--store", store.url]) == 0
+    assert capsys.readouterr().out == f"{first} requeued\n{second} requeued\n"
+    job = store.get_job(first)
+    assert job is not None and (job.state, job.attempt) == (JobState.SCHEDULED, 0)
+
+
+def test_requeue_of_a_job_in_the_wrong_state_or_unknown_is_exit_1(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (dead,) = dead_lettered(store)
+    (scheduled,) = store.enqueue([NewJob("n", "q", T0)], T0)
+    assert main(["requeue", str(dead), str(scheduled), "999999", "--store", store.url]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == f"{dead} requeued\n"
+    assert captured.err == (
+        "rota requeue: not requeued (only cancelled, dead_lettered, quarantined jobs can "
+        f"be): job {scheduled}: it is scheduled; job 999999: no such job\n")
+    # --json reports both lists, and still exits 1
+    assert main(["requeue", str(scheduled), "--store", store.url, "--json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {
+        "requeued": [], "not_requeued": [{"id": scheduled, "reason": "it is scheduled"}]}
+    assert captured.err.count("\n") == 1
+
+
+def test_requeue_every_job_in_a_state_of_one_queue_or_all(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    emails = dead_lettered(store, "emails", 3)
+    reports = dead_lettered(store, "reports", 2)
+    assert main(["requeue", "--queue", "emails", "--state", "dead_lettered",
+                 "--store", store.url]) == 0
+    assert capsys.readouterr().out == "requeued 3 dead_lettered job(s) of Queue 'emails'\n"
+    assert {store.get_job(i).state for i in emails} == {JobState.SCHEDULED}  # type: ignore[union-attr]
+    assert main(["requeue", "--state", "dead_lettered", "--store", store.url, "--json"]) == 0
+    assert out_json(capsys) == {"requeued": 2, "state": "dead_lettered", "queue": None}
+    assert {store.get_job(i).state for i in reports} == {JobState.SCHEDULED}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["requeue"], "give job ids, or --state"),
+        (["requeue", "1", "--state", "cancelled"], "not both"),
+        (["requeue", "--queue", "emails"], "give job ids, or --state"),
+        (["requeue", "--state", "succeeded"], "invalid choice: 'succeeded'"),
+        (["requeue", "--state", "cancelled", "--queue", "has space"], "whitespace"),
+    ],
+)
+def test_requeue_usage_errors_exit_2(
+    store: Store, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert exit_code([*argv, "--store", store.url]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+# -- rota cancel of a running job -------------------------------------------------------
+
+
+def test_cancel_of_a_running_job_requests_it(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    running, waiting = store.enqueue([NewJob("n", "q", T0), NewJob("n", "q", T0)], T0)
+    (job,) = store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + timedelta(hours=1))
+    assert main(["cancel", str(running), str(waiting), "--store", store.url, "--json"]) == 0
+    assert out_json(capsys) == {
+        "cancelled": [waiting], "cancel_requested": [running], "not_cancelled": []}
+    assert main(["cancel", str(running), "--store", store.url]) == 0
+    assert "cancel requested" in capsys.readouterr().out
+    # The worker's next heartbeat tells it, and it ends the job
+    renewal = store.heartbeat([job.lease], T0, T0 + timedelta(hours=1))
+    assert renewal.cancel_requested == {running}
+    assert store.cancel_leased(job.lease, T0, CANCELLED_ON_REQUEST)
+    assert main(["cancel", str(running), "--store", store.url]) == 1
+    assert "it already finished (cancelled)" in one_line_error(capsys)
