@@ -19,25 +19,37 @@ _CURRENT: ContextVar[CurrentJob] = ContextVar("rota.current_job")
 
 
 class CurrentJob:
-    """The job a handler is running for (`rota.current_job()`).
+    """The job a handler is running for (`rota.current_job()`): `id`, `name`, `queue`,
+    `attempt` (1-based) and `cancel_requested`."""
 
-    Attributes:
-        id: the job's id.
-        name: its registered job name.
-        queue: its Queue.
-        attempt: this attempt's number, 1-based.
-    """
-
-    __slots__ = ("_cancel_requested", "attempt", "id", "name", "queue")
+    # Built once per job on the hot path: two slots, the rest read through the record.
+    __slots__ = ("_cancel_requested", "_job")
 
     def __init__(self, job: JobRecord) -> None:
-        self.id = job.id
-        self.name = job.name
-        self.queue = job.queue
-        self.attempt = job.attempt
+        self._job = job
         # Written once (False -> True) by the worker's event loop, read by the handler,
         # possibly on another thread: a plain bool is enough under the GIL.
         self._cancel_requested = False
+
+    @property
+    def id(self) -> int:
+        """The job's id."""
+        return self._job.id
+
+    @property
+    def name(self) -> str:
+        """Its registered job name."""
+        return self._job.name
+
+    @property
+    def queue(self) -> str:
+        """Its Queue."""
+        return self._job.queue
+
+    @property
+    def attempt(self) -> int:
+        """This attempt's number, 1-based."""
+        return self._job.attempt
 
     @property
     def cancel_requested(self) -> bool:

@@ -116,6 +116,7 @@ class _Held:
     lost: bool = False  # a heartbeat found the lease gone (set by the heartbeat task)
     handed_back: bool = False  # released at shutdown; its outcome is never written
     current: CurrentJob | None = None  # rota.current_job() of its handler (its job task)
+    overran: bool = False  # a sync handler past its timeout still holds its Worker thread
 
 
 @dataclass(eq=False)
@@ -445,19 +446,11 @@ class GroupLoop:
     async def _run_job(self, held: _Held) -> None:
         job = held.job
         held.current = CurrentJob(job)
-        overran = False
-
-        def on_overrun(thread: asyncio.Future[object]) -> None:
-            # A sync handler past its timeout: its attempt fails now, but its Worker stays
-            # occupied (counted in _running) until the thread returns.
-            nonlocal overran
-            overran = True
-            thread.add_done_callback(self._worker_freed)
-
         try:
             outcome = await execute(
                 job, self.runtime.handlers, self.runner, self.runtime.clock, self._workers.run,
-                current=held.current, realtime=True, on_overrun=on_overrun,
+                current=held.current, realtime=True,
+                on_overrun=functools.partial(self._overran, held),
             )
         except asyncio.CancelledError:
             raise  # handed back at shutdown; nothing to record
@@ -465,7 +458,7 @@ class GroupLoop:
             handler = self.runtime.handlers.get(job.name)
             outcome = self.runner.outcome_of_error(job, handler, error, self.runtime.clock.now())
         held.running = False
-        if not overran:
+        if not held.overran:
             self._worker_freed()
         if held.handed_back:
             return
@@ -474,6 +467,12 @@ class GroupLoop:
         self._finished_ready.set()
         if self.runtime.outcome_callbacks:
             self.runtime.report(self.name, held, outcome, self.runtime.clock.now())
+
+    def _overran(self, held: _Held, thread: asyncio.Future[object]) -> None:
+        """A sync handler past its timeout: its attempt fails now, but its Worker stays
+        occupied (counted in _running) until the thread returns."""
+        held.overran = True
+        thread.add_done_callback(self._worker_freed)
 
     def _worker_freed(self, _thread: object = None) -> None:
         self._running -= 1
