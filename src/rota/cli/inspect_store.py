@@ -6,10 +6,10 @@ import argparse
 import json
 from collections import defaultdict
 
-from rich.console import Console
 from rich.table import Table
 
 from rota.cli.common import UsageError, add_store_options, opened_store
+from rota.cli.display import make_console, user_text
 from rota.core.jobs import JobRecord, JobState
 
 
@@ -46,8 +46,8 @@ def run_queues(args: argparse.Namespace) -> int:
     for state in JobState:
         table.add_column(state.value, justify="right")
     for queue, states in sorted(per_queue.items()):
-        table.add_row(queue, *(str(states.get(s.value, 0) or "") for s in JobState))
-    Console(highlight=False).print(table if per_queue else "no jobs")
+        table.add_row(user_text(queue), *(str(states.get(s.value, 0) or "") for s in JobState))
+    make_console().print(table if per_queue else "no jobs")
     return 0
 
 
@@ -74,7 +74,8 @@ def run_jobs(args: argparse.Namespace) -> int:
     for column in ("id", "name", "Queue", "state", "attempt", "due at", "last error"):
         table.add_column(column)
     for job in jobs:
-        table.add_row(str(job.id), job.name, job.queue, job.state.value, str(job.attempt),
-                      job.due_at.isoformat(timespec="seconds"), job.last_error or "")
-    Console(highlight=False).print(table)
+        table.add_row(str(job.id), user_text(job.name), user_text(job.queue), job.state.value,
+                      str(job.attempt), job.due_at.isoformat(timespec="seconds"),
+                      user_text(job.last_error or ""))
+    make_console().print(table)
     return 0
