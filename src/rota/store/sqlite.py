@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
 
-from rota.core.jobs import JobRecord, JobState, Lease, NewJob, decode_arguments
+from rota.core.jobs import JobRecord, JobState, Lease, NewJob, check_new_jobs, decode_arguments
 from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
 
 log = logging.getLogger(__name__)
@@ -391,6 +391,7 @@ class SQLiteStore:
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
+        check_new_jobs(jobs)  # the same jobs refused on every store
         created_at = _us(now)
         rows = []
         for job in jobs:
