@@ -33,7 +33,7 @@ def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def run_queues(args: argparse.Namespace) -> int:
-    with opened_store(args.store, args.app) as store:
+    with opened_store(args.store, args.app, read_only=True) as store:
         counts = store.count_jobs()
     per_queue: defaultdict[str, dict[str, int]] = defaultdict(dict)
     for (queue, state), count in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
@@ -62,7 +62,7 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
 def run_jobs(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError(f"--limit must be at least 1; got {args.limit}")
-    with opened_store(args.store, args.app) as store:
+    with opened_store(args.store, args.app, read_only=True) as store:
         jobs = store.list_jobs(
             queue=args.queue, state=JobState(args.state) if args.state else None,
             limit=args.limit,
