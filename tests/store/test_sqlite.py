@@ -425,3 +425,46 @@ def test_read_commands_name_a_missing_file_and_create_nothing(tmp_path: Path) ->
         assert "does not exist; read-only commands never create a store" in done.stderr
         assert done.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+# -- the WAL stays small (issue 8, defect 7) ---------------------------------------------
+
+WAL_LIMIT = 4 * 2**20  # journal_size_limit, connection_pragmas.sql
+
+
+def test_connections_bound_the_wal(store: SQLiteStore) -> None:
+    with store._read("test") as conn:
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (1000,)
+        assert conn.execute("PRAGMA journal_size_limit").fetchone() == (WAL_LIMIT,)
+
+
+def test_a_passive_checkpoint_lets_the_wal_shrink_back_after_a_big_write(
+    store: SQLiteStore, url: str
+) -> None:
+    wal = Path(f"{store.path}-wal")
+    # Given one big transaction (a WAL beyond the limit) while a reader holds a snapshot,
+    # so that the commit's own automatic checkpoint cannot fold it back
+    reader = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM rota_jobs").fetchone()
+        store.enqueue([NewJob("j", "q", T0, json.dumps(["x" * 300]))] * 30_000, T0)
+        assert wal.stat().st_size > 2 * WAL_LIMIT
+        assert store.checkpoint_wal() > 0  # the reader still needs the WAL
+        reader.execute("COMMIT")
+    finally:
+        reader.close()
+    # When the worker's periodic checkpoint runs with no reader in the way
+    assert store.checkpoint_wal() == 0
+    # Then the next write starts the WAL over, truncated to the limit
+    store.enqueue([NewJob("j", "q", T0)], T0)
+    assert wal.stat().st_size <= WAL_LIMIT
+    assert sum(store.count_jobs().values()) == 30_001
+
+
+def test_a_read_only_store_does_not_checkpoint(store: SQLiteStore, url: str) -> None:
+    reader = open_store(url, read_only=True)
+    try:
+        assert isinstance(reader, SQLiteStore) and reader.checkpoint_wal() == 0
+    finally:
+        reader.close()

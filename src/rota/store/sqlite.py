@@ -639,6 +639,23 @@ class SQLiteStore:
             check_same_thread=False,  # opened by the caller of listen(), used by the watcher
         )
 
+    def checkpoint_wal(self) -> int:
+        """Fold the -wal file back into the database, as far as readers allow, without
+        waiting (a PASSIVE checkpoint); once all of it is folded back, the next write
+        starts the WAL over, truncated to 4 MiB. Workers call it on a cadence
+        (`rota.worker.checkpoint`). A read-only store does nothing.
+
+        Returns:
+            The WAL frames (pages) left to fold back because readers still use them;
+            0 when the whole WAL is in the database.
+        """
+        if self._read_only:
+            return 0
+        with self._read("checkpointing the WAL") as conn:
+            row = conn.execute(_sql("wal_checkpoint")).fetchone()
+        _busy, wal_frames, folded = row
+        return max(int(wal_frames) - int(folded), 0)
+
     def close(self) -> None:
         """Close the connection; idempotent. Later calls raise StoreError."""
         with self._lock:
