@@ -468,3 +468,23 @@ def test_a_read_only_store_does_not_checkpoint(store: SQLiteStore, url: str) -> 
         assert isinstance(reader, SQLiteStore) and reader.checkpoint_wal() == 0
     finally:
         reader.close()
+
+
+def test_a_full_database_fails_a_write_cleanly_and_recovers(store: SQLiteStore) -> None:
+    # Given a store that can grow by only a few pages (as on a full disk: SQLITE_FULL)
+    (kept,) = store.enqueue([NewJob("j", "q", T0)], T0)
+    with store._read("test") as conn:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages + 2}")
+    # When a big batch cannot fit, Then it fails as a StoreError and writes none of it
+    with pytest.raises(StoreError, match="full"):
+        store.enqueue([NewJob("j", "q", T0, json.dumps(["x" * 500]))] * 5_000, T0)
+    assert store.count_jobs() == {("q", JobState.SCHEDULED): 1}
+    # And reads, claims and outcomes of the jobs already there still work
+    (claimed,) = store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    assert claimed.id == kept and store.complete([claimed.lease], T0) == 1
+    # And once there is room again, so do writes, with nothing to repair
+    with store._read("test") as conn:
+        conn.execute("PRAGMA max_page_count = 4294967294")
+    assert len(store.enqueue([NewJob("j", "q", T0)] * 5_000, T0)) == 5_000
+    assert store.checkpoint_wal() == 0
