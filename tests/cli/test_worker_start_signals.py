@@ -92,3 +92,14 @@ def test_a_signal_during_a_slow_app_import_exits_cleanly_and_leases_nothing(
     job = store.get_job(job_id)
     store.close()
     assert job is not None and (job.state, job.attempt) == (JobState.SCHEDULED, 0)
+
+
+def test_the_start_up_handlers_are_put_back_when_the_worker_never_ran(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from rota.cli import main
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    assert main(["worker", "nomodule_here:app"]) == 2
+    assert "cannot import" in capsys.readouterr().err
+    assert {s: signal.getsignal(s) for s in before} == before

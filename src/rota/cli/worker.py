@@ -17,6 +17,7 @@ import argparse
 import math
 import signal
 import sys
+import threading
 from types import FrameType
 from typing import Any
 
@@ -71,8 +72,10 @@ def run(args: argparse.Namespace) -> int:
     # First thing: until App.run installs its graceful handlers (replacing these), a
     # signal unwinds the start-up (rolling back a migration in progress) instead of
     # killing the process with the default action. No job has been claimed before that.
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _stop_while_starting)
+    previous: dict[signal.Signals, Any] = {}
+    if threading.current_thread() is threading.main_thread():  # else App.run refuses
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            previous[signum] = signal.signal(signum, _stop_while_starting)
     try:
         return _start_and_run(args)
     except _StoppedWhileStarting as stopped:
@@ -81,11 +84,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         # App.run hands the signals back to their defaults when it returns; if it never
-        # ran, do the same here.
-        if signal.getsignal(signal.SIGTERM) is _stop_while_starting:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        if signal.getsignal(signal.SIGINT) is _stop_while_starting:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+        # ran, put back what was there.
+        for signum, handler in previous.items():
+            if signal.getsignal(signum) is _stop_while_starting:
+                signal.signal(signum, handler)
 
 
 def _start_and_run(args: argparse.Namespace) -> int:
