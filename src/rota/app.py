@@ -19,7 +19,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 from rota.core.clock import Clock, SystemClock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
-from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord
+from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord, validate_job_name
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retry import RetryPolicy
 from rota.definition import NO_PRIORITY, JobDefinition
@@ -131,8 +131,8 @@ class App:
                 Default: no timeout.
 
         Raises:
-            ValueError: for a bad Queue name, a job name already registered, or a timeout
-                that is not positive.
+            ValueError: for a bad Queue name, a bad job name (1-200 printable characters),
+                a job name already registered, or a timeout that is not positive.
             TypeError: for an unknown option (rota has no per-job `priority`).
         """
         if "priority" in unknown:
@@ -160,7 +160,7 @@ class App:
     ) -> JobDefinition[P, R]:
         if not callable(func):
             raise TypeError(f"@app.job decorates a function; got {func!r}")
-        job_name = name or f"{func.__module__}.{func.__qualname__}"
+        job_name = validate_job_name(name or f"{func.__module__}.{func.__qualname__}")
         if job_name in self._handlers:
             raise ValueError(
                 f"job name {job_name!r} is already registered; give each handler its own name"

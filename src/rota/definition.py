@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from rota.core.clock import ensure_utc
-from rota.core.durations import Duration, to_timedelta
+from rota.core.durations import Duration, due_after, to_timedelta
 from rota.core.jobs import NewJob, encode_arguments
 from rota.core.queues import validate_queue_name
 from rota.core.retry import RetryPolicy
@@ -54,13 +54,7 @@ class ConfiguredJob(Generic[P, R]):
         if self._due is not None:
             return self._due
         if self._delay is not None:
-            try:
-                return now + self._delay
-            except OverflowError:
-                raise ValueError(
-                    f"delay of {self._delay.total_seconds():g} s puts the due time past the "
-                    "year 9999; give a shorter delay"
-                ) from None
+            return due_after(now, self._delay)
         return now
 
     def _new_job(

@@ -91,6 +91,21 @@ def test_migrate_applies_once_then_reports_the_version(
          "must be a JSON object"),
         (["queues", "--store", "postgresql://u:hunter2@127.0.0.1:1/x"], 1, "u:***@"),
         (["worker", "nomodule_here:app"], 2, "cannot import"),
+        # Extreme values: one line, exit 2, never an OverflowError or RecursionError
+        (["enqueue", "x", "--store", "memory://", "--delay", "1e12"], 2,
+         "puts the due time past the year 9999"),
+        (["enqueue", "x", "--store", "memory://", "--delay", "1e300"], 2, "is too long"),
+        (["enqueue", "x", "--store", "memory://", "--delay", "inf"], 2, "finite"),
+        (["enqueue", "x", "--store", "memory://", "--delay", "nan"], 2, "finite"),
+        (["enqueue", "x", "[" * 1000 + "]" * 1000, "--store", "memory://"], 2,
+         "nested more than 100 levels"),
+        (["enqueue", "x", "--store", "memory://", "--kwargs",
+          '{"a": ' + "[" * 1000 + "]" * 1000 + "}"], 2, "nested more than 100 levels"),
+        (["enqueue", "x", "[" * 150 + "]" * 150, "--store", "memory://"], 2,
+         "positional argument 0 is nested more than 100 levels"),
+        (["enqueue", "n" * 10_000, "--store", "memory://"], 2, "at most 200 characters"),
+        (["enqueue", "a\x00b", "--store", "memory://"], 2, "control characters"),
+        (["enqueue", "x", "a\x00b", "--store", "memory://"], 2, "holds a NUL"),
     ],
 )
 def test_bad_input_is_one_line_with_the_right_exit_code(

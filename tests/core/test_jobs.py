@@ -4,23 +4,28 @@ from __future__ import annotations
 
 import itertools
 import json
+from datetime import UTC, datetime
 
 import pytest
 
 from rota import JobState
 from rota.core.jobs import (
     DEFAULT_MAX_PAYLOAD_BYTES,
+    MAX_ARGUMENT_DEPTH,
     REQUEUEABLE_STATES,
     TRANSITIONS,
     InvalidTransition,
     JobEvent,
+    NewJob,
     PayloadTooLarge,
+    check_new_jobs,
     check_requeueable,
     decode_arguments,
     decode_result,
     encode_arguments,
     encode_result,
     transition,
+    validate_job_name,
 )
 
 S, E = JobState, JobEvent
@@ -176,3 +181,90 @@ def test_only_failed_and_cancelled_states_can_be_requeued() -> None:
     assert check_requeueable(S.CANCELLED) is S.CANCELLED
     with pytest.raises(ValueError, match="cancelled, dead_lettered, quarantined"):
         check_requeueable(S.SUCCEEDED)
+def nested(levels: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("levels", [101, 1_000, 100_000])
+def test_arguments_nested_too_deep_are_a_type_error_naming_them(levels: int) -> None:
+    # Given an argument nested deeper than the limit (1,000 raised RecursionError before)
+    with pytest.raises(TypeError, match=r"keyword argument 'tree' is nested more than 100"):
+        encode_arguments(("fine",), {"tree": nested(levels)})
+    with pytest.raises(TypeError, match=r"positional argument 1 is nested more than 100"):
+        encode_arguments(("fine", {"k": nested(levels)}), {})
+
+
+def test_arguments_nested_up_to_the_limit_round_trip() -> None:
+    args_json, kwargs_json = encode_arguments((nested(MAX_ARGUMENT_DEPTH),), {})
+    assert decode_arguments(args_json, kwargs_json) == ((nested(MAX_ARGUMENT_DEPTH),), {})
+
+
+def test_a_cycle_is_a_type_error_not_a_hang() -> None:
+    loop: list[object] = []
+    loop.append(loop)
+    with pytest.raises(TypeError, match="positional argument 0 is not JSON-serialisable"):
+        encode_arguments((loop,), {})
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "named"),
+    [
+        (("a\x00b",), {}, "positional argument 0 holds a NUL"),
+        (("ok", ["x", {"k": "\x00"}]), {}, "positional argument 1 holds a NUL"),
+        ((), {"d": {"key\x00": 1}}, "keyword argument 'd' holds a NUL"),
+        ((), {"k\x00": 1}, "keyword argument name 'k\\\\x00' holds a NUL"),
+    ],
+)
+def test_a_nul_character_in_an_argument_is_refused_naming_it(
+    args: tuple[object, ...], kwargs: dict[str, object], named: str
+) -> None:
+    # PostgreSQL cannot keep NUL in text: refused on every store, before storing
+    with pytest.raises(TypeError, match=named):
+        encode_arguments(args, kwargs)
+
+
+def test_the_text_backslash_u0000_is_not_a_nul() -> None:
+    args_json, kwargs_json = encode_arguments(("\\u0000",), {"k": "\\u0000"})
+    assert decode_arguments(args_json, kwargs_json) == (("\\u0000",), {"k": "\\u0000"})
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("", "non-empty"),
+        ("a" * 201, "at most 200 characters; got 201"),
+        ("a" * 10_000, "at most 200 characters; got 10000"),
+        ("send\x00email", "control characters"),
+        ("two\nlines", "control characters"),
+        ("lone\ud800", "control characters"),
+    ],
+)
+def test_job_names_follow_one_rule(name: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        validate_job_name(name)
+
+
+def test_job_names_may_hold_spaces_and_any_printable_text() -> None:
+    for name in ("send email", "a" * 200, "tasks.<locals>.f", "[bold]x[/]", "日本"):
+        assert validate_job_name(name) == name
+    with pytest.raises(TypeError, match="must be a str"):
+        validate_job_name(42)
+
+
+def test_check_new_jobs_refuses_what_some_store_could_not_save() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    good = NewJob("ok", "q", now)
+    check_new_jobs([good, good])
+    for bad, error in [
+        (NewJob("a\x00", "q", now), ValueError),
+        (NewJob("ok", "q\x00", now), ValueError),
+        (NewJob("x" * 201, "q", now), ValueError),
+        (NewJob("ok", "q", now, '["\\u0000"]'), TypeError),
+        (NewJob("ok", "q", now, "[]", '{"k": {"\\u0000": 1}}'), TypeError),
+    ]:
+        with pytest.raises(error):
+            check_new_jobs([good, bad])
+    check_new_jobs([NewJob("ok", "q", now, '["\\\\u0000"]')])  # the text \u0000 is fine

@@ -69,6 +69,32 @@ def test_enqueue_of_nothing_stores_nothing(store: Store) -> None:
     assert store.count_jobs() == {}
 
 
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [
+        (NewJob("nul\x00name", "q", T0), ValueError),
+        (NewJob("job", "nul\x00queue", T0), ValueError),
+        (NewJob("n" * 10_000, "q", T0), ValueError),
+        (NewJob("job", "q" * 201, T0), ValueError),
+        (NewJob("job", "q", T0, '["a\\u0000b"]'), TypeError),
+        (NewJob("job", "q", T0, "[]", '{"k": "\\u0000"}'), TypeError),
+    ],
+    ids=["nul-name", "nul-queue", "long-name", "long-queue", "nul-arg", "nul-kwarg"],
+)
+def test_every_store_refuses_the_same_unsaveable_jobs_and_stores_none_of_the_batch(
+    store: Store, bad: NewJob, error: type[Exception]
+) -> None:
+    # Given a batch whose last job one store could not save (PostgreSQL refuses NUL)
+    # When it is enqueued, Then every store refuses it before writing anything
+    with pytest.raises(error):
+        store.enqueue([new(), new(), bad], T0)
+    assert store.count_jobs() == {}
+    # And names at the limit, and the text "\u0000" (not a NUL), are fine everywhere
+    (job_id,) = store.enqueue([NewJob("n" * 200, "q" * 200, T0, '["\\\\u0000"]')], T0)
+    job = store.get_job(job_id)
+    assert job is not None and job.args == ("\\u0000",) and len(job.name) == 200
+
+
 def test_claim_takes_due_time_order_with_enqueue_order_ties(store: Store) -> None:
     late, tie1, early, tie2 = store.enqueue(
         [new(due_at=T0), new(due_at=T0 - timedelta(seconds=5)),

@@ -6,11 +6,14 @@ Processes are spawned (not forked) and coordinated with barriers, events and joi
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import queue
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import closing
@@ -291,3 +294,197 @@ def test_listen_hints_enqueues_from_other_connections_by_queue(tmp_path: Path) -
         stop()
         listening.close()
         other.close()
+
+
+# -- read-only opening (issue 8, defect 7) ------------------------------------------------
+
+
+def test_read_only_never_creates_a_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    with pytest.raises(StoreConfigError, match="does not exist; read-only commands never"):
+        open_store(f"sqlite:///{missing}", read_only=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_read_only_refuses_a_file_without_this_rotas_schema(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.db"
+    with closing(sqlite3.connect(empty)) as conn:
+        conn.execute("CREATE TABLE other (x)")
+    with pytest.raises(StoreError, match="holds no rota store"):
+        open_store(f"sqlite:///{empty}", read_only=True)
+    with closing(sqlite3.connect(empty)) as conn:
+        conn.execute("PRAGMA user_version = 1")  # an older schema than this rota's
+    if schema_version_known() > 1:
+        with pytest.raises(StoreError, match="read-only commands do not migrate"):
+            open_store(f"sqlite:///{empty}", read_only=True)
+
+
+def test_read_only_reads_everything_and_writes_nothing(url: str) -> None:
+    # Given a store with jobs, still open in a writer (the WAL holds the commits)
+    writer = open_store(url)
+    (job_id,) = writer.enqueue([NewJob("j", "q", T0, '["x"]')], T0)
+    reader = open_store(url, read_only=True)
+    try:
+        # Then a read-only store sees them
+        assert reader.count_jobs() == {("q", JobState.SCHEDULED): 1}
+        job = reader.get_job(job_id)
+        assert job is not None and job.args == ("x",)
+        assert [j.id for j in reader.list_jobs()] == [job_id]
+        # And refuses every write, clearly, changing nothing
+        with pytest.raises(StoreError, match="opened read-only; enqueueing needs a writable"):
+            reader.enqueue([NewJob("j", "q", T0)], T0)
+        with pytest.raises(StoreError, match="opened read-only"):
+            reader.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+        with pytest.raises(StoreError, match="opened read-only"):
+            reader.cancel(job_id, T0)
+        assert writer.count_jobs() == {("q", JobState.SCHEDULED): 1}
+    finally:
+        reader.close()
+        writer.close()
+
+
+UNPRIVILEGED = 65534  # nobody: root ignores file modes, so the check runs as another user
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory the unprivileged user can reach (pytest's tmp_path is private)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="rota-ro-"))
+    folder.chmod(0o755)
+    yield folder
+    for path in (folder, *folder.rglob("*")):
+        path.chmod(0o700 if path.is_dir() else 0o600)
+    shutil.rmtree(folder)
+
+
+def read_as_unprivileged(*argv: str) -> subprocess.CompletedProcess[str]:
+    """Run `rota argv...` as a user who cannot write what root made read-only (as root:
+    the `nobody` user; otherwise: this user, for whom the modes already hold)."""
+    as_other = {"user": UNPRIVILEGED, "group": UNPRIVILEGED, "extra_groups": []} \
+        if os.geteuid() == 0 else {}
+    return subprocess.run(
+        [sys.executable, "-m", "rota.cli", *argv], capture_output=True, text=True,
+        timeout=60, cwd="/", env={**os.environ, "COLUMNS": "200"}, check=False,
+        **as_other,  # type: ignore[arg-type]
+    )
+
+
+@pytest.mark.parametrize("directory_mode", [0o555, 0o777], ids=["ro-dir", "rw-dir"])
+def test_queues_and_jobs_read_a_read_only_file(shared_dir: Path, directory_mode: int) -> None:
+    # Given a store file of mode 0444, in a read-only or a writable directory
+    db = shared_dir / "data" / "rota.db"
+    db.parent.mkdir()
+    store = open_store(f"sqlite:///{db}")
+    store.enqueue([NewJob("report", "nightly", T0)], T0)
+    store.close()
+    db.chmod(0o444)
+    db.parent.chmod(directory_mode)
+    before = sorted(p.name for p in db.parent.iterdir())
+    # When the read commands run as a user who may not write it
+    queues = read_as_unprivileged("queues", "--store", f"sqlite:///{db}", "--json")
+    jobs = read_as_unprivileged("jobs", "--store", f"sqlite:///{db}")
+    # Then they read it, without migrating or writing
+    assert queues.returncode == 0, queues.stderr
+    assert json.loads(queues.stdout) == {"nightly": {"scheduled": 1}}
+    assert jobs.returncode == 0, jobs.stderr
+    assert "report" in jobs.stdout and "nightly" in jobs.stdout
+    if directory_mode == 0o555:
+        assert sorted(p.name for p in db.parent.iterdir()) == before
+
+
+def test_read_only_directory_with_a_live_writer_sees_its_latest_commits(
+    shared_dir: Path,
+) -> None:
+    # Given a worker-like writer holding the store open (commits still in the -wal file)
+    db = shared_dir / "live" / "rota.db"
+    db.parent.mkdir()
+    writer = open_store(f"sqlite:///{db}")
+    try:
+        writer.enqueue([NewJob("j", "q", T0)] * 3, T0)
+        db.parent.chmod(0o555)
+        assert Path(f"{db}-wal").stat().st_size > 0
+        # When another user reads it, Then the read sees the commits in the WAL
+        queues = read_as_unprivileged("queues", "--store", f"sqlite:///{db}", "--json")
+        assert queues.returncode == 0, queues.stderr
+        assert json.loads(queues.stdout) == {"q": {"scheduled": 3}}
+    finally:
+        writer.close()
+
+
+def test_read_commands_name_a_missing_file_and_create_nothing(tmp_path: Path) -> None:
+    for command in ("queues", "jobs"):
+        done = subprocess.run(
+            [sys.executable, "-m", "rota.cli", command, "--store",
+             f"sqlite:///{tmp_path / 'typo.db'}"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )
+        assert done.returncode == 2
+        assert "does not exist; read-only commands never create a store" in done.stderr
+        assert done.stderr.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+# -- the WAL stays small (issue 8, defect 7) ---------------------------------------------
+
+WAL_LIMIT = 4 * 2**20  # journal_size_limit, connection_pragmas.sql
+
+
+def test_connections_bound_the_wal(store: SQLiteStore) -> None:
+    with store._read("test") as conn:
+        assert conn.execute("PRAGMA wal_autocheckpoint").fetchone() == (1000,)
+        assert conn.execute("PRAGMA journal_size_limit").fetchone() == (WAL_LIMIT,)
+
+
+def test_a_passive_checkpoint_lets_the_wal_shrink_back_after_a_big_write(
+    store: SQLiteStore, url: str
+) -> None:
+    wal = Path(f"{store.path}-wal")
+    # Given one big transaction (a WAL beyond the limit) while a reader holds a snapshot,
+    # so that the commit's own automatic checkpoint cannot fold it back
+    reader = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM rota_jobs").fetchone()
+        store.enqueue([NewJob("j", "q", T0, json.dumps(["x" * 300]))] * 30_000, T0)
+        assert wal.stat().st_size > 2 * WAL_LIMIT
+        assert store.checkpoint_wal() > 0  # the reader still needs the WAL
+        reader.execute("COMMIT")
+    finally:
+        reader.close()
+    # When the worker's periodic checkpoint runs with no reader in the way
+    assert store.checkpoint_wal() == 0
+    # Then the next write starts the WAL over, truncated to the limit
+    store.enqueue([NewJob("j", "q", T0)], T0)
+    assert wal.stat().st_size <= WAL_LIMIT
+    assert sum(store.count_jobs().values()) == 30_001
+
+
+def test_a_read_only_store_does_not_checkpoint(store: SQLiteStore, url: str) -> None:
+    reader = open_store(url, read_only=True)
+    try:
+        assert isinstance(reader, SQLiteStore) and reader.checkpoint_wal() == 0
+    finally:
+        reader.close()
+
+
+def test_a_full_database_fails_a_write_cleanly_and_recovers(store: SQLiteStore) -> None:
+    # Given a store that can grow by only a few pages (as on a full disk: SQLITE_FULL)
+    (kept,) = store.enqueue([NewJob("j", "q", T0)], T0)
+    with store._read("test") as conn:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages + 2}")
+    # When a big batch cannot fit, Then it fails as a StoreError and writes none of it
+    with pytest.raises(StoreError, match="full"):
+        store.enqueue([NewJob("j", "q", T0, json.dumps(["x" * 500]))] * 5_000, T0)
+    assert store.count_jobs() == {("q", JobState.SCHEDULED): 1}
+    # And reads, claims and outcomes of the jobs already there still work
+    (claimed,) = store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    assert claimed.id == kept and store.complete([claimed.lease], T0) == 1
+    # And once there is room again, so do writes, with nothing to repair
+    with store._read("test") as conn:
+        conn.execute("PRAGMA max_page_count = 4294967294")
+    assert len(store.enqueue([NewJob("j", "q", T0)] * 5_000, T0)) == 5_000
+    assert store.checkpoint_wal() == 0

@@ -65,11 +65,15 @@ def add_store_options(
 
 
 @contextmanager
-def opened_store(store_url: str | None, app_spec: str | None) -> Iterator[Store]:
+def opened_store(
+    store_url: str | None, app_spec: str | None, *, read_only: bool = False
+) -> Iterator[Store]:
     """The store named by --store, else --app's store, else $ROTA_STORE.
 
     Closes the store afterwards only if it opened it (an App's store stays the App's).
-    Store errors inside the block become one-line `CommandError`s.
+    Store errors inside the block become one-line `CommandError`s. Commands that only
+    read pass `read_only=True`: an SQLite file given by URL is then opened read-only
+    (works on a read-only file or directory, never migrates, never creates the file).
     """
     if store_url and app_spec:
         raise UsageError("give --store or --app, not both")
@@ -81,7 +85,7 @@ def opened_store(store_url: str | None, app_spec: str | None) -> Iterator[Store]
             raise UsageError("no store given: pass --store URL or --app module:attribute, "
                              "or set ROTA_STORE")
         try:
-            store, owned = open_store(url), True
+            store, owned = open_store(url, read_only=read_only), True
         except StoreConfigError as error:
             raise UsageError(str(error)) from None
         except StoreError as error:

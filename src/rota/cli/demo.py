@@ -28,6 +28,7 @@ from rich.table import Table
 
 import rota
 from rota.cli.common import UsageError
+from rota.cli.display import line, user_text
 from rota.store import StoreConfigError, StoreError
 
 WEIGHTS = (("a", 6), ("b", 3), ("c", 1))
@@ -156,8 +157,9 @@ async def _demo(app: rota.App, seconds: float, work_s: float, console: Console) 
     for queue, weight in WEIGHTS:
         bars[queue] = progress.add_task(
             f"{queue} ({weight})", total=backlog[queue], group="weighted")
-    console.print(f"[bold]rota demo[/]: two Worker Groups of {POOL_SIZE} Workers on "
-                  f"{app.store.url}, jobs of {work_s * 1000:.0f} ms, for {seconds:.0f} s")
+    console.print(line(("rota demo", "bold"), f": two Worker Groups of {POOL_SIZE} Workers on ",
+                       user_text(app.store.url),
+                       f", jobs of {work_s * 1000:.0f} ms, for {seconds:.0f} s"))
     with progress:
         async with app.serve(grace=1):
             tally.began = time.monotonic()

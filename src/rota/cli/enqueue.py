@@ -7,8 +7,14 @@ import json
 
 from rota.cli.common import UsageError, add_store_options, load_app, opened_store
 from rota.core.clock import SystemClock
-from rota.core.durations import to_timedelta
-from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, NewJob, encode_arguments
+from rota.core.durations import due_after, to_timedelta
+from rota.core.jobs import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    MAX_ARGUMENT_DEPTH,
+    NewJob,
+    encode_arguments,
+    validate_job_name,
+)
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 
 
@@ -38,6 +44,11 @@ def _parse_arg(text: str) -> object:
         return json.loads(text)
     except ValueError:
         return text
+    except RecursionError:  # JSON nested deeper than the decoder goes
+        raise UsageError(
+            f"ARG {text[:20]!r}... is JSON nested more than {MAX_ARGUMENT_DEPTH} levels deep; "
+            "job arguments may nest at most that much"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,22 +66,25 @@ def run(args: argparse.Namespace) -> int:
     if args.kwargs:
         try:
             kwargs = json.loads(args.kwargs)
+        except RecursionError:
+            raise UsageError(f"--kwargs is JSON nested more than {MAX_ARGUMENT_DEPTH} levels "
+                             "deep; job arguments may nest at most that much") from None
         except ValueError as error:
             raise UsageError(f"--kwargs must be a JSON object: {error}") from None
         if not isinstance(kwargs, dict):
             raise UsageError(f"--kwargs must be a JSON object; got {args.kwargs}")
     try:
+        validate_job_name(args.name)
         queue = validate_queue_name(queue or DEFAULT_QUEUE)
         delay = to_timedelta(args.delay, "--delay", allow_zero=True)
         args_json, kwargs_json = encode_arguments(
             [_parse_arg(a) for a in args.job_args], kwargs, max_bytes
         )
+        now = SystemClock().now()
+        due_at = due_after(now, delay, "--delay")
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
     with opened_store(args.store, args.app) as store:
-        now = SystemClock().now()
-        (job_id,) = store.enqueue(
-            [NewJob(args.name, queue, now + delay, args_json, kwargs_json)], now
-        )
+        (job_id,) = store.enqueue([NewJob(args.name, queue, due_at, args_json, kwargs_json)], now)
     print(job_id)
     return 0

@@ -7,10 +7,10 @@ import json
 from collections import defaultdict
 from datetime import datetime
 
-from rich.console import Console
 from rich.table import Table
 
 from rota.cli.common import UsageError, add_store_options, opened_store
+from rota.cli.display import make_console, user_text
 from rota.core.jobs import JobRecord, JobState
 
 
@@ -39,7 +39,7 @@ def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def run_queues(args: argparse.Namespace) -> int:
-    with opened_store(args.store, args.app) as store:
+    with opened_store(args.store, args.app, read_only=True) as store:
         counts = store.count_jobs()
     per_queue: defaultdict[str, dict[str, int]] = defaultdict(dict)
     for (queue, state), count in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
@@ -52,8 +52,8 @@ def run_queues(args: argparse.Namespace) -> int:
     for state in JobState:
         table.add_column(state.value, justify="right")
     for queue, states in sorted(per_queue.items()):
-        table.add_row(queue, *(str(states.get(s.value, 0) or "") for s in JobState))
-    Console(highlight=False).print(table if per_queue else "no jobs")
+        table.add_row(user_text(queue), *(str(states.get(s.value, 0) or "") for s in JobState))
+    make_console().print(table if per_queue else "no jobs")
     return 0
 
 
@@ -78,7 +78,7 @@ def run_jobs(args: argparse.Namespace) -> int:
         raise UsageError(f"--limit must be at least 1; got {args.limit}")
     if args.offset < 0:
         raise UsageError(f"--offset must be 0 or more; got {args.offset}")
-    with opened_store(args.store, args.app) as store:
+    with opened_store(args.store, args.app, read_only=True) as store:
         jobs = store.list_jobs(
             queue=args.queue, state=JobState(args.state) if args.state else None,
             limit=args.limit, newest=args.newest, offset=args.offset,
@@ -90,7 +90,8 @@ def run_jobs(args: argparse.Namespace) -> int:
     for column in ("id", "name", "Queue", "state", "attempt", "due at", "last error"):
         table.add_column(column)
     for job in jobs:
-        table.add_row(str(job.id), job.name, job.queue, job.state.value, str(job.attempt),
-                      job.due_at.isoformat(timespec="seconds"), job.last_error or "")
-    Console(highlight=False).print(table)
+        table.add_row(str(job.id), user_text(job.name), user_text(job.queue), job.state.value,
+                      str(job.attempt), job.due_at.isoformat(timespec="seconds"),
+                      user_text(job.last_error or ""))
+    make_console().print(table)
     return 0

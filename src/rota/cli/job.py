@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
 from rich.table import Table
 
 from rota.cli.common import CommandError, add_store_options, opened_store
+from rota.cli.display import make_console, user_text
 from rota.cli.inspect_store import job_as_json
 
 
@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    with opened_store(args.store, args.app) as store:
+    with opened_store(args.store, args.app, read_only=True) as store:
         job = store.get_job(args.id)
         where = store.url
     if job is None:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(fields, indent=2, ensure_ascii=False))
         return 0
-    table = Table(title=f"job {job.id}", show_header=False)
+    table = Table(title=f"job {job.id}", show_header=False)  # every cell: user_text
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     for name, value in fields.items():
@@ -41,6 +41,6 @@ def run(args: argparse.Namespace) -> int:
             text = json.dumps(value, ensure_ascii=False)
         else:
             text = "" if value is None else str(value)
-        table.add_row(name, text)
-    Console(highlight=False).print(table)
+        table.add_row(name, user_text(text))
+    make_console().print(table)
     return 0

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rota.cli.common import UsageError
+from rota.cli.display import line, make_console, user_text
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.simulation import Simulation, simulate
 
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(as_json(result), indent=2))
     else:
-        render(result, Console(highlight=False))
+        render(result, make_console())
     return 0
 
 
@@ -116,16 +117,16 @@ def as_json(result: Simulation) -> dict[str, object]:
 
 
 def render(result: Simulation, console: Console) -> None:
-    console.print(f"[bold]{describe(result.policy)}[/], pool {result.pool_size}, "
-                  f"{len(result.passes)} passes")
+    console.print(line(user_text(describe(result.policy), "bold"),
+                       f", pool {result.pool_size}, {len(result.passes)} passes"))
     for number, one in enumerate(result.passes, 1):
         claims = ", ".join(
             f"{c.limit} from {'+'.join(c.queues)}"
             + ("" if c.got == c.limit else f" (got {c.got})")
             for c in one.claims
         ) or "none"
-        console.print(f"pass {number}: claims {claims}")
-        console.print(f"        order  {' '.join(one.order) or '(nothing due)'}")
+        console.print(line(f"pass {number}: claims ", user_text(claims)))
+        console.print(line("        order  ", user_text(" ".join(one.order) or "(nothing due)")))
     served = result.served()
     total = sum(served.values())
     targets = result.target_shares()
@@ -140,7 +141,8 @@ def render(result: Simulation, console: Console) -> None:
     for queue, count in served.items():
         share = f"{count / total:.1%}" if total else "-"
         if targets is not None:
-            table.add_row(queue, str(weights[queue]), f"{targets[queue]:.1%}", str(count), share)
+            table.add_row(user_text(queue), str(weights[queue]), f"{targets[queue]:.1%}",
+                          str(count), share)
         else:
-            table.add_row(queue, str(count), share)
+            table.add_row(user_text(queue), str(count), share)
     console.print(table)

@@ -19,7 +19,7 @@ def ensure_utc(moment: datetime, what: str = "time") -> datetime:
     """Return `moment` in UTC.
 
     Raises:
-        ValueError: if `moment` is naive (has no tzinfo).
+        ValueError: if `moment` is naive (has no tzinfo), or out of range once in UTC.
     """
     if not isinstance(moment, datetime):
         raise TypeError(f"{what} must be a datetime; got {moment!r}")
@@ -28,7 +28,13 @@ def ensure_utc(moment: datetime, what: str = "time") -> datetime:
             f"{what} must be timezone-aware; got naive {moment.isoformat()} "
             "(use datetime(..., tzinfo=UTC))"
         )
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # e.g. 9999-12-31T23:00-05:00 is past the last UTC datetime
+        raise ValueError(
+            f"{what} {moment.isoformat()} lies outside the datetimes UTC can hold "
+            "(years 1 to 9999); give a time within them"
+        ) from None
 
 
 @runtime_checkable

@@ -47,9 +47,15 @@ Outcome = Succeeded | RetryAt | DeadLettered | Quarantined | Cancelled
 
 
 def describe_error(error: BaseException) -> str:
-    """`TypeName: message`, trimmed to a size a store column holds comfortably."""
+    """`TypeName: message`, trimmed to a size a store column holds comfortably, with NUL
+    characters and lone surrogates written as escapes (`\\x00`, `\\udc80`)."""
     text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return text if len(text) <= MAX_ERROR_LENGTH else text[: MAX_ERROR_LENGTH - 3] + "..."
+    text = text if len(text) <= MAX_ERROR_LENGTH else text[: MAX_ERROR_LENGTH - 3] + "..."
+    if not text.isprintable():
+        # Every store must save it: PostgreSQL refuses NUL in text, and no store can
+        # encode a lone surrogate as UTF-8. Both are written as escapes instead.
+        text = text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode()
+    return text
 
 
 def after_failure(attempt: int, error: str, policy: RetryPolicy, now: datetime) -> Outcome:

@@ -32,8 +32,14 @@ def mask_url(url: str) -> str:
     return _QUERY_PASSWORD.sub(r"\1***", masked)
 
 
-def open_store(url: str) -> Store:
+def open_store(url: str, *, read_only: bool = False) -> Store:
     """Open the store that `url` names.
+
+    Args:
+        read_only: for commands that only read. An SQLite file is then opened read-only:
+            never created, migrated or written, so a file of mode 0444 or in a read-only
+            directory can be read; a missing file is a `StoreConfigError`. Other stores
+            open as usual (their reads write nothing).
 
     Raises:
         StoreConfigError: if the URL is malformed or names an unknown scheme; the message
@@ -51,7 +57,7 @@ def open_store(url: str) -> Store:
     if scheme == "sqlite":
         from rota.store.sqlite import SQLiteStore
 
-        return SQLiteStore.from_url(url)
+        return SQLiteStore.from_url(url, read_only=read_only)
     if scheme in {"postgresql", "postgres"}:
         from rota.store.postgres import PostgresStore
 

@@ -211,3 +211,15 @@ class Migratable(Protocol):
             SchemaTooNew: if the database was migrated by a newer rota.
         """
         ...
+
+
+@runtime_checkable
+class WalCheckpointing(Protocol):
+    """A store with a write-ahead log that the worker keeps small (SQLite): every worker
+    calls `checkpoint_wal()` on a cadence (`rota.worker.checkpoint`). PostgreSQL manages
+    its own WAL; the memory store has none."""
+
+    def checkpoint_wal(self) -> int:
+        """Fold the write-ahead log back into the database as far as readers allow, without
+        waiting for anyone; return the pages left in it (0: all folded back)."""
+        ...

@@ -23,6 +23,7 @@ from rota.core.jobs import (
     JobState,
     Lease,
     NewJob,
+    check_new_jobs,
     check_requeueable,
     decode_arguments,
     decode_result,
@@ -51,6 +52,7 @@ class MemoryStore:
     # -- writes -------------------------------------------------------------------------
 
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        check_new_jobs(jobs)  # the same jobs refused on every store
         decoded = [decode_arguments(job.args_json, job.kwargs_json) for job in jobs]
         with self._lock:
             ids: list[int] = []

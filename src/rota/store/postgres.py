@@ -50,6 +50,7 @@ from rota.core.jobs import (
     JsonValue,
     Lease,
     NewJob,
+    check_new_jobs,
     check_requeueable,
     decode_arguments,
     decode_result,
@@ -505,6 +506,7 @@ class PostgresStore:
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
+        check_new_jobs(jobs)  # the same jobs refused on every store
         # Arguments are JSON text from encode_arguments; the statement's ::json cast checks
         # them again, atomically (decoding them here too cost ~40% of enqueue time).
         # Array parameters are sent in binary (%(name)b): 10x cheaper to encode than text.

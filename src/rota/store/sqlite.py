@@ -40,6 +40,7 @@ from rota.core.jobs import (
     JobState,
     Lease,
     NewJob,
+    check_new_jobs,
     check_requeueable,
     decode_arguments,
     decode_result,
@@ -181,12 +182,18 @@ class SQLiteStore:
         busy_timeout_s: how long a write waits for another connection's write lock
             before giving up with `StoreError`. Default 5 s.
         url: the URL to name in messages; default `sqlite:///<path>`.
+        read_only: open the file read-only, for commands that only read: never creates,
+            migrates or writes it (not even its -wal/-shm neighbours when the directory
+            is read-only), so it works on a file of mode 0444 or in a read-only
+            directory. Writes raise `StoreError`.
 
     Raises:
         StoreConfigError: the path cannot be a database file (directory missing, or a
-            directory itself), or `busy_timeout_s` is not a non-negative number.
+            directory itself; with `read_only`, a file that does not exist), or
+            `busy_timeout_s` is not a non-negative number.
         StoreError: SQLite is older than 3.35, the file cannot be opened or is not a
-            database, or it stayed locked longer than the busy timeout while migrating.
+            database, or it stayed locked longer than the busy timeout while migrating;
+            with `read_only`, its schema is not this rota's (run `rota migrate`).
         SchemaTooNew: the file was migrated by a newer rota.
     """
 
@@ -196,8 +203,10 @@ class SQLiteStore:
         *,
         busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
         url: str | None = None,
+        read_only: bool = False,
     ) -> None:
         self._path = os.fspath(path)
+        self._read_only = read_only
         self._url = url if url is not None else f"sqlite:///{self._path}"
         if not isinstance(busy_timeout_s, int | float) or not (
             math.isfinite(busy_timeout_s) and busy_timeout_s >= 0
@@ -210,12 +219,15 @@ class SQLiteStore:
         _require_sqlite_with_returning()
         self._lock = threading.Lock()
         self._applied_at_open: list[int] = []
-        self._conn: sqlite3.Connection | None = self._open()
+        self._conn: sqlite3.Connection | None = (
+            self._open_read_only() if read_only else self._open()
+        )
 
     @classmethod
-    def from_url(cls, url: str) -> SQLiteStore:
+    def from_url(cls, url: str, *, read_only: bool = False) -> SQLiteStore:
         """Open the store `url` names: `sqlite:///relative/path.db` (relative to the working
         directory) or `sqlite:////absolute/path.db`; optional `?busy_timeout_s=SECONDS`.
+        `read_only`: see the class.
 
         Raises:
             StoreConfigError: the URL is malformed; the message names it and the form.
@@ -249,7 +261,7 @@ class SQLiteStore:
                     f"store URL {url!r}: busy_timeout_s must be a number of seconds; "
                     f"got {values[0]!r} ({EXPECTED_FORM})"
                 ) from None
-        return cls(path, busy_timeout_s=busy_timeout_s, url=url)
+        return cls(path, busy_timeout_s=busy_timeout_s, url=url, read_only=read_only)
 
     @property
     def url(self) -> str:
@@ -258,6 +270,10 @@ class SQLiteStore:
     @property
     def path(self) -> str:
         return self._path
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self._path!r})"
@@ -299,6 +315,73 @@ class SQLiteStore:
             raise
         return conn
 
+    def _read_only_uri(self, *, immutable: bool) -> str:
+        uri = f"{Path(self._path).resolve().as_uri()}?mode=ro"
+        return f"{uri}&immutable=1" if immutable else uri
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A read-only connection (see the class), checked to hold this rota's schema."""
+        where = Path(self._path)
+        if where.is_dir():
+            raise StoreConfigError(
+                f"store URL {self._url!r} names a directory, not a database file; "
+                f"{EXPECTED_FORM}"
+            )
+        if not where.exists():
+            raise StoreConfigError(
+                f"store URL {self._url!r}: file {str(where.resolve())!r} does not exist; "
+                "read-only commands never create a store. Check the path (workers and "
+                f"`rota migrate` create it) ({EXPECTED_FORM})"
+            )
+        try:
+            conn = self._connect_read_only(immutable=False)
+        except sqlite3.Error as error:
+            # In a read-only directory SQLite cannot create the -shm file it needs to read
+            # a WAL file. With no -wal file beside the database, every commit is in the
+            # database itself and nobody can be writing (a writer needs the -wal file, and
+            # cannot create it either): read the file as immutable.
+            if Path(f"{self._path}-wal").exists():
+                raise StoreError(
+                    f"cannot open SQLite store {self._url!r} read-only: {error}. Its "
+                    "directory holds a -wal file this user cannot share; read it as the "
+                    "user that runs the workers"
+                ) from error
+            try:
+                conn = self._connect_read_only(immutable=True)
+            except sqlite3.Error as second:
+                raise StoreError(
+                    f"cannot open SQLite store {self._url!r} read-only: {second}"
+                ) from second
+        try:
+            with self._translate("opening read-only"):
+                known = schema_version_known()
+                version = self._check_version(conn, known)
+                if version != known:
+                    raise StoreError(
+                        f"SQLite store {self._url!r} has schema version {version}, this rota "
+                        f"reads version {known}; read-only commands do not migrate. Run "
+                        f"`rota migrate --store {self._url}` (or start a worker) first"
+                        if version else
+                        f"SQLite file {self._url!r} holds no rota store (schema version 0); "
+                        "check the path"
+                    )
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _connect_read_only(self, *, immutable: bool) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self._read_only_uri(immutable=immutable), uri=True, timeout=self._busy_timeout_s,
+            isolation_level=None, check_same_thread=False,
+        )
+        try:
+            conn.execute(_sql("schema_version")).fetchone()  # opening is lazy: read once
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
     def schema_version(self) -> int:
         """The file's schema version (PRAGMA user_version)."""
         with self._read("reading the schema version") as conn:
@@ -310,6 +393,7 @@ class SQLiteStore:
 
         Raises:
             SchemaTooNew: if the file was migrated by a newer rota.
+            StoreError: if the store was opened read-only and the file needs migrating.
         """
         with self._read("migrating") as conn:
             applied = self._applied_at_open + self._migrate(conn)
@@ -384,6 +468,11 @@ class SQLiteStore:
     @contextmanager
     def _write(self, doing: str) -> Iterator[sqlite3.Connection]:
         """One write transaction: all of it commits, or none of it does."""
+        if self._read_only:
+            raise StoreError(
+                f"SQLite store {self._url!r} was opened read-only; {doing} needs a writable "
+                "store: open it without read_only"
+            )
         with self._lock, self._translate(doing):
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
@@ -405,6 +494,7 @@ class SQLiteStore:
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
+        check_new_jobs(jobs)  # the same jobs refused on every store
         created_at = _us(now)
         rows = []
         for job in jobs:
@@ -590,10 +680,29 @@ class SQLiteStore:
         return watcher.stop
 
     def _watch_connection(self) -> sqlite3.Connection:
+        if self._read_only:
+            return self._connect_read_only(immutable=False)
         return sqlite3.connect(
             self._path, timeout=self._busy_timeout_s, isolation_level=None,
             check_same_thread=False,  # opened by the caller of listen(), used by the watcher
         )
+
+    def checkpoint_wal(self) -> int:
+        """Fold the -wal file back into the database, as far as readers allow, without
+        waiting (a PASSIVE checkpoint); once all of it is folded back, the next write
+        starts the WAL over, truncated to 4 MiB. Workers call it on a cadence
+        (`rota.worker.checkpoint`). A read-only store does nothing.
+
+        Returns:
+            The WAL frames (pages) left to fold back because readers still use them;
+            0 when the whole WAL is in the database.
+        """
+        if self._read_only:
+            return 0
+        with self._read("checkpointing the WAL") as conn:
+            row = conn.execute(_sql("wal_checkpoint")).fetchone()
+        _busy, wal_frames, folded = row
+        return max(int(wal_frames) - int(folded), 0)
 
     def close(self) -> None:
         """Close the connection; idempotent. Later calls raise StoreError."""

@@ -60,6 +60,7 @@ from rota.core.jobs import JobRecord
 from rota.core.outcomes import Outcome, Succeeded
 from rota.core.retry import RetryPolicy
 from rota.store.base import Store, StoreError, WakeupSource
+from rota.worker.checkpoint import start_wal_checkpoints
 from rota.worker.context import CurrentJob
 from rota.worker.events import OutcomeCallback, emit, outcome_event
 from rota.worker.execution import execute
@@ -172,6 +173,7 @@ class Runtime:
         # Owned by start()/stop() on the loop thread.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._wal_checkpoints: asyncio.Task[None] | None = None  # rota.worker.checkpoint
         self._unlisten: Callable[[], None] | None = None
         self._stopped = asyncio.Event()
         self._state = "new"  # new -> running -> stopping -> stopped
@@ -187,6 +189,7 @@ class Runtime:
         for group in self.groups:
             group.start()
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="rota-sweeper")
+        self._wal_checkpoints = start_wal_checkpoints(self.store, self.store_call)
         if isinstance(self.store, WakeupSource):
             await self._listen(self.store)
         logger.debug(
@@ -238,6 +241,8 @@ class Runtime:
         self._state = "stopped"
         if self._sweeper is not None:
             self._sweeper.cancel()
+        if self._wal_checkpoints is not None:
+            self._wal_checkpoints.cancel()
         if self._unlisten is not None:
             unlisten, self._unlisten = self._unlisten, None
             try:
