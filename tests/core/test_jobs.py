@@ -13,6 +13,7 @@ from rota.core.jobs import (
     InvalidTransition,
     JobEvent,
     decode_arguments,
+    decode_stored_arguments,
     encode_arguments,
     transition,
 )
@@ -109,3 +110,23 @@ def test_arguments_json_would_change_or_no_store_could_save_are_refused(
 def test_str_keys_and_non_ascii_text_are_fine() -> None:
     assert encode_arguments(("héllo", {"k": [1, {"n": None}]}), {"x": "日本"}) == (
         '["héllo",{"k":[1,{"n":null}]}]', '{"x":"日本"}')
+
+
+@pytest.mark.parametrize(("args_json", "kwargs_json", "problem"), [
+    ("[1, ", "{}", "JSONDecodeError"),
+    ('{"a": 1}', "{}", "args hold a dict"),
+    ("[]", "[1]", "kwargs hold a list"),
+    (7, "{}", "stored as int"),
+    ("[" * 100_000 + "]" * 100_000, "{}", "RecursionError"),
+])
+def test_stored_arguments_that_cannot_be_decoded_give_a_reason_not_an_exception(
+    args_json: object, kwargs_json: object, problem: str
+) -> None:
+    args, kwargs, error = decode_stored_arguments(args_json, kwargs_json)
+    assert (args, kwargs) == ((), {})
+    assert error is not None and error.startswith("CorruptArguments: ") and problem in error
+
+
+def test_sound_stored_arguments_decode_with_no_reason() -> None:
+    assert decode_stored_arguments('[1, "a"]', '{"k": [2]}') == ((1, "a"), {"k": [2]}, None)
+    assert decode_stored_arguments("[]", "{}") == ((), {}, None)

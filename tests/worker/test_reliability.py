@@ -8,6 +8,7 @@ deadline, never sleep to wait.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -214,5 +215,59 @@ def test_a_heartbeat_during_an_outcome_write_warns_of_no_lost_lease(
         assert record is not None and record.state is JobState.SUCCEEDED
         assert store.beat_after_complete.is_set()
         assert [r.getMessage() for r in caplog.records if "lost" in r.getMessage()] == []
+    finally:
+        app.close()
+
+
+# -- a row whose arguments cannot be decoded ---------------------------------------------------
+
+
+def test_a_corrupt_row_is_quarantined_and_its_batch_runs_and_rota_jobs_shows_it(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rota.cli import main
+    from tests.store.test_contract import corrupt_arguments
+
+    # Given five jobs, the third one's stored arguments corrupted with raw SQL
+    app = rota.App(durable_store_url)
+    ran: list[int] = []
+
+    @app.job("work")
+    def work(n: int) -> None:
+        ran.append(n)
+
+    ids = work.enqueue_many([(n,) for n in range(5)])
+    corrupt_arguments(durable_store_url, ids[2], '{"n": 2}', "{}")
+    # Then `rota jobs` shows the row instead of crashing
+    assert main(["jobs", "--store", durable_store_url, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [job["id"] for job in listed] == ids
+    assert listed[2]["args"] == [] and listed[2]["arguments_error"].startswith(
+        "CorruptArguments")
+    assert main(["jobs", "--store", durable_store_url]) == 0  # the table renders too
+    capsys.readouterr()
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("default"), pool_size=5, poll_interval=0.05))
+
+    # When a worker drains the Queue (one claim takes all five)
+    async def scenario() -> None:
+        async with app.serve():
+            await asyncio.to_thread(wait_until, lambda: all(
+                app.get_job(i).state.finished for i in ids))  # type: ignore[union-attr]
+
+    try:
+        asyncio.run(scenario())
+        # Then the four sound jobs ran once each, and the corrupt one was quarantined
+        # with the reason, not run
+        assert sorted(ran) == [0, 1, 3, 4]
+        states = [app.get_job(i).state for i in ids]  # type: ignore[union-attr]
+        assert states == [JobState.SUCCEEDED] * 2 + [JobState.QUARANTINED] + [
+            JobState.SUCCEEDED] * 2
+        corrupt = app.get_job(ids[2])
+        assert corrupt is not None and corrupt.last_error is not None
+        assert corrupt.last_error.startswith("CorruptArguments")
+        assert main(["queues", "--store", durable_store_url, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out) == {
+            "default": {"quarantined": 1, "succeeded": 4}}
     finally:
         app.close()

@@ -56,6 +56,7 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
         "id": job.id, "name": job.name, "queue": job.queue, "state": job.state.value,
         "attempt": job.attempt, "due_at": job.due_at.isoformat(), "args": list(job.args),
         "kwargs": job.kwargs, "last_error": job.last_error,
+        **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
     }
 
 
@@ -75,6 +76,7 @@ def run_jobs(args: argparse.Namespace) -> int:
         table.add_column(column)
     for job in jobs:
         table.add_row(str(job.id), job.name, job.queue, job.state.value, str(job.attempt),
-                      job.due_at.isoformat(timespec="seconds"), job.last_error or "")
+                      job.due_at.isoformat(timespec="seconds"),
+                      job.last_error or job.arguments_error or "")
     Console(highlight=False).print(table)
     return 0

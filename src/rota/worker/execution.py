@@ -17,7 +17,7 @@ from typing import TypeAlias
 
 from rota.core.clock import Clock
 from rota.core.jobs import JobRecord
-from rota.core.outcomes import Outcome, Succeeded, describe, unknown_job
+from rota.core.outcomes import Outcome, Quarantined, Succeeded, describe, unknown_job
 from rota.worker.group import GroupRunner, Handler
 
 logger = logging.getLogger("rota")
@@ -44,7 +44,13 @@ async def execute(
     `call_sync`. A job name with no handler is quarantined without running anything. An
     exception from the handler becomes a retry (with backoff) or a dead letter, decided by
     the job's RetryPolicy, else the group's. Cancellation is not an outcome: it propagates.
+    A record whose stored arguments could not be decoded is quarantined unrun.
     """
+    if job.arguments_error is not None:  # the durable stores quarantine these in the claim
+        quarantined = Quarantined(job.arguments_error)
+        logger.error("job %s (%s) attempt %s: %s", job.id, job.name, job.attempt,
+                     describe(quarantined))
+        return quarantined
     handler = handlers.get(job.name)
     if handler is None:
         quarantined = unknown_job(job.name)
