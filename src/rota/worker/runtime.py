@@ -24,6 +24,17 @@ four tasks:
   that fails with `StoreError` is retried with backoff; the lease stays renewed
   meanwhile, so no finished job is dropped.
 
+Every one of these long-lived tasks runs under `supervise` (rota.worker.supervision): an
+exception it does not handle itself is logged once at ERROR with its traceback and the task
+starts again after a backoff, so no duty dies silently.
+
+**Suspects** (rota.core.suspects): a claimed job whose previous attempt ended with an
+expired lease may be what killed its last worker, so it runs alone. The pass keeps it
+waiting (`_Held.waiting`) as the process's one suspect (`Runtime._suspect`; a second one
+is handed back unserved); while there is a suspect no group claims (free capacity 0); it
+starts once no group runs, claims or has an outcome unwritten, and the isolation ends when
+its own outcome is written. If it kills the process, it dies alone.
+
 The runtime also owns one **sweeper** task (expired leases back to their Queues, or dead
 letter) and the wake-up listener. Store calls run on a small pool of store threads, never
 on the loop. Each of those tasks has at most one store call in flight, and the pool has a
