@@ -338,6 +338,29 @@ def test_each_serve_charges_one_nginx_step(
         plan.serve()
 
 
+def test_a_skipped_job_charges_nothing_and_the_next_serve_charges_its_own_step(
+    make_dispatcher: Callable[..., WeightedDispatcher],
+) -> None:
+    # Given a 6:3:1 pass dispatching a, b, a
+    dispatcher = make_dispatcher(6, 3, 1)
+    plan = dispatcher.begin_pass(3)
+    backlog = backlogged(3)
+    for request in plan.next_claims():
+        jobs = backlog.claim(request)
+        assert jobs is not None
+        plan.claimed(request, jobs)
+    assert queues_of(plan.dispatch_order()) == ["a", "b", "a"]
+    # When the first is served, the second handed back unserved, the third served
+    plan.serve()
+    plan.skip()
+    assert dispatcher.credits == [-4, 3, 1]
+    plan.serve()
+    # Then the skipped b was charged nothing: only a's two steps moved the credits
+    assert dispatcher.credits == [-4 + 6 - 10, 3 + 3, 1 + 1]
+    with pytest.raises(RuntimeError):
+        plan.skip()
+
+
 def test_a_failed_first_claim_charges_nothing_and_loses_nothing(
     make_dispatcher: Callable[..., WeightedDispatcher],
 ) -> None:

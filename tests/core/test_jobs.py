@@ -22,6 +22,7 @@ from rota.core.jobs import (
     check_requeueable,
     decode_arguments,
     decode_result,
+    decode_stored_arguments,
     encode_arguments,
     encode_result,
     transition,
@@ -268,3 +269,21 @@ def test_check_new_jobs_refuses_what_some_store_could_not_save() -> None:
         with pytest.raises(error):
             check_new_jobs([good, bad])
     check_new_jobs([NewJob("ok", "q", now, '["\\\\u0000"]')])  # the text \u0000 is fine
+@pytest.mark.parametrize(("args_json", "kwargs_json", "problem"), [
+    ("[1, ", "{}", "JSONDecodeError"),
+    ('{"a": 1}', "{}", "args hold a dict"),
+    ("[]", "[1]", "kwargs hold a list"),
+    (7, "{}", "stored as int"),
+    ("[" * 100_000 + "]" * 100_000, "{}", "RecursionError"),
+])
+def test_stored_arguments_that_cannot_be_decoded_give_a_reason_not_an_exception(
+    args_json: object, kwargs_json: object, problem: str
+) -> None:
+    args, kwargs, error = decode_stored_arguments(args_json, kwargs_json)
+    assert (args, kwargs) == ((), {})
+    assert error is not None and error.startswith("CorruptArguments: ") and problem in error
+
+
+def test_sound_stored_arguments_decode_with_no_reason() -> None:
+    assert decode_stored_arguments('[1, "a"]', '{"k": [2]}') == ((1, "a"), {"k": [2]}, None)
+    assert decode_stored_arguments("[]", "{}") == ((), {}, None)

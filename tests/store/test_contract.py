@@ -304,3 +304,85 @@ def test_unicode_queue_names_and_arguments_round_trip(store: Store) -> None:
     job = store.get_job(job_id)
     assert job is not None
     assert job.name == "naïve-job" and job.args == ("日本", {"k": [1, 2.5, None, True]})
+
+
+# -- rows whose stored arguments cannot be decoded ------------------------------------------
+
+
+def corrupt_arguments(store_url: str, job_id: int, args: str, kwargs: str) -> None:
+    """Overwrite a job's stored arguments with raw SQL, as a hand edit or a disk fault
+    would. PostgreSQL's json columns refuse text that is not JSON, so there the corruption
+    is JSON of the wrong shape; SQLite keeps any text."""
+    if store_url.startswith("sqlite:///"):
+        import sqlite3
+
+        conn = sqlite3.connect(store_url[len("sqlite:///"):], isolation_level=None)
+        try:
+            conn.execute("UPDATE rota_jobs SET args = ?, kwargs = ? WHERE id = ?",
+                         (args, kwargs, job_id))
+        finally:
+            conn.close()
+    elif store_url.startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(store_url, autocommit=True) as conn:
+            conn.execute("UPDATE rota.jobs SET args = %s::json, kwargs = %s::json "
+                         "WHERE id = %s", (args, kwargs, job_id))
+    else:
+        pytest.skip("the memory store keeps decoded values: it cannot hold a row whose "
+                    "arguments cannot be decoded (enqueue refuses bad JSON before storing)")
+
+
+CORRUPTIONS = [
+    ('[1, "unterminated', "{}"),  # not JSON (SQLite only; PostgreSQL refuses to store it)
+    ('{"a": 1}', "{}"),  # JSON, but args must be an array
+    ("[]", "[1, 2]"),  # JSON, but kwargs must be an object
+    ('"text"', "{}"),
+]
+
+
+@pytest.mark.parametrize("corruption", range(len(CORRUPTIONS)))
+def test_a_row_whose_arguments_cannot_be_decoded_is_shown_and_quarantined_by_the_claim(
+    store: Store, store_url: str, corruption: int
+) -> None:
+    args, kwargs = CORRUPTIONS[corruption]
+    if corruption == 0 and store_url.startswith("postgresql://"):
+        # PostgreSQL's json column refuses text that is not JSON; what it can hold that no
+        # decoder can take is JSON nested deeper than the decoder goes.
+        args = "[" * 3000 + "]" * 3000
+    # Given three jobs, the middle one's stored arguments corrupted with raw SQL
+    first, bad, last = store.enqueue([new(args="[1]"), new(args="[2]"), new(args="[3]")], T0)
+    corrupt_arguments(store_url, bad, args, kwargs)
+    # Then reads show the row, with empty arguments and the reason, instead of failing
+    record = store.get_job(bad)
+    assert record is not None and record.state is JobState.SCHEDULED
+    assert (record.args, record.kwargs) == ((), {})
+    assert record.arguments_error is not None
+    assert record.arguments_error.startswith("CorruptArguments: ")
+    assert [job.id for job in store.list_jobs()] == [first, bad, last]
+    sound = store.get_job(first)
+    assert sound is not None and sound.arguments_error is None and sound.args == (1,)
+    # When a claim leases all three
+    claimed = store.claim(["q"], 10, now=T0, owner="w1", lease_expires_at=T0 + LEASE)
+    # Then it returns the two sound jobs; the corrupt one is quarantined with the reason
+    assert [(job.id, job.args) for job in claimed] == [(first, (1,)), (last, (3,))]
+    record = store.get_job(bad)
+    assert record is not None
+    assert (record.state, record.attempt) == (JobState.QUARANTINED, 1)
+    assert record.last_error == record.arguments_error
+    assert store.count_jobs() == {("q", JobState.LEASED): 2, ("q", JobState.QUARANTINED): 1}
+
+
+def test_an_expired_lease_on_a_row_corrupted_after_its_claim_is_still_swept(
+    store: Store, store_url: str
+) -> None:
+    # Given a leased job whose arguments were corrupted after the claim
+    (job_id,) = store.enqueue([new(args="[1]")], T0)
+    claim(store, ["q"], 1)
+    corrupt_arguments(store_url, job_id, '{"a": 1}', "{}")
+    # When its lease expires, the sweeper finds it (no decode error) and expires it
+    (expired,) = store.find_expired_leases(T0 + LEASE, 10)
+    assert expired.id == job_id and expired.arguments_error is not None
+    assert store.expire_lease(expired.lease, T0 + LEASE, None, "LeaseExpired")
+    record = store.get_job(job_id)
+    assert record is not None and record.state is JobState.DEAD_LETTERED

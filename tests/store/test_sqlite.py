@@ -488,3 +488,40 @@ def test_a_full_database_fails_a_write_cleanly_and_recovers(store: SQLiteStore) 
         conn.execute("PRAGMA max_page_count = 4294967294")
     assert len(store.enqueue([NewJob("j", "q", T0)] * 5_000, T0)) == 5_000
     assert store.checkpoint_wal() == 0
+def test_the_enqueue_watcher_survives_an_unexpected_exception(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a watcher whose first check raises something that is not an sqlite3.Error
+    from rota.store import sqlite as sqlite_module
+
+    watcher_class = sqlite_module._EnqueueWatcher
+    original = watcher_class._check
+    calls = 0
+
+    def flaky_check(self: object) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise KeyError("a bug")
+        original(self)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(watcher_class, "_check", flaky_check)
+    monkeypatch.setattr(watcher_class, "UNEXPECTED_BACKOFF_S", 0.01)
+    url = f"sqlite:///{tmp_path / 'rota.db'}"
+    listening, other = SQLiteStore.from_url(url), SQLiteStore.from_url(url)
+    hints: queue.Queue[str] = queue.Queue()
+    try:
+        with caplog.at_level("ERROR", logger="rota.store.sqlite"):
+            stop = listening.listen(hints.put)
+            try:
+                # When another connection enqueues after that failure
+                other.enqueue([NewJob("n", "emails", T0)], T0)
+                # Then the watcher logged the failure and still delivers the hint
+                assert hints.get(timeout=5) == "emails"
+            finally:
+                stop()
+        assert any(r.exc_info and "failed unexpectedly" in r.getMessage()
+                   for r in caplog.records)
+    finally:
+        listening.close()
+        other.close()

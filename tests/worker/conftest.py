@@ -18,11 +18,13 @@ from rota.store.base import Store, StoreError
 
 class FaultyStore:
     """Delegates to a real store, counting calls per method; `fail(method, n)` decides
-    whether call number n (0-based) of `method` raises StoreError before reaching the
-    store (so a failed write never half-happens)."""
+    whether call number n (0-based) of `method` raises before reaching the store (so a
+    failed write never half-happens): StoreError, or an instance of `raises`."""
 
-    def __init__(self, inner: Store, fail: Callable[[str, int], bool] | None = None) -> None:
+    def __init__(self, inner: Store, fail: Callable[[str, int], bool] | None = None,
+                 raises: type[Exception] = StoreError) -> None:
         self.inner = inner
+        self.raises = raises
         self.fail = fail or (lambda _method, _n: False)
         self.calls: Counter[str] = Counter()
         self.failures: Counter[str] = Counter()
@@ -42,7 +44,7 @@ class FaultyStore:
                 if failing:
                     self.failures[name] += 1
             if failing:
-                raise StoreError(f"injected {name} failure")
+                raise self.raises(f"injected {name} failure")
             return target(*args, **kwargs)
 
         return call
@@ -89,8 +91,9 @@ def make_worker_app(store_url: str) -> Iterator[Callable[..., rota.App]]:
         apps.append(app)
         return app
 
-    def faulty_store(fail: Callable[[str, int], bool]) -> FaultyStore:
-        return FaultyStore(shared or open_store(store_url), fail)
+    def faulty_store(fail: Callable[[str, int], bool],
+                     raises: type[Exception] = StoreError) -> FaultyStore:
+        return FaultyStore(shared or open_store(store_url), fail, raises)
 
     factory.faulty_store = faulty_store  # type: ignore[attr-defined]
     yield factory

@@ -7,6 +7,10 @@ Configured by environment variables (the test sets them for each child):
   ROTA_TEST_POLL_S  poll interval in seconds (default 0.05)
   ROTA_TEST_LONG_S  how long a `work(n)` job with n < 0 takes (default 30)
   ROTA_TEST_LOG     file that every execution appends one line to (O_APPEND)
+  ROTA_TEST_MAX_ATTEMPTS  the group's RetryPolicy max_attempts (default 10)
+
+The `poison` job kills its whole process (os._exit) after a short pause, as a segfault or
+the OOM killer would: the poison-job test runs it among healthy `work` jobs.
 
 It prints `start N` when a handler starts and `done JOB_ID ATTEMPT KIND` after every
 attempt, one line each, flushed, so the test can wait on them instead of sleeping.
@@ -42,6 +46,13 @@ def work(n: int) -> None:
             os.close(fd)
 
 
+@app.job("poison")
+def poison() -> None:
+    say("start poison")
+    time.sleep(0.05)  # let the neighbours get going: they die with this process
+    os._exit(70)
+
+
 @app.on_outcome
 def _print(event: rota.OutcomeEvent) -> None:
     say(f"done {event.job_id} {event.attempt} {event.kind.value}")
@@ -53,5 +64,8 @@ app.add_worker_group(rota.WorkerGroupOptions(
     pool_size=int(os.environ.get("ROTA_TEST_POOL", "4")),
     lease_duration=float(os.environ.get("ROTA_TEST_LEASE_S", "60")),
     poll_interval=float(os.environ.get("ROTA_TEST_POLL_S", "0.05")),
-    retry=rota.RetryPolicy(backoff=lambda _attempt: 0),
+    retry=rota.RetryPolicy(
+        max_attempts=int(os.environ.get("ROTA_TEST_MAX_ATTEMPTS", "10")),
+        backoff=lambda _attempt: 0,
+    ),
 ))

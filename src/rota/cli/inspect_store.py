@@ -70,6 +70,7 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
         "created_at": _time(job.created_at), "started_at": _time(job.started_at),
         "result": job.result, "cancel_requested": job.cancel_requested,
         "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
+        **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
     }
 
 
@@ -92,6 +93,6 @@ def run_jobs(args: argparse.Namespace) -> int:
     for job in jobs:
         table.add_row(str(job.id), user_text(job.name), user_text(job.queue), job.state.value,
                       str(job.attempt), job.due_at.isoformat(timespec="seconds"),
-                      user_text(job.last_error or ""))
+                      user_text(job.last_error or job.arguments_error or ""))
     make_console().print(table)
     return 0

@@ -179,6 +179,11 @@ class PassPlan(Generic[T]):
         """Charge the group's dispatch state for the next item in dispatch order."""
         raise NotImplementedError  # pragma: no cover
 
+    def skip(self) -> None:
+        """Pass over the next item in dispatch order without charging anything: it was
+        handed back unserved (the runtime holds back a second suspect job, say)."""
+        raise NotImplementedError  # pragma: no cover
+
     @property
     def claims_issued(self) -> int:
         """Claims answered so far (returned or failed)."""
@@ -221,6 +226,9 @@ class _StrictPass(PassPlan[T]):
 
     def serve(self) -> None:
         pass  # Strict keeps no dispatch state.
+
+    def skip(self) -> None:
+        pass
 
     @property
     def claims_issued(self) -> int:
@@ -326,6 +334,11 @@ class _WeightedPass(PassPlan[T]):
         if self._served >= len(steps):
             raise RuntimeError("serve() called more often than the pass dispatched jobs")
         apply_step(self._dispatcher.weights, self._dispatcher.credits, steps[self._served])
+        self._served += 1
+
+    def skip(self) -> None:
+        if self._served >= len(self._final_steps()):
+            raise RuntimeError("skip() called more often than the pass dispatched jobs")
         self._served += 1
 
     @property

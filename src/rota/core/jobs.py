@@ -133,6 +133,9 @@ class JobRecord:
     started_at: datetime | None = None
     result: JsonValue = None
     cancel_requested: bool = False
+    # Set when the row's stored arguments cannot be decoded (corrupted outside rota): then
+    # `args` is () and `kwargs` {}, and this says why. A claim quarantines such a job.
+    arguments_error: str | None = None
 
     @property
     def lease(self) -> Lease:
@@ -383,7 +386,15 @@ def encode_result(value: object, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> 
 
 
 def decode_result(text: str | None) -> JsonValue:
-    return None if text is None else json.loads(text)
+    """The stored result text back as a JSON value. Never raises: a result corrupted
+    outside rota reads as None, so that reads (`get_job`, `rota job`) still show the job."""
+    if text is None:
+        return None
+    try:
+        value: JsonValue = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value
 
 
 def decode_arguments(
@@ -393,6 +404,45 @@ def decode_arguments(
     args = () if args_json == "[]" else tuple(json.loads(args_json))
     kwargs: dict[str, JsonValue] = {} if kwargs_json == "{}" else dict(json.loads(kwargs_json))
     return args, kwargs
+
+
+def decode_stored_arguments(
+    args_json: object, kwargs_json: object
+) -> tuple[tuple[JsonValue, ...], dict[str, JsonValue], str | None]:
+    """Decode a stored row's arguments without ever raising: (args, kwargs, problem).
+
+    `problem` is None for a sound row. For a row whose text is not JSON, or not a JSON
+    array (args) and a JSON object (kwargs), it is a `last_error`-style reason, and the
+    arguments are () and {}: stores build a `JobRecord` with `arguments_error=problem`, so
+    reads show the row and claims quarantine it instead of failing.
+    """
+    if args_json == "[]" and kwargs_json == "{}":
+        return (), {}, None
+    try:
+        args = [] if args_json == "[]" else _loads_stored(args_json)
+        kwargs = {} if kwargs_json == "{}" else _loads_stored(kwargs_json)
+    except (TypeError, ValueError, RecursionError) as error:
+        return (), {}, corrupt_arguments_error(f"{type(error).__name__}: {error}")
+    if not isinstance(args, list):
+        return (), {}, corrupt_arguments_error(f"args hold a {type(args).__name__}, not a list")
+    if not isinstance(kwargs, dict):
+        return (), {}, corrupt_arguments_error(
+            f"kwargs hold a {type(kwargs).__name__}, not an object")
+    return tuple(args), kwargs, None
+
+
+def _loads_stored(text: object) -> JsonValue:
+    if not isinstance(text, str | bytes | bytearray):
+        raise TypeError(f"stored as {type(text).__name__}, not JSON text")
+    return json.loads(text)
+
+
+def corrupt_arguments_error(detail: str) -> str:
+    """The reason a job whose stored arguments cannot be decoded is quarantined with."""
+    return (
+        f"CorruptArguments: the stored arguments cannot be decoded ({detail[:200]}); args "
+        "must be a JSON array and kwargs a JSON object. Fix the row, then requeue the job"
+    )
 
 
 # One encoder for every call: json.dumps with non-default options builds a new

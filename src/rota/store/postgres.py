@@ -52,11 +52,12 @@ from rota.core.jobs import (
     NewJob,
     check_new_jobs,
     check_requeueable,
-    decode_arguments,
     decode_result,
+    decode_stored_arguments,
 )
 from rota.store import mask_url
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
+from rota.store.corrupt import quarantine_undecodable
 
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresStore"]
 
@@ -195,24 +196,26 @@ _STATES: Final = {state.value: state for state in JobState}
 
 def _arguments(
     args_json: str, kwargs_json: str
-) -> tuple[tuple[JsonValue, ...], dict[str, JsonValue]]:
+) -> tuple[tuple[JsonValue, ...], dict[str, JsonValue], str | None]:
     # Jobs without arguments are common; skipping json.loads for them is measurable on
-    # claims of 100 (the whole record build was ~7 us a row).
+    # claims of 100 (the whole record build was ~7 us a row). A row that cannot be decoded
+    # gives a record with `arguments_error` set instead of raising (rota.store.corrupt).
     if args_json == "[]" and kwargs_json == "{}":
-        return (), {}
-    return decode_arguments(args_json, kwargs_json)
+        return (), {}, None
+    return decode_stored_arguments(args_json, kwargs_json)
 
 
 def _record(row: TupleRow) -> JobRecord:
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested) = row
-    args, kwargs = _arguments(args_json, kwargs_json)
+    args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
         due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
         created_at=created_at, lease_owner=lease_owner, lease_expires_at=lease_expires_at,
         started_at=started_at, result=decode_result(result),
         cancel_requested=cancel_requested,
+        arguments_error=arguments_error,
     )
 
 
@@ -222,12 +225,13 @@ def _leased_record(
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
      created_at) = row
-    args, kwargs = _arguments(args_json, kwargs_json)
+    args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=JobState.LEASED, attempt=attempt,
         due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
         created_at=created_at, lease_owner=owner, lease_expires_at=lease_expires_at,
         started_at=started_at,
+        arguments_error=arguments_error,
     )
 
 
@@ -543,7 +547,9 @@ class PostgresStore:
             "owner": owner,
             "lease_expires_at": _utc(lease_expires_at, "lease_expires_at"),
         })
-        return [_leased_record(row, owner, lease_expires_at, now) for row in rows]
+        return quarantine_undecodable(
+            self, [_leased_record(row, owner, lease_expires_at, now) for row in rows], now
+        )
 
     def complete(
         self, leases: Sequence[Lease], now: datetime,
@@ -769,12 +775,15 @@ class _Listener:
                         continue
                 try:
                     self._read(self._conn)
-                except (psycopg.Error, OSError, ValueError) as error:
+                except Exception as error:
                     if self._stopping.is_set():
                         break
-                    log.warning("the LISTEN connection dropped (%s); reconnecting",
-                                str(error).strip().splitlines()[0] if str(error) else
-                                type(error).__name__)
+                    if isinstance(error, psycopg.Error | OSError | ValueError):
+                        log.warning("the LISTEN connection dropped (%s); reconnecting",
+                                    str(error).strip().splitlines()[0] if str(error) else
+                                    type(error).__name__)
+                    else:  # a bug: say so loudly, then carry on as after a drop
+                        log.exception("the LISTEN thread failed unexpectedly; reconnecting")
                     self._conn.close()
                     self._conn = None
                     failures += 1

@@ -44,8 +44,10 @@ from rota.core.jobs import (
     check_requeueable,
     decode_arguments,
     decode_result,
+    decode_stored_arguments,
 )
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
+from rota.store.corrupt import quarantine_undecodable
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +145,7 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
      created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested) = row
     if times is None:
         times = {}
-    args, kwargs = decode_arguments(args_json, kwargs_json)
+    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     if (due := times.get(due_at)) is None:
         due = times[due_at] = _at(due_at)
     if (created := times.get(created_at)) is None:
@@ -160,6 +162,7 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
         created_at=created, lease_owner=lease_owner, lease_expires_at=expires,
         started_at=started, result=decode_result(result),
         cancel_requested=bool(cancel_requested),
+        arguments_error=arguments_error,
     )
 
 
@@ -538,7 +541,7 @@ class SQLiteStore:
                 rows.sort(key=lambda row: (row[5], row[0]))  # RETURNING order is unspecified
                 claimed.extend(rows)
         times = {expires_us: lease_expires_at}
-        return [_record(row, times) for row in claimed]
+        return quarantine_undecodable(self, [_record(row, times) for row in claimed], now)
 
     def complete(
         self, leases: Sequence[Lease], now: datetime,
@@ -726,6 +729,7 @@ class _EnqueueWatcher:
     """The thread behind `SQLiteStore.listen` (see there). Owns its connection."""
 
     INTERVAL_S = 0.02
+    UNEXPECTED_BACKOFF_S = 1.0
 
     def __init__(self, store: SQLiteStore, on_enqueue: Callable[[str], None]) -> None:
         self._on_enqueue = on_enqueue
@@ -752,12 +756,20 @@ class _EnqueueWatcher:
             self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        delay_s = self.INTERVAL_S
         try:
-            while not self._stopping.wait(self.INTERVAL_S):
+            while not self._stopping.wait(delay_s):
+                delay_s = self.INTERVAL_S
                 try:
                     self._check()
                 except sqlite3.Error as error:  # busy, or the file went away: try later
                     log.debug("enqueue watcher on %s: %s", self._url, error)
+                except Exception:
+                    # Anything else (a bug): log it, back off, go on; hints are only an
+                    # optimisation, but a dead watcher would be silent.
+                    delay_s = self.UNEXPECTED_BACKOFF_S
+                    log.exception("enqueue watcher on %s failed unexpectedly; retrying in "
+                                  "%.0f s", self._url, delay_s)
         finally:
             self._conn.close()
 

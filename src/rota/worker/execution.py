@@ -36,7 +36,14 @@ from typing import TypeAlias
 
 from rota.core.clock import Clock
 from rota.core.jobs import JobRecord, encode_result
-from rota.core.outcomes import Cancelled, Outcome, Succeeded, describe, unknown_job
+from rota.core.outcomes import (
+    Cancelled,
+    Outcome,
+    Quarantined,
+    Succeeded,
+    describe,
+    unknown_job,
+)
 from rota.worker.context import _CURRENT, CurrentJob
 from rota.worker.group import GroupRunner, Handler
 
@@ -77,7 +84,8 @@ async def execute(
     exception from the handler (a timeout, a result that is not JSON or too large
     included) becomes a retry (with backoff) or a dead letter, decided by the job's
     RetryPolicy, else the group's. A delivered cancel request (`current.cancel_requested`)
-    makes it `Cancelled`. Other cancellation is not an outcome: it propagates.
+    makes it `Cancelled`. Other cancellation is not an outcome: it propagates. A record
+    whose stored arguments could not be decoded is quarantined unrun.
 
     Args:
         current: what `rota.current_job()` returns inside the handler; the caller keeps
@@ -87,6 +95,11 @@ async def execute(
         on_overrun: (realtime) given the future of a sync handler's thread that outlived
             its timeout.
     """
+    if job.arguments_error is not None:  # the durable stores quarantine these in the claim
+        quarantined = Quarantined(job.arguments_error)
+        logger.error("job %s (%s) attempt %s: %s", job.id, job.name, job.attempt,
+                     describe(quarantined))
+        return quarantined
     handler = handlers.get(job.name)
     if handler is None:
         quarantined = unknown_job(job.name)

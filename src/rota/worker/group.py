@@ -32,6 +32,7 @@ from rota.core.outcomes import (
     describe_error,
 )
 from rota.core.retry import RetryPolicy
+from rota.core.suspects import lease_expired_error
 from rota.store.base import Store, StoreError
 
 logger = logging.getLogger("rota")
@@ -85,32 +86,61 @@ class GroupRunner:
         *, stop: Callable[[], bool] | None = None,
     ) -> tuple[PassPlan[JobRecord], list[JobRecord]]:
         """Claim into `free` slots as the core plans; return the plan and the jobs in slot
-        order. A claim that raises `StoreError` cuts the pass short (logged, and
-        `last_pass_failed` set); so does `stop()` turning true between two claims (shutdown).
-        What was already claimed is still returned, so no claimed job is lost."""
+        order. A claim that raises cuts the pass short, whatever it raises (`StoreError`
+        logged at WARNING, anything else at ERROR with its traceback; `last_pass_failed`
+        set); so does `stop()` turning true between two claims (shutdown). What was
+        already claimed is still returned, so no claimed job is lost. If anything else
+        raises (the planner, or a BaseException such as KeyboardInterrupt), the jobs
+        claimed so far are handed back (`release`) before the exception propagates."""
         plan: PassPlan[JobRecord] = self.dispatcher.begin_pass(free)
         lease_expires_at = now + self.options.lease_duration
         self.last_pass_failed = False
-        while requests := plan.next_claims():
-            for request in requests:
-                if stop is not None and stop():
-                    plan.cut_short()
-                    break
-                try:
-                    jobs = store.claim(
-                        request.queues, request.limit, now=now, owner=self.owner,
-                        lease_expires_at=lease_expires_at,
-                    )
-                except StoreError as error:
-                    logger.warning(
-                        "group %s: claim from %s failed, pass cut short: %s",
-                        self.name, ",".join(request.queues), error,
-                    )
-                    plan.claim_failed(request)
-                    self.last_pass_failed = True
-                    break
-                plan.claimed(request, jobs)
-        return plan, plan.dispatch_order()
+        claimed: list[JobRecord] = []
+        try:
+            while requests := plan.next_claims():
+                for request in requests:
+                    if stop is not None and stop():
+                        plan.cut_short()
+                        break
+                    try:
+                        jobs = store.claim(
+                            request.queues, request.limit, now=now, owner=self.owner,
+                            lease_expires_at=lease_expires_at,
+                        )
+                    except Exception as error:
+                        self._claim_failed(request.queues, error)
+                        plan.claim_failed(request)
+                        self.last_pass_failed = True
+                        break
+                    claimed.extend(jobs)
+                    plan.claimed(request, jobs)
+            return plan, plan.dispatch_order()
+        except BaseException:
+            self._hand_back(store, claimed, now)
+            raise
+
+    def _claim_failed(self, queues: Sequence[str], error: Exception) -> None:
+        where = ",".join(queues)
+        if isinstance(error, StoreError):
+            logger.warning("group %s: claim from %s failed, pass cut short: %s",
+                           self.name, where, error)
+        else:
+            logger.error("group %s: claim from %s raised %s, pass cut short; the jobs "
+                         "claimed before it still run", self.name, where,
+                         type(error).__name__, exc_info=error)
+
+    def _hand_back(self, store: Store, jobs: Sequence[JobRecord], now: datetime) -> None:
+        """Release `jobs` (claimed by a pass that is failing) so they run again at once."""
+        if not jobs:
+            return
+        try:
+            store.release([job.lease for job in jobs], now)
+        except Exception:
+            logger.exception("group %s: handing back %d claimed jobs failed; they run again "
+                             "when their leases expire", self.name, len(jobs))
+        else:
+            logger.warning("group %s: pass failed; its %d claimed jobs were handed back",
+                           self.name, len(jobs))
 
     def retry_policy(self, handler: Handler | None) -> RetryPolicy:
         return retry_policy(handler, self.options.retry)
@@ -181,7 +211,7 @@ def sweep_expired_leases(
     expired = store.find_expired_leases(now, limit)
     applied = 0
     for job in expired:
-        error = f"LeaseExpired: worker {job.lease_owner} stopped heartbeating"
+        error = lease_expired_error(job.lease_owner)
         outcome = after_failure(job.attempt, error, retry_for(job), now)
         due_at = outcome.due_at if isinstance(outcome, RetryAt) else None
         if store.expire_lease(job.lease, now, due_at, error):

@@ -24,6 +24,17 @@ four tasks:
   that fails with `StoreError` is retried with backoff; the lease stays renewed
   meanwhile, so no finished job is dropped.
 
+Every one of these long-lived tasks runs under `supervise` (rota.worker.supervision): an
+exception it does not handle itself is logged once at ERROR with its traceback and the task
+starts again after a backoff, so no duty dies silently.
+
+**Suspects** (rota.core.suspects): a claimed job whose previous attempt ended with an
+expired lease may be what killed its last worker, so it runs alone. The pass keeps it
+waiting (`_Held.waiting`) as the process's one suspect (`Runtime._suspect`; a second one
+is handed back unserved); while there is a suspect no group claims (free capacity 0); it
+starts once no group runs, claims or has an outcome unwritten, and the isolation ends when
+its own outcome is written. If it kills the process, it dies alone.
+
 The runtime also owns one **sweeper** task (expired leases back to their Queues, or dead
 letter) and the wake-up listener. Store calls run on a small pool of store threads, never
 on the loop. Each of those tasks has at most one store call in flight, and the pool has a
@@ -59,6 +70,7 @@ from rota.core.dispatch import PassPlan
 from rota.core.jobs import JobRecord
 from rota.core.outcomes import Outcome, Succeeded
 from rota.core.retry import RetryPolicy
+from rota.core.suspects import is_suspect
 from rota.store.base import Store, StoreError, WakeupSource
 from rota.worker.checkpoint import start_wal_checkpoints
 from rota.worker.context import CurrentJob
@@ -71,6 +83,7 @@ from rota.worker.group import (
     record_successes,
     sweep_expired_leases,
 )
+from rota.worker.supervision import supervise
 from rota.worker.threads import DaemonPool
 
 logger = logging.getLogger("rota")
@@ -114,6 +127,7 @@ class _Held:
     started_at: datetime
     task: asyncio.Task[None] | None = None
     running: bool = True  # its handler occupies a Worker (set False by its job task)
+    waiting: bool = False  # a suspect claimed but not started: it waits to run alone
     lost: bool = False  # a heartbeat found the lease gone (set by the heartbeat task)
     handed_back: bool = False  # released at shutdown; its outcome is never written
     current: CurrentJob | None = None  # rota.current_job() of its handler (its job task)
@@ -177,6 +191,10 @@ class Runtime:
         self._unlisten: Callable[[], None] | None = None
         self._stopped = asyncio.Event()
         self._state = "new"  # new -> running -> stopping -> stopped
+        # Loop thread. The one suspect job of this process (rota.core.suspects), waiting
+        # until every group is idle or running alone; None almost always. Set by a pass
+        # (adopt_suspect), cleared once its outcome is written or it is handed back.
+        self._suspect: tuple[GroupLoop, _Held] | None = None
 
     # -- life cycle -----------------------------------------------------------------------
 
@@ -188,7 +206,9 @@ class Runtime:
         self._loop = asyncio.get_running_loop()
         for group in self.groups:
             group.start()
-        self._sweeper = asyncio.create_task(self._sweep_forever(), name="rota-sweeper")
+        self._sweeper = asyncio.create_task(
+            supervise("lease sweeper", self._sweep_forever), name="rota-sweeper"
+        )
         self._wal_checkpoints = start_wal_checkpoints(self.store, self.store_call)
         if isinstance(self.store, WakeupSource):
             await self._listen(self.store)
@@ -204,6 +224,9 @@ class Runtime:
             logger.warning(
                 "wake-up hints unavailable (%s); groups will find new work by polling", error
             )
+        except Exception:
+            logger.exception("starting wake-up hints failed; groups will find new work by "
+                             "polling")
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Stop gracefully: claim nothing more, give running jobs the grace period, hand
@@ -305,6 +328,54 @@ class Runtime:
                     group.wake()
             await asyncio.sleep(interval_s)
 
+    # -- suspects -------------------------------------------------------------------------
+
+    @property
+    def isolating(self) -> bool:
+        """A suspect job waits to run alone, or runs alone: no group claims meanwhile."""
+        return self._suspect is not None
+
+    def adopt_suspect(self, group: GroupLoop, held: _Held) -> None:
+        """Make `held` (claimed by `group`, not started) the process's waiting suspect.
+        The caller checked `isolating` first: there is one suspect at a time."""
+        assert self._suspect is None, "one suspect at a time"
+        self._suspect = (group, held)
+
+    def start_suspect_if_idle(self) -> None:
+        """Start the waiting suspect once no group runs, claims or writes anything."""
+        suspect = self._suspect
+        if suspect is None or not suspect[1].waiting or self._stopping.is_set():
+            return
+        if any(g.busy for g in self.groups):
+            return
+        group, held = suspect
+        job = held.job
+        logger.info(
+            "group %s: job %s (%s) attempt %s runs alone: its previous attempt ended with an "
+            "expired lease (its worker died or lost the store)", group.name, job.id, job.name,
+            job.attempt,
+        )
+        group.start_job(held)
+
+    def after_outcomes_written(self) -> None:
+        """Called by an outcome writer while isolating: end the isolation once the
+        suspect's outcome is written, else see whether the suspect may start now."""
+        suspect = self._suspect
+        if suspect is None:
+            return
+        group, held = suspect
+        if not held.waiting and group.holds(held):
+            return  # running, or its outcome is not written yet
+        if not held.waiting:
+            self.end_isolation()
+        else:
+            self.start_suspect_if_idle()
+
+    def end_isolation(self) -> None:
+        self._suspect = None
+        for group in self.groups:
+            group.wake()
+
     # -- outcomes -------------------------------------------------------------------------
 
     def report(self, group: str, held: _Held, outcome: Outcome, finished_at: datetime) -> None:
@@ -336,6 +407,8 @@ class GroupLoop:
         self._running = 0
         # Loop thread. Jobs asked for by the pass in progress (claims in flight).
         self._claiming = 0
+        # Loop thread. The batch the outcome writer is writing now (set and cleared by it).
+        self._in_write: list[_Finished] | None = None
         self._wake = asyncio.Event()  # set by any trigger; cleared by the pass task
         # Created by start(), cancelled or awaited by shutdown()/abort().
         self._pass_task: asyncio.Task[None] | None = None
@@ -352,18 +425,36 @@ class GroupLoop:
         return self._running
 
     def start(self) -> None:
-        self._pass_task = self._spawn(self._pass_forever(), "passes")
-        self._heartbeat_task = self._spawn(self._heartbeat_forever(), "heartbeats")
-        self._writer_task = self._spawn(self._write_forever(), "outcomes")
+        self._pass_task = self._spawn(self._pass_forever, "passes",
+                                      self.runtime.sleep_unless_stopping)
+        self._heartbeat_task = self._spawn(self._heartbeat_forever, "heartbeats")
+        self._writer_task = self._spawn(self._write_forever, "outcomes")
         self._wake.set()  # first pass at once
 
-    def _spawn(self, coroutine: Coroutine[Any, Any, None], what: str) -> asyncio.Task[None]:
-        return asyncio.create_task(coroutine, name=f"rota-{self.name}-{what}")
+    def _spawn(
+        self, duty: Callable[[], Coroutine[Any, Any, None]], what: str,
+        sleep: Callable[[float], Coroutine[Any, Any, None]] = asyncio.sleep,
+    ) -> asyncio.Task[None]:
+        """Start a duty of this group under `supervise`: it survives any exception."""
+        return asyncio.create_task(
+            supervise(f"group {self.name}: {what}", duty, sleep=sleep),
+            name=f"rota-{self.name}-{what}",
+        )
 
     def wake(self) -> None:
         self._wake.set()
 
+    @property
+    def busy(self) -> bool:
+        """Whether a handler runs, a claim is in flight or an outcome is unwritten."""
+        return bool(self._running or self._claiming or self._finished or self._in_write)
+
+    def holds(self, held: _Held) -> bool:
+        return self._held.get(held.job.id) is held
+
     def free_capacity(self) -> int:
+        if self.runtime._suspect is not None:
+            return 0  # a suspect waits to run alone, or runs alone: nothing else starts
         free = self.options.pool_size - self._running - self._claiming
         return max(0, min(free, self.options.claim_capacity))
 
@@ -378,11 +469,15 @@ class GroupLoop:
         poll_s = self.options.poll_interval.total_seconds()
         backoff = _Backoff()
         stopping = self.runtime._stopping
+        self._wake.set()  # (re)started: pass at once
         while True:
             await self._wait_for_trigger(poll_s)
             if stopping.is_set():
                 return
             free = self.free_capacity()
+            if free == 0 and self.runtime.isolating:
+                self.runtime.start_suspect_if_idle()  # e.g. after a claim that failed
+                continue
             if free == 0:
                 logger.debug("group %s: pool full (%d running), no claim", self.name,
                              self.running)
@@ -390,20 +485,14 @@ class GroupLoop:
             now = self.runtime.clock.now()
             self._claiming = free
             try:
+                # Whatever a claim raises, claim_pass returns (or, for an error outside
+                # the claims, hands back) what it had claimed; an exception that gets out
+                # is logged by the supervisor, which starts this duty again.
                 plan, jobs = await self.runtime.store_call(
                     self.runner.claim_pass, self.runtime.store, free, now, stop=stopping.is_set
                 )
-            except Exception:
-                # Not a StoreError (claim_pass handles those): a bug or a broken store.
-                # Keep the group alive; the claimed jobs, if any, come back by lease expiry.
+            finally:
                 self._claiming = 0
-                delay_s = backoff.next_delay_s()
-                logger.exception("group %s: pass failed; next pass in %.2f s", self.name,
-                                 delay_s)
-                await self.runtime.sleep_unless_stopping(delay_s)
-                self._wake.set()
-                continue
-            self._claiming = 0
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug("group %s: pass claimed %d of %d free", self.name, len(jobs),
                              free)
@@ -435,18 +524,50 @@ class GroupLoop:
         debug = logger.isEnabledFor(logging.DEBUG)
         held_jobs = self._held
         create_task = asyncio.create_task
-        for index, job in enumerate(jobs):
-            if stopping():
-                await self._release(jobs[index:], "claimed but not started at shutdown")
-                return
-            plan.serve()
-            held = _Held(job, clock.now() if timed else now)
-            held_jobs[job.id] = held
-            self._running += 1
-            held.task = create_task(self._run_job(held))
-            if debug:
-                logger.debug("group %s: job %s (%s) attempt %s started from %s", self.name,
-                             job.id, job.name, job.attempt, job.queue)
+        held_back: list[JobRecord] = []
+        index = 0
+        try:
+            for index, job in enumerate(jobs):
+                if stopping():
+                    await self._release(jobs[index:] + held_back,
+                                        "claimed but not started at shutdown")
+                    return
+                if job.last_error is not None and is_suspect(job):
+                    # Runs alone, later; a second suspect goes back to its Queue unserved.
+                    if self.runtime.isolating:
+                        plan.skip()
+                        held_back.append(job)
+                    else:
+                        plan.serve()
+                        held = _Held(job, now, running=False, waiting=True)
+                        held_jobs[job.id] = held
+                        self.runtime.adopt_suspect(self, held)
+                    continue
+                plan.serve()
+                held = _Held(job, clock.now() if timed else now)
+                held_jobs[job.id] = held
+                self._running += 1
+                held.task = create_task(self._run_job(held))
+                if debug:
+                    logger.debug("group %s: job %s (%s) attempt %s started from %s",
+                                 self.name, job.id, job.name, job.attempt, job.queue)
+        except Exception:
+            # A bug between claim and start: hand back what did not start, then let the
+            # supervisor log it.
+            await self._release(jobs[index:] + held_back, "not started after an error")
+            raise
+        if held_back:
+            await self._release(held_back, "another suspect runs alone first")
+        if self.runtime._suspect is not None:
+            self.runtime.start_suspect_if_idle()
+
+    def start_job(self, held: _Held) -> None:
+        """Start a waiting suspect's handler (the runtime decided it may run now)."""
+        held.waiting = False
+        held.running = True
+        held.started_at = self.runtime.clock.now()
+        self._running += 1
+        held.task = asyncio.create_task(self._run_job(held))
 
     async def _run_job(self, held: _Held) -> None:
         job = held.job
@@ -519,10 +640,15 @@ class GroupLoop:
                 logger.warning("group %s: heartbeat failed (retrying in %.2f s): %s",
                                self.name, delay_s, error)
                 continue
+            in_write = self._in_write
             for held in mine:
                 if held.job.id in renewed.cancel_requested:
                     self._deliver_cancel(held)
                 if held.job.id not in renewed and not held.handed_back:
+                    if not self.holds(held) or (
+                        in_write is not None and any(f.held is held for f in in_write)
+                    ):
+                        continue  # its outcome was being written: that ended the lease
                     held.lost = True
                     logger.warning(
                         "group %s: job %s (%s) attempt %s lost its lease (expired or taken "
@@ -555,9 +681,9 @@ class GroupLoop:
 
     def _write(
         self, batch: list[_Finished], now: datetime
-    ) -> tuple[list[_Finished], StoreError | None]:
+    ) -> tuple[list[_Finished], Exception | None]:
         """Store thread: write `batch`'s outcomes, successes in one call. Returns the ones
-        written (applied or fenced) and the StoreError that stopped the rest, if any."""
+        written (applied or fenced) and the exception that stopped the rest, if any."""
         store = self.runtime.store
         written: list[_Finished] = []
         successes = [f for f in batch if isinstance(f.outcome, Succeeded)]
@@ -571,25 +697,37 @@ class GroupLoop:
                 if not isinstance(item.outcome, Succeeded):
                     record_outcome(store, item.held.job, item.outcome, now)
                     written.append(item)
-        except StoreError as error:
+        except Exception as error:  # returned, not raised, so `written` is kept
             return written, error
         return written, None
 
     async def _write_forever(self) -> None:
         backoff = _Backoff()
+        if self._finished:
+            self._finished_ready.set()  # restarted by the supervisor with outcomes pending
         while True:
             await self._finished_ready.wait()
-            if len(self._finished) < OUTCOME_BATCH and not self.runtime.stopping:
+            # No lingering while a suspect waits for the outcomes to be written.
+            if (len(self._finished) < OUTCOME_BATCH and not self.runtime.stopping
+                    and self.runtime._suspect is None):
                 await self.runtime.sleep_unless_stopping(OUTCOME_LINGER_S)
             self._finished_ready.clear()
             while self._finished:
                 batch = list(self._finished)
                 now = self.runtime.clock.now()
-                written, error = await self.runtime.store_call(self._write, batch, now)
+                self._in_write = batch
+                try:
+                    written, error = await self.runtime.store_call(self._write, batch, now)
+                finally:
+                    self._in_write = None
                 done = {id(item) for item in written}
                 self._finished = [item for item in self._finished if id(item) not in done]
                 for item in written:
                     self._held.pop(item.held.job.id, None)
+                if self.runtime._suspect is not None:
+                    self.runtime.after_outcomes_written()
+                if error is not None and not isinstance(error, StoreError):
+                    raise error  # the supervisor logs it and starts this duty again
                 if error is not None:
                     delay_s = backoff.next_delay_s()
                     logger.warning(
@@ -612,6 +750,15 @@ class GroupLoop:
         if self._pass_task is not None:
             # Ends after the pass in progress (cut short; unstarted jobs released).
             await asyncio.gather(self._pass_task, return_exceptions=True)
+        waiting = [h for h in self._held.values() if h.waiting]
+        if waiting:
+            for held in waiting:
+                held.handed_back = True
+                self._held.pop(held.job.id, None)
+            await self._release([h.job for h in waiting], "a suspect not started at shutdown")
+            suspect = self.runtime._suspect
+            if suspect is not None and suspect[1] in waiting:
+                self.runtime._suspect = None
         running = [h.task for h in self._held.values() if h.running and h.task is not None]
         if running:
             logger.debug("group %s: waiting up to %.1f s for %d running jobs", self.name,
