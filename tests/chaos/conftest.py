@@ -363,3 +363,45 @@ def own_pg_cluster() -> Iterator[OwnCluster]:
     finally:
         subprocess.run(["pg_dropcluster", "--stop", cluster.version, cluster.name],
                        capture_output=True, timeout=120)
+
+
+# -- raw SQL, behind the store's back ----------------------------------------------------
+
+
+def raw_sql(store_url: str, statement: str, params: tuple[object, ...] = ()) -> list[tuple[
+        object, ...]]:
+    """Run one statement on the store's database directly, as a damaged disk, a careless
+    migration or an operator with a SQL shell would. `{jobs}` names the jobs table and
+    `%s` marks a parameter, on both dialects."""
+    if store_url.startswith("sqlite:///"):
+        import sqlite3
+
+        path = store_url.removeprefix("sqlite:///").split("?")[0]
+        conn = sqlite3.connect(path)
+        try:
+            with conn:
+                cursor = conn.execute(statement.format(jobs="rota_jobs").replace("%s", "?"),
+                                      params)
+                return [tuple(row) for row in cursor.fetchall()]
+        finally:
+            conn.close()
+    import psycopg
+
+    with psycopg.connect(store_url, autocommit=True) as pg:
+        cursor = pg.execute(statement.format(jobs="rota.jobs").encode(), params)
+        return [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """`rota ARGV...` in this process: (exit code, stdout, stderr). argparse's own usage
+    errors exit through SystemExit; anything else escaping `main` is a crash the test sees
+    as an exception (the traceback a user would get)."""
+    from rota.cli import main
+
+    capsys.readouterr()
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = exit_.code if isinstance(exit_.code, int) else 1
+    out, err = capsys.readouterr()
+    return code, out, err
