@@ -199,7 +199,11 @@ class Supervisor:
         return code
 
     def stop(self) -> list[int]:
-        """SIGTERM every worker (graceful) and return their exit codes."""
+        """SIGTERM every worker (graceful) and return their exit codes. Waits for each to
+        have started first: a SIGTERM before the signal handlers exist kills the process
+        with the default action (issue 8 defect 6), which is not what these tests test."""
+        for worker in self.workers:
+            worker.wait_ready()
         for worker in self.workers:
             worker.signal(signal.SIGTERM)
         codes = [worker.wait() for worker in self.workers]

@@ -35,12 +35,13 @@ def test_repeated_sigkill_mid_drain_loses_nothing_and_duplicates_only_in_flight_
     durable_store_url: str, producer: rota.App, supervisors: Callable[..., Supervisor],
     tmp_path: Path, chaos_figures: Callable[..., None],
 ) -> None:
-    # Given 1,000 jobs of 20 ms and two workers (pool 4, lease 2 s) under a supervisor
+    # Given 1,000 jobs of 20 ms and two workers (pool 4, lease 3 s: a
+    # loaded machine must not lose a lease to a late heartbeat) under a supervisor
     log = tmp_path / "executions.log"
     ids = producer.jobs["work"].enqueue_many([(n,) for n in range(JOBS)])
     number_of = {job_id: n for n, job_id in enumerate(ids)}
     supervisor = supervisors(chaos_env(durable_store_url, log, ROTA_CHAOS_JOB_S="0.02",
-                                       ROTA_CHAOS_LEASE_S="2"), WORKERS)
+                                       ROTA_CHAOS_LEASE_S="3"), WORKERS)
     # When one of them is SIGKILLed every ~JOBS/(KILLS+2) outcomes, KILLS times, and
     # restarted at once, until every job has succeeded
     kill_every = JOBS // (KILLS + 2)
