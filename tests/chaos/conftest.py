@@ -39,6 +39,7 @@ REQUIRE_POSTGRES = os.environ.get("ROTA_REQUIRE_POSTGRES") == "1"
 # -- figures -------------------------------------------------------------------------------
 
 _FIGURES_KEY = pytest.StashKey[list[dict[str, object]]]()
+_FIGURES_PATH_KEY = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -52,13 +53,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.section("chaos figures")
     for entry in figures:
         terminalreporter.write_line(_format_figures(entry))
-    path = _figures_path(terminalreporter.config)
-    terminalreporter.write_line(f"(also in {path})")
-
-
-def _figures_path(config: pytest.Config) -> Path:
-    factory: pytest.TempPathFactory = config._tmp_path_factory  # type: ignore[attr-defined]
-    return factory.getbasetemp() / "chaos-figures.json"
+    path = terminalreporter.config.stash.get(_FIGURES_PATH_KEY, None)
+    if path is not None:
+        terminalreporter.write_line(f"(also in {path})")
 
 
 def _format_figures(entry: dict[str, object]) -> str:
@@ -67,15 +64,19 @@ def _format_figures(entry: dict[str, object]) -> str:
 
 
 @pytest.fixture
-def chaos_figures(request: pytest.FixtureRequest) -> Callable[..., None]:
+def chaos_figures(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[..., None]:
     """Record one scenario's figures: printed now, summarised at the end, kept as JSON."""
+    path = tmp_path_factory.getbasetemp() / "chaos-figures.json"
+    request.config.stash[_FIGURES_PATH_KEY] = path
 
     def record(scenario: str, **figures: object) -> None:
         entry: dict[str, object] = {"scenario": scenario, **figures}
         print(f"\n{_format_figures(entry)}", flush=True)
         collected = request.config.stash[_FIGURES_KEY]
         collected.append(entry)
-        _figures_path(request.config).write_text(json.dumps(collected, indent=2) + "\n")
+        path.write_text(json.dumps(collected, indent=2) + "\n")
 
     return record
 

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 
 JOBS = 20
 CORRUPT = 9  # the index of the damaged job among them
-DEADLINE_S = 20  # generous: the drain takes well under a second when nothing blocks it
+DEADLINE_S = 12  # generous: the drain takes well under a second when nothing blocks it
 
 
 @pytest.mark.xfail(strict=True, reason="issue 8 defect 2: fixed on rel-runtime")
