@@ -70,7 +70,7 @@ def known_defect(request: pytest.FixtureRequest, reason: str) -> None:
 @pytest.fixture(autouse=True)
 def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     # Tables as wide as the longest name, so a shown name is never wrapped.
-    monkeypatch.setenv("COLUMNS", "20000")
+    monkeypatch.setenv("COLUMNS", "50000")
 
 
 def refused_cleanly(code: int, err: str, command: str) -> bool:
