@@ -19,7 +19,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 from rota.core.clock import Clock, SystemClock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
-from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord, validate_job_name
+from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord, validate_job_name
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retry import RetryPolicy
 from rota.definition import NO_PRIORITY, JobDefinition
@@ -43,10 +43,11 @@ R = TypeVar("R")
 DEFAULT_STORE_URL = "sqlite:///rota.db"
 
 
-def _job_id(job_id: object) -> int:
+def _job_id(job_id: object) -> int | None:
+    """`job_id` checked; None for an int that no store can hold as an id (no such job)."""
     if isinstance(job_id, bool) or not isinstance(job_id, int):
         raise TypeError(f"job ids are ints; got {job_id!r} ({type(job_id).__name__})")
-    return job_id
+    return job_id if 0 < job_id <= MAX_JOB_ID else None
 
 
 def _loop_is_running() -> bool:
@@ -183,7 +184,8 @@ class App:
         Raises:
             TypeError: if `job_id` is not an int (ids are ints on every store).
         """
-        return self.store.get_job(_job_id(job_id))
+        checked = _job_id(job_id)
+        return None if checked is None else self.store.get_job(checked)
 
     def cancel(self, job_id: int) -> bool:
         """Cancel a job. A scheduled job is cancelled at once and never runs. A running
@@ -201,7 +203,8 @@ class App:
         Raises:
             TypeError: if `job_id` is not an int.
         """
-        return self.store.cancel(_job_id(job_id), self.clock.now())
+        checked = _job_id(job_id)
+        return checked is not None and self.store.cancel(checked, self.clock.now())
 
     def requeue(self, job_id: int) -> bool:
         """Bring a `dead_lettered`, `quarantined` or `cancelled` job back: `scheduled` in
@@ -213,10 +216,10 @@ class App:
         Raises:
             TypeError: if `job_id` is not an int.
         """
-        job_id = _job_id(job_id)
-        if not self.store.requeue(job_id, self.clock.now()):
+        checked = _job_id(job_id)
+        if checked is None or not self.store.requeue(checked, self.clock.now()):
             return False
-        job = self.store.get_job(job_id)
+        job = self.store.get_job(checked)
         if job is not None:
             self._notify_enqueued((job.queue,))
         return True

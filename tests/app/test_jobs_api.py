@@ -86,6 +86,17 @@ def test_get_job_of_an_unknown_id_is_none(make_app: MakeApp) -> None:
     assert make_app().get_job(987654) is None
 
 
+@pytest.mark.parametrize("job_id", [0, -5, 2**63, 10**20])
+def test_an_id_no_store_can_hold_is_an_unknown_job_on_every_store(
+    make_app: MakeApp, job_id: int
+) -> None:
+    # SQLite raised OverflowError for ids beyond 64 bits (found by the chaos suite)
+    app = make_app()
+    assert app.get_job(job_id) is None
+    assert app.cancel(job_id) is False
+    assert app.requeue(job_id) is False
+
+
 def test_configure_overrides_queue_and_due_time(
     make_app: MakeApp, clock: rota.VirtualClock
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rota.cli.common import CommandError, add_store_options, opened_store
+from rota.cli.common import CommandError, add_store_options, job_id_arg, opened_store
 from rota.core.clock import SystemClock
 from rota.core.jobs import JobState
 
@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "rota.current_job().cancel_requested); it then ends cancelled. A finished job is "
         "left alone (and reported); exit 1 if any could not be cancelled.",
     )
-    parser.add_argument("ids", nargs="+", type=int, metavar="ID", help="job ids")
+    parser.add_argument("ids", nargs="+", type=job_id_arg, metavar="ID", help="job ids")
     add_store_options(parser, json_help="print JSON")
     parser.set_defaults(func=run)
 

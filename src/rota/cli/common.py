@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rota.app import App
+from rota.core.jobs import MAX_JOB_ID
 from rota.store import Store, StoreConfigError, StoreError, open_store
 
 
@@ -24,6 +25,32 @@ class CommandError(Exception):
 class UsageError(CommandError):
     def __init__(self, message: str) -> None:
         super().__init__(message, exit_code=2)
+
+
+def job_id_arg(text: str) -> int:
+    """argparse type of a job id: a whole number from 1 to MAX_JOB_ID (what stores hold)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 0 < value <= MAX_JOB_ID:
+        raise argparse.ArgumentTypeError(
+            f"job ids are whole numbers from 1 to {MAX_JOB_ID}; got {text!r}"
+        )
+    return value
+
+
+def count_arg(text: str) -> int:
+    """argparse type of a count (--limit, --offset): a whole number from 0 to MAX_JOB_ID."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_JOB_ID:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 0 to {MAX_JOB_ID}; got {text!r}"
+        )
+    return value
 
 
 def load_app(spec: str) -> App:

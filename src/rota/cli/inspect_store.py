@@ -9,7 +9,7 @@ from datetime import datetime
 
 from rich.table import Table
 
-from rota.cli.common import UsageError, add_store_options, opened_store
+from rota.cli.common import UsageError, add_store_options, count_arg, opened_store
 from rota.cli.display import make_console, user_text
 from rota.core.jobs import JobRecord, JobState
 
@@ -30,10 +30,10 @@ def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
     parser.add_argument("--state", choices=[s.value for s in JobState],
                         help="only jobs in this state")
     parser.add_argument("--queue", metavar="QUEUE", help="only jobs on this Queue")
-    parser.add_argument("--limit", type=int, default=50, metavar="N",
+    parser.add_argument("--limit", type=count_arg, default=50, metavar="N",
                         help="at most N jobs (default 50)")
     parser.add_argument("--newest", action="store_true", help="newest jobs first")
-    parser.add_argument("--offset", type=int, default=0, metavar="M",
+    parser.add_argument("--offset", type=count_arg, default=0, metavar="M",
                         help="skip the first M matching jobs (paging; default 0)")
     parser.set_defaults(func=run_jobs)
 

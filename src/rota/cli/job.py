@@ -7,7 +7,7 @@ import json
 
 from rich.table import Table
 
-from rota.cli.common import CommandError, add_store_options, opened_store
+from rota.cli.common import CommandError, add_store_options, job_id_arg, opened_store
 from rota.cli.display import make_console, user_text
 from rota.cli.inspect_store import job_as_json
 
@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Show one job: its state, attempts, times, arguments, result and last "
         "error. Exit 1 if there is no such job.",
     )
-    parser.add_argument("id", type=int, metavar="ID", help="the job id")
+    parser.add_argument("id", type=job_id_arg, metavar="ID", help="the job id")
     add_store_options(parser, json_help="print JSON instead of a table")
     parser.set_defaults(func=run)
 

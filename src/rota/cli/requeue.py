@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rota.cli.common import CommandError, UsageError, add_store_options, opened_store
+from rota.cli.common import CommandError, UsageError, add_store_options, job_id_arg, opened_store
 from rota.core.clock import SystemClock
 from rota.core.jobs import REQUEUEABLE_STATES, JobState
 from rota.core.queues import validate_queue_name
@@ -22,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         f"(`rota requeue --state dead_lettered [--queue emails]`). States: {', '.join(STATES)}."
         " Exit 1 if a job given by id could not be requeued.",
     )
-    parser.add_argument("ids", nargs="*", type=int, metavar="ID", help="job ids")
+    parser.add_argument("ids", nargs="*", type=job_id_arg, metavar="ID", help="job ids")
     parser.add_argument("--state", choices=STATES, help="requeue every job in this state")
     parser.add_argument("--queue", metavar="QUEUE",
                         help="with --state: only jobs of this Queue")

@@ -112,6 +112,11 @@ def transition(state: JobState, event: JobEvent) -> JobState:
         raise InvalidTransition(f"a {state.value} job cannot {event.value}") from None
 
 
+# Every store keeps job ids as 64-bit signed integers: no job has an id outside 1..MAX_JOB_ID
+# (SQLite cannot even compare with a larger Python int: it raises OverflowError).
+MAX_JOB_ID = 2**63 - 1
+
+
 @dataclass(frozen=True, slots=True)
 class JobRecord:
     """A job as the store holds it."""
