@@ -77,8 +77,6 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
 def run_jobs(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError(f"--limit must be at least 1; got {args.limit}")
-    if args.offset < 0:
-        raise UsageError(f"--offset must be 0 or more; got {args.offset}")
     with opened_store(args.store, args.app, read_only=True) as store:
         jobs = store.list_jobs(
             queue=args.queue, state=JobState(args.state) if args.state else None,
