@@ -17,6 +17,11 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
 - `release` hands an unfinished job back: scheduled again at its old due time, and the
   attempt it was claimed for does not count (attempt - 1).
 - Bad input never half-writes: `enqueue` stores all of its jobs or none.
+- Every change into a finished state (`complete`, `dead_letter`, `quarantine`, `cancel`,
+  `expire_lease` dead-lettering) sets `finished_at` to its `now`; nothing else sets it.
+- `purge` deletes only finished jobs (by `finished_at`), at most `limit` per call, and is
+  safe when several processes purge at once: each row is deleted once, none waits for
+  another purger, and a job that left its finished state meanwhile is never deleted.
 
 Imports only the pure core.
 """
@@ -105,6 +110,17 @@ class Store(Protocol):
 
     def cancel(self, job_id: int, now: datetime) -> bool:
         """Cancel a scheduled job; False if it is not scheduled (or does not exist)."""
+        ...
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        """Delete up to `limit` jobs in `states` (finished states only) whose
+        `finished_at` is before `finished_before`; return how many were deleted.
+
+        Raises:
+            ValueError: if `states` names a state that is not finished.
+        """
         ...
 
     def get_job(self, job_id: int) -> JobRecord | None: ...

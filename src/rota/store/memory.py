@@ -24,6 +24,7 @@ from rota.core.jobs import (
     decode_arguments,
     transition,
 )
+from rota.core.retention import purgeable_states
 
 
 class MemoryStore:
@@ -75,9 +76,9 @@ class MemoryStore:
                 heap = self._due.get(queue)
                 while heap and len(claimed) < limit and heap[0][0] <= now:
                     due_at, job_id = heapq.heappop(heap)
-                    job = self._jobs[job_id]
-                    if job.state is not JobState.SCHEDULED or job.due_at != due_at:
-                        continue  # stale entry: the job moved on since it was pushed
+                    job = self._jobs.get(job_id)
+                    if job is None or job.state is not JobState.SCHEDULED or job.due_at != due_at:
+                        continue  # stale entry: the job moved on (or was purged) since
                     leased = replace(
                         job, state=transition(job.state, JobEvent.CLAIM),
                         attempt=job.attempt + 1, lease_owner=owner,
@@ -99,12 +100,13 @@ class MemoryStore:
         return job
 
     def _end_lease(
-        self, job: JobRecord, event: JobEvent, *, due_at: datetime | None = None,
+        self, job: JobRecord, event: JobEvent, now: datetime, *, due_at: datetime | None = None,
         error: str | None = None, attempt: int | None = None,
     ) -> None:
         state = transition(job.state, event)
         updated = replace(
             job, state=state, lease_owner=None, lease_expires_at=None,
+            finished_at=now if state.finished else None,
             due_at=due_at if due_at is not None else job.due_at,
             last_error=error if error is not None else job.last_error,
             attempt=attempt if attempt is not None else job.attempt,
@@ -119,7 +121,7 @@ class MemoryStore:
             for lease in leases:
                 job = self._held(lease)
                 if job is not None:
-                    self._end_lease(job, JobEvent.COMPLETE)
+                    self._end_lease(job, JobEvent.COMPLETE, now)
                     done += 1
         return done
 
@@ -128,7 +130,7 @@ class MemoryStore:
             job = self._held(lease)
             if job is None:
                 return False
-            self._end_lease(job, JobEvent.RETRY, due_at=due_at, error=error)
+            self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error)
             return True
 
     def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
@@ -136,7 +138,7 @@ class MemoryStore:
             job = self._held(lease)
             if job is None:
                 return False
-            self._end_lease(job, JobEvent.DEAD_LETTER, error=error)
+            self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error)
             return True
 
     def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
@@ -144,7 +146,7 @@ class MemoryStore:
             job = self._held(lease)
             if job is None:
                 return False
-            self._end_lease(job, JobEvent.QUARANTINE, error=error)
+            self._end_lease(job, JobEvent.QUARANTINE, now, error=error)
             return True
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
@@ -153,7 +155,7 @@ class MemoryStore:
             for lease in leases:
                 job = self._held(lease)
                 if job is not None:
-                    self._end_lease(job, JobEvent.RELEASE, attempt=job.attempt - 1)
+                    self._end_lease(job, JobEvent.RELEASE, now, attempt=job.attempt - 1)
                     released += 1
         return released
 
@@ -189,9 +191,9 @@ class MemoryStore:
             if job is None or job.lease_expires_at is None or job.lease_expires_at > now:
                 return False
             if due_at is None:
-                self._end_lease(job, JobEvent.DEAD_LETTER, error=error)
+                self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error)
             else:
-                self._end_lease(job, JobEvent.RETRY, due_at=due_at, error=error)
+                self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error)
             return True
 
     def cancel(self, job_id: int, now: datetime) -> bool:
@@ -199,8 +201,26 @@ class MemoryStore:
             job = self._jobs.get(job_id)
             if job is None or job.state is not JobState.SCHEDULED:
                 return False
-            self._jobs[job_id] = replace(job, state=transition(job.state, JobEvent.CANCEL))
+            self._jobs[job_id] = replace(
+                job, state=transition(job.state, JobEvent.CANCEL), finished_at=now
+            )
             return True
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        wanted = frozenset(purgeable_states(states))
+        with self._lock:
+            doomed: list[int] = []
+            for job in self._jobs.values():
+                if len(doomed) >= limit:
+                    break
+                if (job.state in wanted and job.finished_at is not None
+                        and job.finished_at < finished_before):
+                    doomed.append(job.id)
+            for job_id in doomed:
+                del self._jobs[job_id]  # stale due-heap entries of it are skipped by claim
+            return len(doomed)
 
     # -- reads --------------------------------------------------------------------------
 

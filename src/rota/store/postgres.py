@@ -51,6 +51,7 @@ from rota.core.jobs import (
     NewJob,
     decode_arguments,
 )
+from rota.core.retention import purgeable_states
 from rota.store import mask_url
 from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
 
@@ -201,12 +202,13 @@ def _arguments(
 
 def _record(row: TupleRow) -> JobRecord:
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at, lease_owner, lease_expires_at) = row
+     created_at, lease_owner, lease_expires_at, finished_at) = row
     args, kwargs = _arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
         due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
         created_at=created_at, lease_owner=lease_owner, lease_expires_at=lease_expires_at,
+        finished_at=finished_at,
     )
 
 
@@ -598,6 +600,19 @@ class PostgresStore:
     def cancel(self, job_id: int, now: datetime) -> bool:
         _, count = self._execute("cancel", {"id": job_id, "now": now})
         return count == 1
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        chosen = purgeable_states(states)
+        if limit <= 0:
+            return 0
+        _, count = self._execute("purge", {
+            "states": [state.value for state in chosen],
+            "finished_before": _utc(finished_before, "finished_before"),
+            "limit": limit,
+        })
+        return count
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from rota.core.jobs import JobRecord, JobState, Lease, NewJob, decode_arguments
+from rota.core.retention import purgeable_states
 from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ _STATES = {state.value: state for state in JobState}
 _MIGRATION_FILE = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 # A row as every SELECT/RETURNING of a whole job gives it, in this column order:
 # id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-# lease_owner, lease_expires_at.
+# lease_owner, lease_expires_at, finished_at.
 _Row = tuple[Any, ...]
 
 
@@ -130,7 +131,7 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
     microseconds -> datetime conversions: jobs enqueued together share their due and
     creation times, and a claim's rows share their lease expiry (~4 % of a drain)."""
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at, lease_owner, lease_expires_at) = row
+     created_at, lease_owner, lease_expires_at, finished_at) = row
     if times is None:
         times = {}
     args, kwargs = decode_arguments(args_json, kwargs_json)
@@ -145,6 +146,7 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
         due_at=due, args=args, kwargs=kwargs, last_error=last_error,
         created_at=created, lease_owner=lease_owner, lease_expires_at=expires,
+        finished_at=None if finished_at is None else _at(finished_at),
     )
 
 
@@ -436,15 +438,19 @@ class SQLiteStore:
         times = {expires_us: lease_expires_at}
         return [_record(row, times) for row in claimed]
 
-    def _apply_to_leases(self, name: str, leases: Sequence[Lease], doing: str) -> int:
+    def _apply_to_leases(
+        self, name: str, leases: Sequence[Lease], doing: str, *first: object
+    ) -> int:
+        """Run the named statement once per lease with positional parameters `first`
+        followed by the lease's id, owner and attempt."""
         if not leases:
             return 0
-        rows = [(lease.job_id, lease.owner, lease.attempt) for lease in leases]
+        rows = [(*first, lease.job_id, lease.owner, lease.attempt) for lease in leases]
         with self._write(doing) as conn:
             return conn.executemany(_sql(name), rows).rowcount
 
     def complete(self, leases: Sequence[Lease], now: datetime) -> int:
-        return self._apply_to_leases("complete", leases, "completing jobs")
+        return self._apply_to_leases("complete", leases, "completing jobs", _us(now))
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
         return self._apply_to_leases("release", leases, "releasing jobs")
@@ -458,10 +464,14 @@ class SQLiteStore:
         return self._end_lease("retry", lease, "retrying a job", due_at=_us(due_at), error=error)
 
     def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
-        return self._end_lease("dead_letter", lease, "dead-lettering a job", error=error)
+        return self._end_lease(
+            "dead_letter", lease, "dead-lettering a job", now=_us(now), error=error
+        )
 
     def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
-        return self._end_lease("quarantine", lease, "quarantining a job", error=error)
+        return self._end_lease(
+            "quarantine", lease, "quarantining a job", now=_us(now), error=error
+        )
 
     def heartbeat(
         self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
@@ -491,7 +501,25 @@ class SQLiteStore:
 
     def cancel(self, job_id: int, now: datetime) -> bool:
         with self._write("cancelling a job") as conn:
-            return conn.execute(_sql("cancel"), {"id": job_id}).rowcount == 1
+            return conn.execute(_sql("cancel"), {"id": job_id, "now": _us(now)}).rowcount == 1
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        chosen = purgeable_states(states)
+        if limit <= 0:
+            return 0
+        params: dict[str, object] = {"finished_before": _us(finished_before)}
+        deleted = 0
+        # One write transaction of at most `limit` deletions: the write lock is held for
+        # one bounded batch, then claims get their turn (the caller paces the batches).
+        with self._write("purging finished jobs") as conn:
+            for state in chosen:
+                params.update(state=state.value, limit=limit - deleted)
+                deleted += conn.execute(_sql("purge"), params).rowcount
+                if deleted >= limit:
+                    break
+        return deleted
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
 SELECT id, name, queue, state, attempt, due_at, args::text, kwargs::text, last_error,
-       created_at, lease_owner, lease_expires_at
+       created_at, lease_owner, lease_expires_at, finished_at
 FROM {schema}.jobs
 WHERE id = %(id)s

@@ -1,1 +1,2 @@
-UPDATE rota_jobs SET state = 'cancelled' WHERE id = :id AND state = 'scheduled';
+UPDATE rota_jobs SET state = 'cancelled', finished_at = :now
+WHERE id = :id AND state = 'scheduled';

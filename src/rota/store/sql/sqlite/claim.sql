@@ -13,4 +13,4 @@ WHERE id IN (
     LIMIT :limit
 )
 RETURNING id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-          lease_owner, lease_expires_at;
+          lease_owner, lease_expires_at, finished_at;

@@ -1,4 +1,4 @@
 SELECT id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-       lease_owner, lease_expires_at
+       lease_owner, lease_expires_at, finished_at
 FROM rota_jobs
 WHERE id = :id;
