@@ -18,8 +18,9 @@ from typing import Any, ParamSpec, TypeVar, overload
 from rota.core.clock import Clock, SystemClock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
-from rota.core.jobs import JobRecord
+from rota.core.jobs import JobRecord, JobState
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
+from rota.core.retention import Retention, purgeable_states
 from rota.core.retry import RetryPolicy
 from rota.definition import NO_PRIORITY, JobDefinition
 from rota.store import Store, open_store
@@ -32,7 +33,8 @@ from rota.worker.group import (
     retry_policy,
     sweep_expired_leases,
 )
-from rota.worker.runtime import Runtime
+from rota.worker.retention import RetentionDuty, purge_finished
+from rota.worker.runtime import Duty, Runtime
 
 logger = logging.getLogger("rota")
 
@@ -40,6 +42,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_STORE_URL = "sqlite:///rota.db"
+DEFAULT_RETENTION = Retention()
 
 
 def _job_id(job_id: object) -> int:
@@ -64,18 +67,28 @@ class App:
             `Store` object. Default: `sqlite:///rota.db`, a file in the working directory.
         clock: where "now" comes from; `rota.VirtualClock(start)` in tests. Default: the
             system clock.
+        retention: how long workers keep finished jobs (`rota.Retention`; default: 1 day
+            for succeeded and cancelled jobs, 14 days for dead-lettered and quarantined
+            ones). None: workers delete nothing (`purge` still works).
 
     Raises:
         rota.StoreConfigError: if the store URL is malformed or names no known store.
     """
 
     def __init__(
-        self, store: str | Store = DEFAULT_STORE_URL, *, clock: Clock | None = None
+        self, store: str | Store = DEFAULT_STORE_URL, *, clock: Clock | None = None,
+        retention: Retention | None = DEFAULT_RETENTION,
     ) -> None:
         if not isinstance(store, str | Store):
             raise TypeError(
                 f"App takes a store URL (e.g. 'sqlite:///rota.db') or a Store; got {store!r}"
             )
+        if retention is not None and not isinstance(retention, Retention):
+            raise TypeError(
+                f"retention must be a rota.Retention (or None to keep every job); got "
+                f"{retention!r}"
+            )
+        self.retention = retention
         self.store: Store = open_store(store) if isinstance(store, str) else store
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._handlers: dict[str, Handler] = {}
@@ -173,6 +186,31 @@ class App:
             TypeError: if `job_id` is not an int.
         """
         return self.store.cancel(_job_id(job_id), self.clock.now())
+
+    def purge(
+        self, older_than: Duration,
+        states: Iterable[JobState | str] | JobState | str | None = None,
+    ) -> int:
+        """Delete finished jobs that finished more than `older_than` ago, now.
+
+        Works in batches of at most 1,000 rows with short pauses between them (like the
+        workers' retention), so claims go on meanwhile. Blocking.
+
+        Args:
+            older_than: a timedelta or a number of seconds (0: every finished job).
+            states: the finished states to delete (JobState values or their names);
+                default all four: succeeded, cancelled, dead_lettered, quarantined.
+
+        Returns:
+            How many jobs were deleted.
+
+        Raises:
+            ValueError: a negative duration, or a state that is not finished.
+            TypeError: a duration or state of the wrong type.
+        """
+        age = to_timedelta(older_than, "older_than", allow_zero=True)
+        chosen = purgeable_states(states)
+        return purge_finished(self.store, chosen, self.clock.now() - age)
 
     # -- Worker Groups ------------------------------------------------------------------
 
@@ -307,7 +345,19 @@ class App:
             store=self.store, clock=self.clock, runners=runners, handlers=self._handlers,
             retry_for=self._retry_policy_for, outcome_callbacks=self._outcome_callbacks,
             grace_s=None if grace_s is None else grace_s.total_seconds(),
+            duties=self._duties(),
         )
+
+    def _duties(self) -> list[Duty]:
+        """The housekeeping tasks a real-time runtime runs beside the groups.
+
+        `run_until_idle()` runs none of them: retention deletes by the clock, and that
+        deterministic drive must not delete the records a test is about to read after
+        advancing a VirtualClock; `app.purge(...)` deletes on demand."""
+        duties: list[Duty] = []
+        if self.retention is not None and not self.retention.keeps_everything:
+            duties.append(RetentionDuty(self.retention, self.store, self.clock))
+        return duties
 
     @contextlib.asynccontextmanager
     async def serve(

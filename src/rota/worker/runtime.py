@@ -75,6 +75,11 @@ logger = logging.getLogger("rota")
 
 T = TypeVar("T")
 
+# A periodic housekeeping task run beside the groups (e.g. `rota.worker.retention`):
+# started with the runtime, cancelled when it stops. It owns its cadence and must survive
+# its own errors; it gets the runtime for `store_call`, `sleep_unless_stopping`, `stopping`.
+Duty = Callable[["Runtime"], Coroutine[Any, Any, None]]
+
 # Store errors are retried after this backoff, doubling up to the cap.
 STORE_RETRY_FIRST_S = 0.05
 STORE_RETRY_CAP_S = 5.0
@@ -137,6 +142,7 @@ class Runtime:
         retry_for: the RetryPolicy for a job whose lease expired (the sweeper's retries).
         outcome_callbacks: called with an `OutcomeEvent` after every attempt.
         grace_s: overrides every group's `grace_period` (seconds), or None.
+        duties: housekeeping tasks to run while the runtime runs (see `Duty`).
     """
 
     def __init__(
@@ -149,6 +155,7 @@ class Runtime:
         retry_for: Callable[[JobRecord], RetryPolicy],
         outcome_callbacks: Sequence[OutcomeCallback] = (),
         grace_s: float | None = None,
+        duties: Sequence[Duty] = (),
     ) -> None:
         self.store = store
         self.clock = clock
@@ -160,7 +167,9 @@ class Runtime:
         self._stopping = threading.Event()
         self._stop_requested = asyncio.Event()  # the same, for tasks on the loop
         # Three store threads per group (claims, heartbeats, outcomes) + sweeper + spare.
-        self._store_threads = DaemonPool(3 * len(runners) + 2, "rota-store")
+        # One more per duty: a duty has at most one store call in flight.
+        self._duties = tuple(duties)
+        self._store_threads = DaemonPool(3 * len(runners) + 2 + len(self._duties), "rota-store")
         self.groups = [GroupLoop(self, runner) for runner in runners]
         self._by_queue: dict[str, list[GroupLoop]] = {}
         for group in self.groups:
@@ -169,6 +178,7 @@ class Runtime:
         # Owned by start()/stop() on the loop thread.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._duty_tasks: list[asyncio.Task[None]] = []
         self._unlisten: Callable[[], None] | None = None
         self._stopped = asyncio.Event()
         self._state = "new"  # new -> running -> stopping -> stopped
@@ -184,6 +194,7 @@ class Runtime:
         for group in self.groups:
             group.start()
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="rota-sweeper")
+        self._duty_tasks = [asyncio.create_task(duty(self)) for duty in self._duties]
         if isinstance(self.store, WakeupSource):
             await self._listen(self.store)
         logger.debug(
@@ -235,6 +246,8 @@ class Runtime:
         self._state = "stopped"
         if self._sweeper is not None:
             self._sweeper.cancel()
+        for task in self._duty_tasks:
+            task.cancel()
         if self._unlisten is not None:
             unlisten, self._unlisten = self._unlisten, None
             try:
