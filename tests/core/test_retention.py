@@ -60,7 +60,7 @@ def test_bad_durations_are_named(kwargs: dict[str, object], error: type[Exceptio
 
 def test_arguments_are_keyword_only() -> None:
     with pytest.raises(TypeError):
-        Retention(60, 60)  # type: ignore[misc]
+        Retention(60, 60)  # type: ignore[call-arg]
 
 
 def test_purgeable_states_default_to_every_finished_state_in_a_fixed_order() -> None:

@@ -19,7 +19,6 @@ from rota.core.jobs import JobState
 from rota.store import Store, open_store
 from tests.worker.conftest import Outcomes
 
-FAST = {"poll_interval": 0.05}
 QUICK_RETENTION = rota.Retention(succeeded=0.01, failed=None, interval=0.05)
 
 
@@ -64,7 +63,7 @@ def make_app(store: Store, retention: rota.Retention | None) -> rota.App:
         raise RuntimeError("no")
 
     app.add_worker_group(rota.WorkerGroupOptions(
-        name="g", policy=rota.Strict("default"), pool_size=4, **FAST))
+        name="g", policy=rota.Strict("default"), pool_size=4, poll_interval=0.05))
     return app
 
 
@@ -131,7 +130,7 @@ def test_two_workers_prune_one_store_at_once_and_survive_a_failing_purge(
     # Given two workers on one store, the first one's purge failing once at the start
     # (the backoff shortened so the test does not wait a second)
     monkeypatch.setattr("rota.worker.retention.FIRST_RETRY_S", 0.05)
-    first = make_app(FailingPurge(shared_store(), 1), QUICK_RETENTION)  # type: ignore[arg-type]
+    first = make_app(FailingPurge(shared_store(), 1), QUICK_RETENTION)
     second = make_app(shared_store(), QUICK_RETENTION)
     first.jobs["ok"].enqueue_many([()] * 40)
     store = shared_store()
