@@ -20,7 +20,7 @@ from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import JobRecord, JobState
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
-from rota.core.retention import Retention, purgeable_states
+from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
 from rota.definition import NO_PRIORITY, JobDefinition
 from rota.store import Store, open_store
@@ -187,10 +187,7 @@ class App:
         """
         return self.store.cancel(_job_id(job_id), self.clock.now())
 
-    def purge(
-        self, older_than: Duration,
-        states: Iterable[JobState | str] | JobState | str | None = None,
-    ) -> int:
+    def purge(self, older_than: Duration, states: StateSelection = None) -> int:
         """Delete finished jobs that finished more than `older_than` ago, now.
 
         Works in batches of at most 1,000 rows with short pauses between them (like the

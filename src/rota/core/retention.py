@@ -94,9 +94,10 @@ def _keep_for(value: Duration | None, what: str) -> timedelta | None:
         raise ValueError(f"{error}; use None to keep those jobs forever") from None
 
 
-def purgeable_states(states: Iterable[JobState | str] | JobState | str | None) -> tuple[
-    JobState, ...
-]:
+StateSelection = Iterable[JobState | str] | JobState | str | None
+
+
+def purgeable_states(states: StateSelection) -> tuple[JobState, ...]:
     """The finished states `states` names (None: all of them), in `PURGEABLE_STATES` order.
 
     Raises:
