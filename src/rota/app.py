@@ -18,7 +18,7 @@ from typing import Any, ParamSpec, TypeVar, overload
 from rota.core.clock import Clock, SystemClock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
-from rota.core.jobs import JobRecord, JobState
+from rota.core.jobs import JobRecord
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
