@@ -15,10 +15,11 @@ each on a fresh store with the same rows:
   what the pause buys.
 Prints claim latency p50/p99/max per phase, and the deletion's duration and rows/s.
 
-`drain-ab`: the noop drain (claim 20 or 100 + one batched complete, one thread; the
-store alone) of `--jobs` jobs, alternating a subprocess on `--base-src` (e.g. main's
-`src`, exported with `git archive`) and one on this tree's `src`, `--runs` times each, on
-PostgreSQL and SQLite. Prints every run and the medians.
+`drain-ab`: the noop drain (claim 20 or 100 + one batched complete, one thread, the
+clock read for every call as a worker does; the store alone) of `--jobs` jobs,
+alternating a subprocess on `--base-src` (e.g. main's `src`, exported with `git
+archive`) and one on this tree's `src`, `--runs` times each, on PostgreSQL and SQLite.
+Prints every run and the medians.
 
 Figures only, never a test. Run with the project's virtualenv (.venv/bin/python).
 """
@@ -245,14 +246,21 @@ from datetime import UTC, datetime
 sys.path.insert(0, {bench!r})
 import rota
 from rota.store import open_store
-from store_throughput import enqueue_all, timed_drain
+from datetime import timedelta
+from store_throughput import enqueue_all
 url, jobs, batch = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 assert rota.__file__.startswith({src!r}), rota.__file__
 store = open_store(url)
-now = datetime.now(UTC)
-enqueue_all(store, "bench", jobs, 5000, now)
+enqueue_all(store, "bench", jobs, 5000, datetime.now(UTC) - timedelta(seconds=1))
+# Like a worker: every claim and every complete reads the clock, so finished_at varies
+# (a drain at one fixed `now` would give the finished-rows index one duplicate key).
+done, started = 0, time.perf_counter()
+while claimed := store.claim(["bench"], batch, now=datetime.now(UTC), owner="ab",
+                             lease_expires_at=datetime.now(UTC) + timedelta(minutes=5)):
+    store.complete([job.lease for job in claimed], datetime.now(UTC))
+    done += len(claimed)
+seconds = time.perf_counter() - started
 store.close()
-done, seconds = timed_drain(lambda: open_store(url), "bench", batch, 1, now)
 assert done == jobs, done
 print(done / seconds)
 """
