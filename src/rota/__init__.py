@@ -10,6 +10,7 @@ from rota.core.clock import Clock, SystemClock, VirtualClock
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import JobRecord, JobState, PayloadTooLarge
 from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.retention import Retention
 from rota.core.retry import RetryPolicy
 from rota.definition import ConfiguredJob, JobDefinition
 from rota.store import SchemaTooNew, Store, StoreConfigError, StoreError
@@ -30,6 +31,7 @@ __all__ = [
     "OutcomeEvent",
     "OutcomeKind",
     "PayloadTooLarge",
+    "Retention",
     "RetryPolicy",
     "SchemaTooNew",
     "Store",

@@ -21,9 +21,11 @@ from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord, validate_job_name
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
+from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
 from rota.definition import NO_PRIORITY, JobDefinition
 from rota.store import Store, open_store
+from rota.worker.checkpoint import wal_checkpoint_duty
 from rota.worker.events import OutcomeCallback, OutcomeEvent, emit, outcome_event
 from rota.worker.execution import execute
 from rota.worker.group import (
@@ -33,7 +35,8 @@ from rota.worker.group import (
     retry_policy,
     sweep_expired_leases,
 )
-from rota.worker.runtime import Runtime
+from rota.worker.retention import RetentionDuty, purge_finished
+from rota.worker.runtime import Duty, Runtime
 
 logger = logging.getLogger("rota")
 
@@ -41,6 +44,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_STORE_URL = "sqlite:///rota.db"
+DEFAULT_RETENTION = Retention()
 
 
 def _job_id(job_id: object) -> int | None:
@@ -68,6 +72,9 @@ class App:
             system clock.
         max_payload_bytes: the most UTF-8 bytes of JSON a job's arguments (at enqueue) or
             its handler's result may take. Default 1 MiB (1,048,576).
+        retention: how long workers keep finished jobs (`rota.Retention`; default: 1 day
+            for succeeded and cancelled jobs, 14 days for dead-lettered and quarantined
+            ones). None: workers delete nothing (`purge` still works).
 
     Raises:
         rota.StoreConfigError: if the store URL is malformed or names no known store.
@@ -77,6 +84,7 @@ class App:
     def __init__(
         self, store: str | Store = DEFAULT_STORE_URL, *, clock: Clock | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        retention: Retention | None = DEFAULT_RETENTION,
     ) -> None:
         if not isinstance(store, str | Store):
             raise TypeError(
@@ -89,6 +97,12 @@ class App:
                 f"{max_payload_bytes!r}"
             )
         self.max_payload_bytes = max_payload_bytes
+        if retention is not None and not isinstance(retention, Retention):
+            raise TypeError(
+                f"retention must be a rota.Retention (or None to keep every job); got "
+                f"{retention!r}"
+            )
+        self.retention = retention
         self.store: Store = open_store(store) if isinstance(store, str) else store
         self.clock: Clock = clock if clock is not None else SystemClock()
         self._handlers: dict[str, Handler] = {}
@@ -224,6 +238,28 @@ class App:
             self._notify_enqueued((job.queue,))
         return True
 
+    def purge(self, older_than: Duration, states: StateSelection = None) -> int:
+        """Delete finished jobs that finished more than `older_than` ago, now.
+
+        Works in batches of at most 1,000 rows with short pauses between them (like the
+        workers' retention), so claims go on meanwhile. Blocking.
+
+        Args:
+            older_than: a timedelta or a number of seconds (0: every finished job).
+            states: the finished states to delete (JobState values or their names);
+                default all four: succeeded, cancelled, dead_lettered, quarantined.
+
+        Returns:
+            How many jobs were deleted.
+
+        Raises:
+            ValueError: a negative duration, or a state that is not finished.
+            TypeError: a duration or state of the wrong type.
+        """
+        age = to_timedelta(older_than, "older_than", allow_zero=True)
+        chosen = purgeable_states(states)
+        return purge_finished(self.store, chosen, self.clock.now() - age)
+
     # -- Worker Groups ------------------------------------------------------------------
 
     def add_worker_group(self, options: WorkerGroupOptions) -> None:
@@ -357,7 +393,21 @@ class App:
             store=self.store, clock=self.clock, runners=runners, handlers=self._handlers,
             retry_for=self._retry_policy_for, outcome_callbacks=self._outcome_callbacks,
             grace_s=None if grace_s is None else grace_s.total_seconds(),
+            duties=self._duties(),
         )
+
+    def _duties(self) -> list[Duty]:
+        """The housekeeping tasks a real-time runtime runs beside the groups.
+
+        `run_until_idle()` runs none of them: retention deletes by the clock, and that
+        deterministic drive must not delete the records a test is about to read after
+        advancing a VirtualClock; `app.purge(...)` deletes on demand."""
+        duties: list[Duty] = []
+        if self.retention is not None and not self.retention.keeps_everything:
+            duties.append(RetentionDuty(self.retention, self.store, self.clock))
+        if (checkpoints := wal_checkpoint_duty(self.store)) is not None:
+            duties.append(checkpoints)
+        return duties
 
     @contextlib.asynccontextmanager
     async def serve(

@@ -386,3 +386,136 @@ def test_an_expired_lease_on_a_row_corrupted_after_its_claim_is_still_swept(
     assert store.expire_lease(expired.lease, T0 + LEASE, None, "LeaseExpired")
     record = store.get_job(job_id)
     assert record is not None and record.state is JobState.DEAD_LETTERED
+# -- finished_at ----------------------------------------------------------------------------
+
+
+def test_finished_at_is_set_by_every_change_into_a_finished_state(store: Store) -> None:
+    # Given five jobs, each headed for a different finished state at a different time
+    done, dead, odd, swept, cancelled = store.enqueue([new() for _ in range(5)], T0)
+    claim(store, ["q"], 4)
+    t1, t2, t3, t4, t5 = (T0 + timedelta(seconds=s) for s in (1, 2, 3, 4 * 60, 5 * 60))
+    # When each finishes its own way
+    assert store.complete([lease_of(store, done)], t1) == 1
+    assert store.dead_letter(lease_of(store, dead), t2, "RuntimeError: no")
+    assert store.quarantine(lease_of(store, odd), t3, "UnknownJob: x")
+    assert store.expire_lease(lease_of(store, swept), t4, None, "LeaseExpired")
+    assert store.cancel(cancelled, t5)
+    # Then each records the `now` of the call that finished it
+    finished = {job_id: store.get_job(job_id) for job_id in (done, dead, odd, swept, cancelled)}
+    assert {job_id: (job.state, job.finished_at) for job_id, job in finished.items()
+            if job is not None} == {
+        done: (JobState.SUCCEEDED, t1),
+        dead: (JobState.DEAD_LETTERED, t2),
+        odd: (JobState.QUARANTINED, t3),
+        swept: (JobState.DEAD_LETTERED, t4),
+        cancelled: (JobState.CANCELLED, t5),
+    }
+    assert all(job.finished_at.tzinfo is not None for job in finished.values()
+               if job is not None and job.finished_at is not None)
+    # And listings carry it too
+    assert {job.id: job.finished_at for job in store.list_jobs()}[done] == t1
+
+
+def test_finished_at_stays_empty_until_a_job_finishes(store: Store) -> None:
+    # Given a job that is enqueued, claimed, retried, claimed, released, claimed, expired
+    (job_id,) = store.enqueue([new()], T0)
+    assert store.get_job(job_id).finished_at is None  # type: ignore[union-attr]
+    (leased,) = store.claim(["q"], 1, now=T0, owner="w1", lease_expires_at=T0 + LEASE)
+    assert leased.finished_at is None
+    assert store.retry(leased.lease, T0, T0, "ValueError: again")
+    claim(store, ["q"], 1)
+    assert store.release([lease_of(store, job_id)], T0) == 1
+    claim(store, ["q"], 1)
+    assert store.heartbeat([lease_of(store, job_id)], T0, T0 + LEASE) == {job_id}
+    assert store.expire_lease(lease_of(store, job_id), T0 + LEASE, T0 + LEASE, "LeaseExpired")
+    # Then no step that leaves it unfinished records a finish
+    job = store.get_job(job_id)
+    assert job is not None and job.state is JobState.SCHEDULED and job.finished_at is None
+    assert store.find_expired_leases(T0 + 10 * LEASE, 10) == []
+
+
+# -- purge --------------------------------------------------------------------------------
+
+
+def finish_all(store: Store, ids: list[int], at: datetime) -> None:
+    """Claim and complete exactly `ids` (the only due jobs of Queue "done") at `at`."""
+    jobs = store.claim(["done"], len(ids), now=at, owner="w1", lease_expires_at=at + LEASE)
+    assert sorted(job.id for job in jobs) == sorted(ids)
+    assert store.complete([job.lease for job in jobs], at) == len(ids)
+
+
+def test_purge_deletes_finished_jobs_older_than_the_cutoff_only(store: Store) -> None:
+    # Given jobs that succeeded at T0 and at T0 + 1 h, and jobs still waiting or running
+    old = store.enqueue([new("done") for _ in range(3)], T0)
+    finish_all(store, old, T0)
+    recent = store.enqueue([new("done") for _ in range(2)], T0)
+    finish_all(store, recent, T0 + timedelta(hours=1))
+    waiting = store.enqueue([new("q", T0 - timedelta(days=30))], T0)
+    running = store.enqueue([new("busy", T0 - timedelta(days=30))], T0)
+    claim(store, ["busy"], 1)
+    # When purging what finished before T0 + 1 h
+    deleted = store.purge([JobState.SUCCEEDED], T0 + timedelta(hours=1), 1000)
+    # Then exactly the older ones are gone: a job finished at the cutoff itself stays
+    assert deleted == 3
+    assert [store.get_job(i) for i in old] == [None, None, None]
+    remaining = {job.id for job in store.list_jobs()}
+    assert remaining == {*recent, *waiting, *running}
+    # And a second purge finds nothing more
+    assert store.purge([JobState.SUCCEEDED], T0 + timedelta(hours=1), 1000) == 0
+
+
+def test_purge_deletes_at_most_limit_jobs_per_call(store: Store) -> None:
+    ids = store.enqueue([new("done") for _ in range(7)], T0)
+    finish_all(store, ids, T0)
+    later = T0 + timedelta(days=1)
+    assert store.purge([JobState.SUCCEEDED], later, 3) == 3
+    assert store.purge([JobState.SUCCEEDED], later, 3) == 3
+    assert store.purge([JobState.SUCCEEDED], later, 3) == 1
+    assert store.purge([JobState.SUCCEEDED], later, 3) == 0
+    assert store.purge([JobState.SUCCEEDED], later, 0) == 0
+    assert store.count_jobs() == {}
+
+
+def test_purge_deletes_only_the_states_it_is_given(store: Store) -> None:
+    # Given one job in each finished state, all finished at T0
+    done, dead, odd, cancelled = store.enqueue(
+        [new("done"), new("fail"), new("fail"), new("spare")], T0)
+    finish_all(store, [done], T0)
+    claim(store, ["fail"], 2)
+    assert store.dead_letter(lease_of(store, dead), T0, "RuntimeError: no")
+    assert store.quarantine(lease_of(store, odd), T0, "UnknownJob: x")
+    assert store.cancel(cancelled, T0)
+    later = T0 + timedelta(seconds=1)
+    # When purging the failed states, then the succeeded ones
+    assert store.purge([JobState.DEAD_LETTERED, JobState.QUARANTINED], later, 10) == 2
+    assert {job.id for job in store.list_jobs()} == {done, cancelled}
+    assert store.purge([JobState.CANCELLED], later, 10) == 1
+    assert [job.id for job in store.list_jobs()] == [done]
+    assert store.purge([JobState.SUCCEEDED, JobState.CANCELLED], later, 10) == 1
+    assert store.list_jobs() == []
+
+
+@pytest.mark.parametrize("state", [JobState.SCHEDULED, JobState.LEASED])
+def test_purge_refuses_unfinished_states_and_deletes_nothing(
+    store: Store, state: JobState
+) -> None:
+    store.enqueue([new(due_at=T0 - timedelta(days=9))], T0)
+    claim(store, ["q"], 1)
+    store.enqueue([new(due_at=T0 - timedelta(days=9))], T0)
+    with pytest.raises(ValueError, match=f"only finished jobs, not {state.value}"):
+        store.purge([JobState.SUCCEEDED, state], T0 + timedelta(days=9), 10)
+    assert sum(store.count_jobs().values()) == 2
+
+
+def test_a_purged_job_is_gone_for_good_and_its_queue_still_claims(store: Store) -> None:
+    # Given a job that succeeded and was purged, and a new job on the same Queue
+    (first,) = store.enqueue([new("done")], T0)
+    finish_all(store, [first], T0)
+    assert store.purge([JobState.SUCCEEDED], T0 + timedelta(days=2), 10) == 1
+    (second,) = store.enqueue([new("done")], T0 + timedelta(days=2))
+    # Then the purged job is unknown to every operation, and the Queue works as before
+    assert store.get_job(first) is None
+    assert not store.cancel(first, T0)
+    assert store.complete([Lease(first, "w1", 1)], T0) == 0
+    assert claim(store, ["done"], 10, now=T0 + timedelta(days=2)) == [second]
+    assert second != first

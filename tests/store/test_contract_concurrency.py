@@ -148,3 +148,36 @@ def test_concurrent_enqueue_and_claim_lose_nothing(open_stores: OpenStores) -> N
     claimed = results[2] + results[3]
     assert len(set(enqueued)) == 200
     assert sorted(claimed) == sorted(enqueued)
+
+
+def test_concurrent_purgers_delete_each_job_once_and_spare_live_ones(
+    open_stores: OpenStores,
+) -> None:
+    # Given 120 jobs that succeeded at T0, and 10 jobs still due on the same store
+    stores = open_stores(4)
+    done = stores[0].enqueue([new("done") for _ in range(120)], T0)
+    jobs = stores[0].claim(["done"], 120, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    assert stores[0].complete([job.lease for job in jobs], T0) == 120
+    live = stores[0].enqueue([new() for _ in range(10)], T0)
+    later = T0 + timedelta(days=2)
+
+    # When 4 purgers delete them at once, 7 per call, while a claimer drains the live ones
+    def purger(store: Store) -> Callable[[], list[int]]:
+        def run() -> list[int]:
+            counts: list[int] = []
+            while deleted := store.purge([JobState.SUCCEEDED], later, 7):
+                counts.append(deleted)
+            return counts
+        return run
+
+    results = run_together([
+        *(purger(store) for store in stores[:3]),
+        lambda: drain(stores[3], "claimer", 2),
+    ])
+
+    # Then the deletions add up to exactly the finished jobs, each batch within the limit
+    counts = [count for batch in results[:3] for count in batch]
+    assert sum(counts) == len(done) and max(counts) <= 7
+    # And the live jobs were all claimed, none deleted
+    assert sorted(results[3]) == sorted(live)
+    assert stores[0].count_jobs() == {("q", JobState.LEASED): 10}

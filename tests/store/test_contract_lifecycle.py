@@ -92,8 +92,8 @@ def test_cancel_leased_ends_the_job_cancelled_fenced_by_its_lease(store: Store) 
     assert not store.cancel_leased(Lease(job_id, "w1", 1), T0, CANCELLED_ON_REQUEST)
     job = store.get_job(job_id)
     assert job is not None
-    assert (job.state, job.last_error, job.lease_owner) == (
-        JobState.CANCELLED, CANCELLED_ON_REQUEST, None)
+    assert (job.state, job.last_error, job.lease_owner, job.finished_at) == (
+        JobState.CANCELLED, CANCELLED_ON_REQUEST, None, T0)
     assert not store.cancel(job_id, T0)  # finished
 
 
@@ -109,15 +109,16 @@ def test_a_job_with_a_cancel_request_never_goes_back_to_scheduled(
     # When its lease ends in a way that would schedule it again
     expired_at = T0 + LEASE
     if way_back == "retry":
-        assert store.retry(lease, T0, T0 + timedelta(seconds=2), "ValueError: boom")
+        assert store.retry(lease, expired_at, T0 + timedelta(seconds=2), "ValueError: boom")
     elif way_back == "release":
-        assert store.release([lease], T0) == 1
+        assert store.release([lease], expired_at) == 1
     else:
         assert store.expire_lease(lease, expired_at, expired_at, "LeaseExpired")
-    # Then it ends cancelled, on request, and is never claimed again
+    # Then it ends cancelled, on request, finished then, and is never claimed again
     job = store.get_job(job_id)
     assert job is not None
     assert (job.state, job.last_error) == (JobState.CANCELLED, CANCELLED_ON_REQUEST)
+    assert job.finished_at == expired_at
     assert claim(store, ["q"], 10, now=T0 + timedelta(hours=1)) == []
 
 
@@ -151,12 +152,15 @@ def test_requeue_brings_back_failed_and_cancelled_jobs_at_attempt_zero_due_now(
 ) -> None:
     jobs = finished_jobs(store)
     for state in ("dead_lettered", "quarantined", "cancelled"):
+        before = store.get_job(jobs[state])
+        assert before is not None and before.finished_at is not None
         assert store.requeue(jobs[state], LATER), state
         job = store.get_job(jobs[state])
         assert job is not None
         assert (job.state, job.attempt, job.due_at, job.queue) == (
             JobState.SCHEDULED, 0, LATER, "q")
         assert not job.cancel_requested and job.result is None
+        assert job.finished_at is None  # not finished any more: retention leaves it alone
     # And they are claimable at once, in due order after the older scheduled one
     claimed = claim(store, ["q"], 10, now=LATER, owner="w2")
     assert claimed == [jobs["scheduled"], jobs["dead_lettered"], jobs["quarantined"],

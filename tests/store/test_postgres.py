@@ -250,6 +250,12 @@ LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
         ("heartbeat", {**LEASES, "now": T0, "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
         ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e",
                    "now": T0, "cancelled_error": "c"}, "jobs_pkey"),
+        # Retention: the purge finds its batch through the finished-rows index...
+        ("purge", {"states": ["succeeded", "cancelled"], "finished_before": T0,
+                   "limit": 1000}, "jobs_finished"),
+        # ...and deletes what it locked by primary key
+        ("purge", {"states": ["succeeded", "cancelled"], "finished_before": T0,
+                   "limit": 1000}, "jobs_pkey"),
     ],
 )
 def test_hot_statements_keep_their_index_paths_in_generic_plans(
@@ -260,8 +266,9 @@ def test_hot_statements_keep_their_index_paths_in_generic_plans(
     store = make_store()
     store.migrate()
     admin.execute(
-        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at) "
-        "SELECT 'old', 'q', 'succeeded', %(t)s, '[]', '{}', %(t)s "
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
+        "finished_at) "
+        "SELECT 'old', 'q', 'succeeded', %(t)s, '[]', '{}', %(t)s, %(t)s "
         "FROM generate_series(1, 200000)", {"t": T0 - timedelta(days=1)},
     )
     store.enqueue([new(), new()], T0)

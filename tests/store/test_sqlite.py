@@ -525,3 +525,43 @@ def test_the_enqueue_watcher_survives_an_unexpected_exception(
     finally:
         listening.close()
         other.close()
+def test_migration_3_backfills_finished_at_of_jobs_finished_before_it(tmp_path: Path) -> None:
+    # Given a file at schema version 1 holding a succeeded, a cancelled and a scheduled job
+    path = tmp_path / "old.db"
+    from rota.store.sqlite import _migrations
+
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        for statement in _migrations()[0].statements:
+            conn.execute(statement)
+        due, created = 2_000_000, 1_000_000
+        for state in ("succeeded", "cancelled", "scheduled"):
+            conn.execute(
+                "INSERT INTO rota_jobs (name, queue, state, due_at, args, kwargs, created_at) "
+                "VALUES ('job', 'q', ?, ?, '[]', '{}', ?)", (state, due, created))
+    # When this rota opens it
+    store = SQLiteStore(path)
+    try:
+        done, cancelled, waiting = (store.get_job(i) for i in (1, 2, 3))
+        # Then the finished jobs got their due time as finish time, so retention sees them
+        assert done is not None and cancelled is not None and waiting is not None
+        expected = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(seconds=2)
+        assert done.finished_at == expected and cancelled.finished_at == expected
+        assert waiting.finished_at is None
+        assert store.purge([JobState.SUCCEEDED, JobState.CANCELLED], T0, 10) == 2
+        assert store.schema_version() == schema_version_known() >= 2
+    finally:
+        store.close()
+
+
+def test_purge_walks_the_finished_index_not_the_table(store: SQLiteStore) -> None:
+    # When the purge statement is planned
+    from rota.store.sqlite import _sql
+
+    with closing(raw_connection(store)) as conn:
+        plan = " ".join(str(row[-1]) for row in conn.execute(
+            "EXPLAIN QUERY PLAN " + _sql("purge"),
+            {"state": "succeeded", "finished_before": 0, "limit": 10}))
+    # Then it searches rota_jobs_finished and never scans the table
+    assert "USING INDEX rota_jobs_finished" in plan or "USING COVERING INDEX rota_jobs_finished" \
+        in plan, plan
+    assert "SCAN rota_jobs" not in plan, plan

@@ -8,14 +8,13 @@ import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import rota
 from rota.store.sqlite import SQLiteStore
 from rota.worker import checkpoint
-from rota.worker.checkpoint import checkpoint_forever, start_wal_checkpoints
+from rota.worker.checkpoint import checkpoint_forever, wal_checkpoint_duty
 
 DEADLINE_S = 10.0
 
@@ -109,8 +108,5 @@ def test_the_runtime_checkpoints_an_sqlite_store_while_it_runs(tmp_path: Path) -
 def test_no_duty_for_stores_without_a_wal() -> None:
     app = rota.App("memory://")
 
-    async def scenario() -> Any:
-        return start_wal_checkpoints(app.store, inline)
-
-    assert asyncio.run(scenario()) is None
+    assert wal_checkpoint_duty(app.store) is None
     app.close()

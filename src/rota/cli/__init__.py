@@ -20,6 +20,7 @@ from rota.cli.common import CommandError
 SUBCOMMANDS = (
     "worker", "enqueue", "cancel", "queues", "jobs", "simulate", "demo", "migrate",
     "job", "requeue",
+    "purge",
 )
 
 

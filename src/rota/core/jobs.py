@@ -131,6 +131,7 @@ class JobRecord:
     kwargs: dict[str, JsonValue] = field(default_factory=dict)
     last_error: str | None = None
     created_at: datetime | None = None
+    finished_at: datetime | None = None  # set by every change into a finished state
     lease_owner: str | None = None
     lease_expires_at: datetime | None = None
     # When the last attempt started (its claim), the handler's JSON return value of a

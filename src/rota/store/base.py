@@ -22,8 +22,15 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   with `cancel_leased`. A marked job never goes back to scheduled: `retry`, `release` and a
   retrying `expire_lease` end it cancelled instead (last_error `CANCELLED_ON_REQUEST`).
 - `requeue` takes a dead_lettered, quarantined or cancelled job back to scheduled, attempt
-  0, due at `now`, its result and cancel request cleared.
+  0, due at `now`, its result, cancel request and `finished_at` cleared.
 - A claim records `now` as the job's `started_at`; `complete` stores each job's result.
+- Every change into a finished state (`complete`, `dead_letter`, `quarantine`, `cancel`,
+  `cancel_leased`, `expire_lease` dead-lettering, and `retry`/`release`/`expire_lease`
+  of a job whose cancel was requested) sets `finished_at` to its `now`; nothing else sets it, and
+  `requeue` clears it.
+- `purge` deletes only finished jobs (by `finished_at`), at most `limit` per call, and is
+  safe when several processes purge at once: each row is deleted once, none waits for
+  another purger, and a job that left its finished state meanwhile is never deleted.
 
 Imports only the pure core.
 """
@@ -155,6 +162,17 @@ class Store(Protocol):
 
         Raises:
             ValueError: for any other state.
+        """
+        ...
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        """Delete up to `limit` jobs in `states` (finished states only) whose
+        `finished_at` is before `finished_before`; return how many were deleted.
+
+        Raises:
+            ValueError: if `states` names a state that is not finished.
         """
         ...
 

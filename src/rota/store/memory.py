@@ -29,6 +29,7 @@ from rota.core.jobs import (
     decode_result,
     transition,
 )
+from rota.core.retention import purgeable_states
 from rota.store.base import Renewal
 
 
@@ -82,9 +83,9 @@ class MemoryStore:
                 heap = self._due.get(queue)
                 while heap and len(claimed) < limit and heap[0][0] <= now:
                     due_at, job_id = heapq.heappop(heap)
-                    job = self._jobs[job_id]
-                    if job.state is not JobState.SCHEDULED or job.due_at != due_at:
-                        continue  # stale entry: the job moved on since it was pushed
+                    job = self._jobs.get(job_id)
+                    if job is None or job.state is not JobState.SCHEDULED or job.due_at != due_at:
+                        continue  # stale entry: the job moved on (or was purged) since
                     leased = replace(
                         job, state=transition(job.state, JobEvent.CLAIM),
                         attempt=job.attempt + 1, lease_owner=owner,
@@ -106,8 +107,9 @@ class MemoryStore:
         return job
 
     def _end_lease(
-        self, job: JobRecord, event: JobEvent, *, due_at: datetime | None = None,
-        error: str | None = None, attempt: int | None = None, result: str | None = None,
+        self, job: JobRecord, event: JobEvent, now: datetime, *,
+        due_at: datetime | None = None, error: str | None = None, attempt: int | None = None,
+        result: str | None = None,
     ) -> None:
         if job.cancel_requested and event in (JobEvent.RETRY, JobEvent.RELEASE):
             # A job whose cancel was requested never goes back to scheduled.
@@ -115,6 +117,7 @@ class MemoryStore:
         state = transition(job.state, event)
         updated = replace(
             job, state=state, lease_owner=None, lease_expires_at=None,
+            finished_at=now if state.finished else None,
             due_at=due_at if due_at is not None else job.due_at,
             last_error=error if error is not None else job.last_error,
             attempt=attempt if attempt is not None else job.attempt,
@@ -134,7 +137,7 @@ class MemoryStore:
                 job = self._held(lease)
                 if job is not None:
                     result = None if results is None else results[index]
-                    self._end_lease(job, JobEvent.COMPLETE, result=result)
+                    self._end_lease(job, JobEvent.COMPLETE, now, result=result)
                     done += 1
         return done
 
@@ -143,7 +146,7 @@ class MemoryStore:
             job = self._held(lease)
             if job is None:
                 return False
-            self._end_lease(job, JobEvent.RETRY, due_at=due_at, error=error)
+            self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error)
             return True
 
     def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
@@ -151,7 +154,7 @@ class MemoryStore:
             job = self._held(lease)
             if job is None:
                 return False
-            self._end_lease(job, JobEvent.DEAD_LETTER, error=error)
+            self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error)
             return True
 
     def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
@@ -159,7 +162,7 @@ class MemoryStore:
             job = self._held(lease)
             if job is None:
                 return False
-            self._end_lease(job, JobEvent.QUARANTINE, error=error)
+            self._end_lease(job, JobEvent.QUARANTINE, now, error=error)
             return True
 
     def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
@@ -167,7 +170,7 @@ class MemoryStore:
             job = self._held(lease)
             if job is None:
                 return False
-            self._end_lease(job, JobEvent.CANCEL, error=error)
+            self._end_lease(job, JobEvent.CANCEL, now, error=error)
             return True
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
@@ -176,7 +179,7 @@ class MemoryStore:
             for lease in leases:
                 job = self._held(lease)
                 if job is not None:
-                    self._end_lease(job, JobEvent.RELEASE, attempt=job.attempt - 1)
+                    self._end_lease(job, JobEvent.RELEASE, now, attempt=job.attempt - 1)
                     released += 1
         return released
 
@@ -215,9 +218,9 @@ class MemoryStore:
             if job is None or job.lease_expires_at is None or job.lease_expires_at > now:
                 return False
             if due_at is None:
-                self._end_lease(job, JobEvent.DEAD_LETTER, error=error)
+                self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error)
             else:
-                self._end_lease(job, JobEvent.RETRY, due_at=due_at, error=error)
+                self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error)
             return True
 
     def cancel(self, job_id: int, now: datetime) -> bool:
@@ -230,13 +233,15 @@ class MemoryStore:
                 return True
             if job.state is not JobState.SCHEDULED:
                 return False
-            self._jobs[job_id] = replace(job, state=transition(job.state, JobEvent.CANCEL))
+            self._jobs[job_id] = replace(
+                job, state=transition(job.state, JobEvent.CANCEL), finished_at=now
+            )
             return True
 
     def _requeue(self, job: JobRecord, now: datetime) -> None:
         self._jobs[job.id] = replace(
             job, state=transition(job.state, JobEvent.REQUEUE), attempt=0, due_at=now,
-            result=None, cancel_requested=False,
+            result=None, cancel_requested=False, finished_at=None,
         )
         heapq.heappush(self._due[job.queue], (now, job.id))
 
@@ -258,6 +263,22 @@ class MemoryStore:
             for job in found:
                 self._requeue(job, now)
             return len(found)
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        wanted = frozenset(purgeable_states(states))
+        with self._lock:
+            doomed: list[int] = []
+            for job in self._jobs.values():
+                if len(doomed) >= limit:
+                    break
+                if (job.state in wanted and job.finished_at is not None
+                        and job.finished_at < finished_before):
+                    doomed.append(job.id)
+            for job_id in doomed:
+                del self._jobs[job_id]  # stale due-heap entries of it are skipped by claim
+            return len(doomed)
 
     # -- reads --------------------------------------------------------------------------
 

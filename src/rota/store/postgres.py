@@ -55,6 +55,7 @@ from rota.core.jobs import (
     decode_result,
     decode_stored_arguments,
 )
+from rota.core.retention import purgeable_states
 from rota.store import mask_url
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
 from rota.store.corrupt import quarantine_undecodable
@@ -207,7 +208,8 @@ def _arguments(
 
 def _record(row: TupleRow) -> JobRecord:
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested) = row
+     created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
+     finished_at) = row
     args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
@@ -216,6 +218,7 @@ def _record(row: TupleRow) -> JobRecord:
         started_at=started_at, result=decode_result(result),
         cancel_requested=cancel_requested,
         arguments_error=arguments_error,
+        finished_at=finished_at,
     )
 
 
@@ -640,6 +643,19 @@ class PostgresStore:
     def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
         _, count = self._execute("requeue_many", {
             "state": check_requeueable(state).value, "queue": queue, "now": _utc(now, "now"),
+        })
+        return count
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        chosen = purgeable_states(states)
+        if limit <= 0:
+            return 0
+        _, count = self._execute("purge", {
+            "states": [state.value for state in chosen],
+            "finished_before": _utc(finished_before, "finished_before"),
+            "limit": limit,
         })
         return count
 

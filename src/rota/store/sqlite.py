@@ -46,6 +46,7 @@ from rota.core.jobs import (
     decode_result,
     decode_stored_arguments,
 )
+from rota.core.retention import purgeable_states
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
 from rota.store.corrupt import quarantine_undecodable
 
@@ -61,7 +62,7 @@ _STATES = {state.value: state for state in JobState}
 _MIGRATION_FILE = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 # A row as every SELECT/RETURNING of a whole job gives it, in this column order:
 # id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-# lease_owner, lease_expires_at, started_at, result, cancel_requested.
+# lease_owner, lease_expires_at, started_at, result, cancel_requested, finished_at.
 _Row = tuple[Any, ...]
 
 
@@ -142,7 +143,8 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
     microseconds -> datetime conversions: jobs enqueued together share their due and
     creation times, and a claim's rows share their lease expiry (~4 % of a drain)."""
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested) = row
+     created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
+     finished_at) = row
     if times is None:
         times = {}
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
@@ -163,6 +165,7 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
         started_at=started, result=decode_result(result),
         cancel_requested=bool(cancel_requested),
         arguments_error=arguments_error,
+        finished_at=None if finished_at is None else _at(finished_at),
     )
 
 
@@ -549,12 +552,14 @@ class SQLiteStore:
     ) -> int:
         if not leases:
             return 0
-        rows: list[tuple[str | None, int, str, int]]
+        finished_at = _us(now)
+        rows: list[tuple[str | None, int, int, str, int]]
         if results is None:
-            rows = [(None, lease.job_id, lease.owner, lease.attempt) for lease in leases]
+            rows = [(None, finished_at, lease.job_id, lease.owner, lease.attempt)
+                    for lease in leases]
         else:
             rows = [
-                (result, lease.job_id, lease.owner, lease.attempt)
+                (result, finished_at, lease.job_id, lease.owner, lease.attempt)
                 for lease, result in zip(leases, results, strict=True)
             ]
         with self._write("completing jobs") as conn:
@@ -563,7 +568,8 @@ class SQLiteStore:
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
         if not leases:
             return 0
-        rows = [(CANCELLED_ON_REQUEST, lease.job_id, lease.owner, lease.attempt)
+        finished_at = _us(now)  # of a job whose cancel was requested: it ends cancelled
+        rows = [(CANCELLED_ON_REQUEST, finished_at, lease.job_id, lease.owner, lease.attempt)
                 for lease in leases]
         with self._write("releasing jobs") as conn:
             return conn.executemany(_sql("release"), rows).rowcount
@@ -574,17 +580,23 @@ class SQLiteStore:
             return conn.execute(_sql(name), params).rowcount == 1
 
     def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
-        return self._end_lease("retry", lease, "retrying a job", due_at=_us(due_at), error=error,
+        return self._end_lease("retry", lease, "retrying a job", now=_us(now),
+                               due_at=_us(due_at), error=error,
                                cancelled_error=CANCELLED_ON_REQUEST)
 
     def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
-        return self._end_lease("dead_letter", lease, "dead-lettering a job", error=error)
+        return self._end_lease(
+            "dead_letter", lease, "dead-lettering a job", now=_us(now), error=error
+        )
 
     def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
-        return self._end_lease("quarantine", lease, "quarantining a job", error=error)
+        return self._end_lease(
+            "quarantine", lease, "quarantining a job", now=_us(now), error=error
+        )
 
     def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
-        return self._end_lease("cancel_leased", lease, "cancelling a leased job", error=error)
+        return self._end_lease("cancel_leased", lease, "cancelling a leased job",
+                               now=_us(now), error=error)
 
     def heartbeat(
         self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
@@ -618,7 +630,25 @@ class SQLiteStore:
 
     def cancel(self, job_id: int, now: datetime) -> bool:
         with self._write("cancelling a job") as conn:
-            return conn.execute(_sql("cancel"), {"id": job_id}).rowcount == 1
+            return conn.execute(_sql("cancel"), {"id": job_id, "now": _us(now)}).rowcount == 1
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        chosen = purgeable_states(states)
+        if limit <= 0:
+            return 0
+        params: dict[str, object] = {"finished_before": _us(finished_before)}
+        deleted = 0
+        # One write transaction of at most `limit` deletions: the write lock is held for
+        # one bounded batch, then claims get their turn (the caller paces the batches).
+        with self._write("purging finished jobs") as conn:
+            for state in chosen:
+                params.update(state=state.value, limit=limit - deleted)
+                deleted += conn.execute(_sql("purge"), params).rowcount
+                if deleted >= limit:
+                    break
+        return deleted
 
     def requeue(self, job_id: int, now: datetime) -> bool:
         with self._write("requeueing a job") as conn:

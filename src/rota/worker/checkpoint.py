@@ -8,7 +8,8 @@ worker process asks the store for a PASSIVE checkpoint (it never waits for reade
 writers) every `CHECKPOINT_INTERVAL_S`; once the whole WAL is folded back, the next write
 starts it over, truncated to 4 MiB.
 
-A duty of its own, beside the runtime (one task per runtime, started and cancelled by it).
+A duty of its own, beside the runtime (`Runtime(duties=...)`: one task per runtime,
+started and cancelled by it; the App adds it for a store that keeps a WAL).
 It survives any exception: the first failure of a streak is logged at ERROR with its
 traceback, later ones at DEBUG, and it backs off (doubling, up to `MAX_BACKOFF_S`) and goes
 on. Imports asyncio, logging and the store contract only.
@@ -18,9 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from rota.store.base import Store, WalCheckpointing
+
+if TYPE_CHECKING:
+    from rota.worker.runtime import Runtime
 
 logger = logging.getLogger("rota.worker.checkpoint")
 
@@ -32,14 +37,18 @@ MAX_BACKOFF_S = 300.0
 StoreCall = Callable[[Callable[[], int]], Awaitable[int]]
 
 
-def start_wal_checkpoints(store: Store, store_call: StoreCall) -> asyncio.Task[None] | None:
-    """Start the duty for `store` if it keeps a WAL; None otherwise. Call on the loop;
-    cancel the task to stop it."""
+def wal_checkpoint_duty(
+    store: Store,
+) -> Callable[[Runtime], Coroutine[Any, Any, None]] | None:
+    """The duty for `store` if it keeps a WAL (a `Runtime` duty); None otherwise."""
     if not isinstance(store, WalCheckpointing):
         return None
-    return asyncio.create_task(
-        checkpoint_forever(store, store_call, store.url), name="rota-wal-checkpoint"
-    )
+    checkpointing: WalCheckpointing = store
+
+    async def duty(runtime: Runtime) -> None:
+        await checkpoint_forever(checkpointing, runtime.store_call, store.url)
+
+    return duty
 
 
 async def checkpoint_forever(store: WalCheckpointing, store_call: StoreCall, url: str) -> None:

@@ -72,7 +72,6 @@ from rota.core.outcomes import Outcome, Succeeded
 from rota.core.retry import RetryPolicy
 from rota.core.suspects import is_suspect
 from rota.store.base import Store, StoreError, WakeupSource
-from rota.worker.checkpoint import start_wal_checkpoints
 from rota.worker.context import CurrentJob
 from rota.worker.events import OutcomeCallback, emit, outcome_event
 from rota.worker.execution import execute
@@ -89,6 +88,11 @@ from rota.worker.threads import DaemonPool
 logger = logging.getLogger("rota")
 
 T = TypeVar("T")
+
+# A periodic housekeeping task run beside the groups (e.g. `rota.worker.retention`):
+# started with the runtime, cancelled when it stops. It owns its cadence and must survive
+# its own errors; it gets the runtime for `store_call`, `sleep_unless_stopping`, `stopping`.
+Duty = Callable[["Runtime"], Coroutine[Any, Any, None]]
 
 # Store errors are retried after this backoff, doubling up to the cap.
 STORE_RETRY_FIRST_S = 0.05
@@ -155,6 +159,7 @@ class Runtime:
         retry_for: the RetryPolicy for a job whose lease expired (the sweeper's retries).
         outcome_callbacks: called with an `OutcomeEvent` after every attempt.
         grace_s: overrides every group's `grace_period` (seconds), or None.
+        duties: housekeeping tasks to run while the runtime runs (see `Duty`).
     """
 
     def __init__(
@@ -167,6 +172,7 @@ class Runtime:
         retry_for: Callable[[JobRecord], RetryPolicy],
         outcome_callbacks: Sequence[OutcomeCallback] = (),
         grace_s: float | None = None,
+        duties: Sequence[Duty] = (),
     ) -> None:
         self.store = store
         self.clock = clock
@@ -178,7 +184,9 @@ class Runtime:
         self._stopping = threading.Event()
         self._stop_requested = asyncio.Event()  # the same, for tasks on the loop
         # Three store threads per group (claims, heartbeats, outcomes) + sweeper + spare.
-        self._store_threads = DaemonPool(3 * len(runners) + 2, "rota-store")
+        # One more per duty: a duty has at most one store call in flight.
+        self._duties = tuple(duties)
+        self._store_threads = DaemonPool(3 * len(runners) + 2 + len(self._duties), "rota-store")
         self.groups = [GroupLoop(self, runner) for runner in runners]
         self._by_queue: dict[str, list[GroupLoop]] = {}
         for group in self.groups:
@@ -187,7 +195,7 @@ class Runtime:
         # Owned by start()/stop() on the loop thread.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
-        self._wal_checkpoints: asyncio.Task[None] | None = None  # rota.worker.checkpoint
+        self._duty_tasks: list[asyncio.Task[None]] = []
         self._unlisten: Callable[[], None] | None = None
         self._stopped = asyncio.Event()
         self._state = "new"  # new -> running -> stopping -> stopped
@@ -209,7 +217,16 @@ class Runtime:
         self._sweeper = asyncio.create_task(
             supervise("lease sweeper", self._sweep_forever), name="rota-sweeper"
         )
-        self._wal_checkpoints = start_wal_checkpoints(self.store, self.store_call)
+        # Each duty handles its own failures; supervise() is the backstop that keeps even
+        # an unexpected exception from ending it silently.
+        self._duty_tasks = [
+            asyncio.create_task(
+                supervise(f"duty {index}", functools.partial(duty, self),
+                          sleep=self.sleep_unless_stopping),
+                name=f"rota-duty-{index}",
+            )
+            for index, duty in enumerate(self._duties)
+        ]
         if isinstance(self.store, WakeupSource):
             await self._listen(self.store)
         logger.debug(
@@ -264,8 +281,8 @@ class Runtime:
         self._state = "stopped"
         if self._sweeper is not None:
             self._sweeper.cancel()
-        if self._wal_checkpoints is not None:
-            self._wal_checkpoints.cancel()
+        for task in self._duty_tasks:
+            task.cancel()
         if self._unlisten is not None:
             unlisten, self._unlisten = self._unlisten, None
             try:

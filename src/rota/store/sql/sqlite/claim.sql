@@ -15,4 +15,4 @@ WHERE id IN (
 )
 RETURNING id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
           lease_owner, lease_expires_at, started_at, result,
-          cancel_requested;
+          cancel_requested, finished_at;
