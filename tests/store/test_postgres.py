@@ -244,6 +244,16 @@ LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
         # ...and finds the rows it locked by primary key (not by hashing a table scan)
         ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
                    "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
+        # ...and looks up each Queue's settings by primary key
+        ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+                   "lease_expires_at": T0 + LEASE}, "queue_settings_pkey"),
+        # A claim over a limited Queue: due jobs, leases counted on the lease index, rows
+        ("claim_limited", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+                           "lease_expires_at": T0 + LEASE}, "jobs_claimable"),
+        ("claim_limited", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+                           "lease_expires_at": T0 + LEASE}, "jobs_lease_expiry"),
+        ("claim_limited", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+                           "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
         ("complete", {**LEASES, "now": T0}, "jobs_pkey"),
         ("release", LEASES, "jobs_pkey"),
         ("heartbeat", {**LEASES, "now": T0, "lease_expires_at": T0 + LEASE}, "jobs_pkey"),

@@ -51,6 +51,13 @@ from rota.core.jobs import (
     NewJob,
     decode_arguments,
 )
+from rota.core.queue_controls import (
+    QueueInfo,
+    QueueSettings,
+    build_queue_infos,
+    validate_queue_limit,
+)
+from rota.core.queues import validate_queue_name
 from rota.store import mask_url
 from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
 
@@ -524,7 +531,7 @@ class PostgresStore:
     ) -> list[JobRecord]:
         if limit <= 0 or not queues:
             return []
-        rows, _ = self._execute("claim", {
+        params = {
             # A Queue named twice would be walked twice, its rows counted twice against
             # the limit; the first mention decides its place.
             "queues": list(dict.fromkeys(queues)),
@@ -532,8 +539,20 @@ class PostgresStore:
             "now": _utc(now, "now"),
             "owner": owner,
             "lease_expires_at": _utc(lease_expires_at, "lease_expires_at"),
-        })
+        }
+        rows, _ = self._execute("claim", params)
+        if rows and rows[0][0] is None:  # a Queue has a limit: claim.sql leased nothing
+            rows = self._claim_limited(params)
         return [_leased_record(row, owner, lease_expires_at) for row in rows]
+
+    def _claim_limited(self, params: Mapping[str, object]) -> list[TupleRow]:
+        """A claim over Queues of which some have a concurrency limit: lock their settings
+        rows, then claim with a snapshot taken after the lock (claim_limited.sql says why),
+        in one transaction."""
+        with self._cursor("claim") as cursor, cursor.connection.transaction():
+            cursor.execute(self._query("lock_queue_limits"), {"queues": params["queues"]})
+            cursor.execute(self._query("claim_limited"), params)
+            return cursor.fetchall()
 
     def complete(self, leases: Sequence[Lease], now: datetime) -> int:
         if not leases:
@@ -598,6 +617,39 @@ class PostgresStore:
     def cancel(self, job_id: int, now: datetime) -> bool:
         _, count = self._execute("cancel", {"id": job_id, "now": now})
         return count == 1
+
+    # -- Queue controls -------------------------------------------------------------------
+
+    def _change_settings(self, name: str, params: Mapping[str, object]) -> QueueSettings:
+        rows, _ = self._execute(name, params)
+        queue, paused, limit = rows[0]
+        return QueueSettings(queue, paused=paused, limit=limit)
+
+    def pause_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": True})
+
+    def resume_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": False})
+
+    def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
+        return self._change_settings("set_queue_limit", {
+            "queue": validate_queue_name(queue), "limit": validate_queue_limit(limit)})
+
+    def queue_infos(self, now: datetime) -> list[QueueInfo]:
+        rows, _ = self._execute("queue_infos", {"now": _utc(now, "now")})
+        settings: list[QueueSettings] = []
+        counts: dict[tuple[str, JobState], int] = {}
+        due: dict[str, tuple[int, datetime | None]] = {}
+        for queue, state, count, due_count, oldest, paused, limit in rows:
+            if state is None:
+                settings.append(QueueSettings(queue, paused=paused, limit=limit))
+                continue
+            counts[(queue, _STATES[state])] = count
+            if due_count:
+                due[queue] = (due_count, oldest)
+        return build_queue_infos(settings, counts, due)
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -35,6 +35,13 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from rota.core.jobs import JobRecord, JobState, Lease, NewJob, decode_arguments
+from rota.core.queue_controls import (
+    QueueInfo,
+    QueueSettings,
+    build_queue_infos,
+    validate_queue_limit,
+)
+from rota.core.queues import validate_queue_name
 from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
 
 log = logging.getLogger(__name__)
@@ -492,6 +499,40 @@ class SQLiteStore:
     def cancel(self, job_id: int, now: datetime) -> bool:
         with self._write("cancelling a job") as conn:
             return conn.execute(_sql("cancel"), {"id": job_id}).rowcount == 1
+
+    # -- Queue controls -----------------------------------------------------------------------
+
+    def _change_settings(self, name: str, params: dict[str, object]) -> QueueSettings:
+        with self._write("changing Queue settings") as conn:
+            queue, paused, limit = conn.execute(_sql(name), params).fetchone()
+        return QueueSettings(queue, paused=bool(paused), limit=limit)
+
+    def pause_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": 1})
+
+    def resume_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": 0})
+
+    def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
+        return self._change_settings("set_queue_limit", {
+            "queue": validate_queue_name(queue), "limit": validate_queue_limit(limit)})
+
+    def queue_infos(self, now: datetime) -> list[QueueInfo]:
+        with self._read("reading Queues") as conn:
+            rows = conn.execute(_sql("queue_infos"), {"now": _us(now)}).fetchall()
+        settings: list[QueueSettings] = []
+        counts: dict[tuple[str, JobState], int] = {}
+        due: dict[str, tuple[int, datetime | None]] = {}
+        for queue, state, count, due_count, oldest, paused, limit in rows:
+            if state is None:
+                settings.append(QueueSettings(queue, paused=bool(paused), limit=limit))
+                continue
+            counts[(queue, _STATES[state])] = count
+            if due_count:
+                due[queue] = (due_count, _at(oldest))
+        return build_queue_infos(settings, counts, due)
 
     # -- reads ------------------------------------------------------------------------------
 
