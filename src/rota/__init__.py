@@ -10,6 +10,7 @@ from rota.core.clock import Clock, SystemClock, VirtualClock
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import JobRecord, JobState
 from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.queue_controls import QueueInfo
 from rota.core.retry import RetryPolicy
 from rota.definition import ConfiguredJob, JobDefinition
 from rota.store import SchemaTooNew, Store, StoreConfigError, StoreError
@@ -27,6 +28,7 @@ __all__ = [
     "JobState",
     "OutcomeEvent",
     "OutcomeKind",
+    "QueueInfo",
     "RetryPolicy",
     "SchemaTooNew",
     "Store",
