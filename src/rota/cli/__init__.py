@@ -19,6 +19,7 @@ from rota.cli.common import CommandError
 
 SUBCOMMANDS = (
     "worker", "enqueue", "cancel", "queues", "jobs", "simulate", "demo", "migrate",
+    "pause", "resume", "limit",
 )
 
 

@@ -38,6 +38,8 @@ class Simulation:
     policy: DispatchPolicy
     pool_size: int
     passes: list[SimulatedPass] = field(default_factory=list)
+    paused: tuple[str, ...] = ()
+    limits: dict[str, int | None] = field(default_factory=dict)
 
     def served(self) -> dict[str, int]:
         counts = dict.fromkeys(self.policy.queues, 0)
@@ -103,7 +105,10 @@ def simulate(
         checked = validate_queue_limit(limit)
         served(queue, "limit")
         settings[queue] = QueueSettings(queue, paused=settings[queue].paused, limit=checked)
-    result = Simulation(policy, pool_size)
+    result = Simulation(
+        policy, pool_size, paused=tuple(q for q in policy.queues if settings[q].paused),
+        limits={q: settings[q].limit for q in policy.queues if settings[q].limit is not None},
+    )
     for _ in range(passes):
         plan: PassPlan[str] = dispatcher.begin_pass(pool_size)
         claims: list[SimulatedClaim] = []
