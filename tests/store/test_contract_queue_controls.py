@@ -141,6 +141,18 @@ def test_a_limit_below_the_number_leased_takes_nothing_until_enough_finish(
     assert claim(store, ["a"], 5, owner="w2") == ids[4:5]
 
 
+def test_leases_taken_while_a_queue_had_no_limit_count_when_one_is_set_again(
+    store: Store,
+) -> None:
+    ids = store.enqueue([new("a") for _ in range(6)], T0)
+    store.set_queue_limit("a", 1)
+    assert claim(store, ["a"], 3) == ids[:1]
+    store.set_queue_limit("a", None)
+    assert claim(store, ["a"], 2) == ids[1:3]
+    store.set_queue_limit("a", 4)
+    assert claim(store, ["a"], 3) == ids[3:4]
+
+
 def test_a_limit_of_zero_takes_nothing_and_none_removes_the_limit(store: Store) -> None:
     ids = store.enqueue([new("a") for _ in range(3)], T0)
     store.set_queue_limit("a", 0)

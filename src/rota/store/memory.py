@@ -44,9 +44,10 @@ class MemoryStore:
         self._due: defaultdict[str, list[tuple[datetime, int]]] = defaultdict(list)
         self._next_id = 1
         self._settings: dict[str, QueueSettings] = {}
-        # Per Queue, ids of jobs leased at some point; entries no longer leased are pruned
-        # when counted, so every path that ends a lease keeps this right without touching it.
-        self._leased: defaultdict[str, set[int]] = defaultdict(set)
+        # Per Queue with a limit, ids of its jobs leased at some point (seeded from the jobs
+        # when the limit is set); those no longer leased are pruned when counted, so every
+        # path that ends a lease keeps this right without touching it.
+        self._leased: dict[str, set[int]] = {}
 
     @property
     def url(self) -> str:
@@ -87,7 +88,8 @@ class MemoryStore:
                 settings = self._settings.get(queue)
                 wanted = limit - len(claimed)
                 if settings is not None and (settings.paused or settings.limit is not None):
-                    wanted = room(settings, self._count_leased(queue), wanted)
+                    held = 0 if settings.limit is None else self._count_leased(queue)
+                    wanted = room(settings, held, wanted)
                 stop = len(claimed) + wanted
                 heap = self._due.get(queue)
                 while heap and len(claimed) < stop and heap[0][0] <= now:
@@ -101,12 +103,13 @@ class MemoryStore:
                         lease_expires_at=lease_expires_at,
                     )
                     self._jobs[job_id] = leased
-                    self._leased[queue].add(job_id)
+                    if queue in self._leased:
+                        self._leased[queue].add(job_id)
                     claimed.append(leased)
         return claimed
 
     def _count_leased(self, queue: str) -> int:
-        ids = self._leased[queue]
+        ids = self._leased[queue]  # present while the Queue has a limit
         ids.difference_update(
             [job_id for job_id in ids if self._jobs[job_id].state is not JobState.LEASED]
         )
@@ -246,7 +249,18 @@ class MemoryStore:
 
     def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
         checked = validate_queue_limit(limit)
-        return self._change_settings(queue, lambda old: replace(old, limit=checked))
+
+        def change(old: QueueSettings) -> QueueSettings:
+            if checked is None:
+                self._leased.pop(queue, None)
+            elif queue not in self._leased:
+                self._leased[queue] = {
+                    job.id for job in self._jobs.values()
+                    if job.queue == queue and job.state is JobState.LEASED
+                }
+            return replace(old, limit=checked)
+
+        return self._change_settings(queue, change)
 
     def queue_infos(self, now: datetime) -> list[QueueInfo]:
         counts: defaultdict[tuple[str, JobState], int] = defaultdict(int)
