@@ -8,6 +8,11 @@ Theory of operation:
 - Claims lock due jobs with `FOR UPDATE SKIP LOCKED`, walking the partial index
   `jobs_claimable (queue, due_at, id) WHERE state = 'scheduled'`, so finished rows never
   slow them down. Time is an input: no statement reads the server's clock.
+- Queue controls: every claim reads `queue_settings` (no cache) and skips paused Queues.
+  The one exception to "one statement": a claim over a Queue with a concurrency limit is
+  a transaction that locks the Queue's settings row, then claims with a snapshot taken
+  after that lock (claim_limited.sql says why). Claims over Queues without a limit never
+  take that path (claim.sql signals it with a row of NULLs).
 - Pooled connections run with `plan_cache_mode = force_generic_plan`: each statement,
   prepared by psycopg after a few runs, is planned once per connection rather than on
   every run (see `_configure`).
