@@ -555,6 +555,7 @@ class PostgresStore:
         rows, then claim with a snapshot taken after the lock (claim_limited.sql says why),
         in one transaction."""
         with self._cursor("claim") as cursor, cursor.connection.transaction():
+            cursor.execute(self._query("claim_limited_plan"))
             cursor.execute(self._query("lock_queue_limits"), {"queues": params["queues"]})
             cursor.execute(self._query("claim_limited"), params)
             return cursor.fetchall()

@@ -6,8 +6,9 @@
 -- (One statement alone could not do this: its snapshot would predate the lock wait.)
 --
 -- Each Queue's room is rota.core.queue_controls.room: its limit less its jobs leased
--- now (walking the partial index jobs_lease_expiry, whose rows are the leased jobs), or
--- `limit` for a Queue without a limit; a paused Queue is left out.
+-- now (walking the partial index jobs_lease_expiry, whose rows are the leased jobs, and
+-- counting at most up to the limit), or `limit` for a Queue without a limit; a paused
+-- Queue is left out.
 WITH requested AS (
     SELECT w.queue, w.position, settings.paused, settings.concurrency_limit
     FROM unnest(%(queues)b::text[]) WITH ORDINALITY AS w(queue, position)
@@ -26,10 +27,19 @@ wanted AS (
                WHEN requested.concurrency_limit IS NULL THEN %(limit)s
                ELSE greatest(0, requested.concurrency_limit - (
                    SELECT count(*)
-                   FROM {schema}.jobs AS held
-                   WHERE held.lease_expires_at IS NOT NULL
-                     AND held.state = 'leased'
-                     AND held.queue = requested.queue
+                   FROM (
+                       SELECT 1
+                       FROM {schema}.jobs AS held
+                       WHERE held.lease_expires_at IS NOT NULL
+                         AND held.state = 'leased'
+                         AND held.queue = requested.queue
+                       -- In index order and no further than the limit: enough to know the
+                       -- room, and it makes this an index scan in the generic plan, which
+                       -- marks dead entries as it goes (a bitmap scan would not, and would
+                       -- slow down as jobs churn; see migration 1).
+                       ORDER BY held.lease_expires_at, held.id
+                       LIMIT requested.concurrency_limit
+                   ) AS counted
                ))
            END AS room
     FROM requested
