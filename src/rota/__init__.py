@@ -10,6 +10,7 @@ from rota.core.clock import Clock, SystemClock, VirtualClock
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import JobRecord, JobState, PayloadTooLarge
 from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.queue_controls import QueueInfo
 from rota.core.retention import Retention
 from rota.core.retry import RetryPolicy
 from rota.definition import ConfiguredJob, JobDefinition
@@ -31,6 +32,7 @@ __all__ = [
     "OutcomeEvent",
     "OutcomeKind",
     "PayloadTooLarge",
+    "QueueInfo",
     "Retention",
     "RetryPolicy",
     "SchemaTooNew",

@@ -20,6 +20,7 @@ from rota.core.clock import Clock, SystemClock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord, validate_job_name
+from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
@@ -259,6 +260,45 @@ class App:
         age = to_timedelta(older_than, "older_than", allow_zero=True)
         chosen = purgeable_states(states)
         return purge_finished(self.store, chosen, self.clock.now() - age)
+
+    # -- Queue controls -------------------------------------------------------------------
+
+    def pause_queue(self, queue: str) -> None:
+        """Pause a Queue, cluster-wide: from their next claim on, no worker on this store
+        takes its jobs (Strict goes on to the next Queue; Weighted finds it empty).
+        Jobs already leased finish normally. The Queue need not have jobs yet.
+
+        Raises:
+            ValueError, TypeError: if `queue` breaks the Queue name rule of enqueue.
+        """
+        self.store.pause_queue(validate_queue_name(queue))
+
+    def resume_queue(self, queue: str) -> None:
+        """Undo `pause_queue`: workers take the Queue's jobs again at their next claim.
+
+        Raises:
+            ValueError, TypeError: if `queue` breaks the Queue name rule of enqueue.
+        """
+        self.store.resume_queue(validate_queue_name(queue))
+
+    def set_queue_limit(self, queue: str, limit: int | None) -> None:
+        """At most `limit` jobs of `queue` leased at once, all workers on this store
+        together; None removes the limit (the default). The store enforces it inside the
+        claim, atomically. A limit below the number leased now takes nothing until
+        enough of them finish; 0 takes nothing (like a pause).
+
+        Raises:
+            TypeError: if `limit` is not an int or None (True/False are refused too).
+            ValueError: if `limit` < 0, or `queue` breaks the Queue name rule.
+        """
+        checked = validate_queue_limit(limit)
+        self.store.set_queue_limit(validate_queue_name(queue), checked)
+
+    def queues(self) -> list[QueueInfo]:
+        """Every Queue that has jobs or settings, sorted by name, as `rota.QueueInfo`:
+        paused, limit, jobs per state (every state present), jobs due now and the due
+        time of the longest-waiting one, at the App clock's current time."""
+        return self.store.queue_infos(self.clock.now())
 
     # -- Worker Groups ------------------------------------------------------------------
 

@@ -99,3 +99,45 @@ def test_verbosity_flags_are_accepted_after_the_subcommand_too(
     assert main(["simulate", "--weighted", "a=1", "--passes", "1", "-v", "--json"]) == 0
     assert main(["-vv", "simulate", "--weighted", "a=1", "--passes", "1", "--json"]) == 0
     capsys.readouterr()
+
+
+def test_a_paused_queue_reflows_and_a_limit_caps_each_pass(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # When simulating 6:3:1 with b paused and a limited to 4
+    result = run_json(capsys, "--weighted", "a=6,b=3,c=1", "--pool", "10", "--passes", "2",
+                      "--paused", "b", "--limit", "a=4")
+    # Then every pass asks b and finds nothing, takes 4 of a, and fills the rest from c
+    assert result["paused"] == ["b"] and result["limits"] == {"a": 4}
+    passes = result["passes"]
+    assert isinstance(passes, list)
+    for one in passes:
+        assert one["claims"][:2] == [{"queues": ["a"], "limit": 6, "got": 4},
+                                     {"queues": ["b"], "limit": 3, "got": 0}]
+        assert sorted(one["order"]) == ["a"] * 4 + ["c"] * 6
+    assert result["served"] == {"a": 8, "b": 0, "c": 12}
+
+
+def test_the_text_schedule_names_the_controls(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--strict", "a,b,c", "--pool", "5", "--passes", "1",
+                 "--paused", "c", "--limit", "a=1"]) == 0
+    out = capsys.readouterr().out
+    assert "Strict a > b > c, pool 5, 1 passes, paused c, limit a=1" in out
+    assert "order  a b b b b" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--paused", "z"], "paused names Queue 'z'"),
+        (["--limit", "a=-1"], "must be >= 0"),
+        (["--limit", "a=many"], "is not an integer"),
+        (["--limit", "z=1"], "limit names Queue 'z'"),
+    ],
+)
+def test_bad_controls_are_one_line_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", "--strict", "a,b", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

@@ -244,6 +244,16 @@ LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
         # ...and finds the rows it locked by primary key (not by hashing a table scan)
         ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
                    "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
+        # ...and looks up each Queue's settings by primary key
+        ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+                   "lease_expires_at": T0 + LEASE}, "queue_settings_pkey"),
+        # A claim over a limited Queue: due jobs, leases counted on the lease index, rows
+        ("claim_limited", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+                           "lease_expires_at": T0 + LEASE}, "jobs_claimable"),
+        ("claim_limited", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+                           "lease_expires_at": T0 + LEASE}, "jobs_lease_expiry"),
+        ("claim_limited", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+                           "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
         ("complete", {**LEASES, "now": T0}, "jobs_pkey"),
         ("complete_results", {**LEASES, "now": T0, "results": ["1", None]}, "jobs_pkey"),
         ("release", {**LEASES, "now": T0, "cancelled_error": "c"}, "jobs_pkey"),
@@ -274,8 +284,12 @@ def test_hot_statements_keep_their_index_paths_in_generic_plans(
     store.enqueue([new(), new()], T0)
     store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
     admin.execute("ANALYZE rota.jobs")
-    # When the statement is planned without knowing its parameters
+    # When the statement is planned without knowing its parameters (claim_limited.sql in
+    # its transaction, after claim_limited_plan.sql turned bitmap scans off)
+    if name == "claim_limited":
+        admin.execute("SET enable_bitmapscan = off")
     plan = _generic_plan(admin, name, values)
+    admin.execute("RESET enable_bitmapscan")
     # Then it still goes by its index: never a table scan, never a bitmap scan (which would
     # not mark dead index entries and slow down as jobs churn)
     assert f"Index Scan using {index}" in plan, plan
@@ -298,6 +312,73 @@ def test_a_strict_claim_over_several_queues_is_one_statement(
     assert len(statements) == 1
     assert [job.id for job in claimed] == [*a, b[1], b[0], c_old]
     assert all(job.state is JobState.LEASED for job in claimed)
+
+
+def test_a_claim_over_queues_without_a_limit_is_one_statement_and_locks_no_settings(
+    make_store: Callable[..., PostgresStore], pg_url: str, statements: list[str]
+) -> None:
+    # Given settings rows for "q" (paused, then resumed) and "other" (limited), and an
+    # operator's transaction holding the lock on both rows
+    store = make_store()
+    ids = store.enqueue([new("q"), new("q")], T0)
+    store.pause_queue("q")
+    store.resume_queue("q")
+    store.set_queue_limit("other", 1)
+    with psycopg.connect(pg_url) as holder:
+        holder.execute("SELECT queue FROM rota.queue_settings FOR UPDATE")
+        statements.clear()
+        # When a claim asks only for "q", which has no limit
+        result: list[list[int]] = []
+        claimer = threading.Thread(target=lambda: result.append([
+            job.id for job in store.claim(["q"], 5, now=T0, owner="w",
+                                          lease_expires_at=T0 + LEASE)]))
+        claimer.start()
+        claimer.join(timeout=HINT_WAIT_S)
+        blocked = claimer.is_alive()
+        holder.rollback()
+        claimer.join()
+    # Then it did not wait for the lock, and it was one statement
+    assert not blocked, "a claim over an unlimited Queue waited for a settings row lock"
+    assert result == [ids]
+    assert len(statements) == 1
+
+
+def test_a_claim_over_a_limited_queue_waits_for_the_claimer_before_it(
+    make_store: Callable[..., PostgresStore], pg_url: str,
+) -> None:
+    # Given a Queue limited to 2, and a claimer whose transaction leased 2 and holds the
+    # settings row, not yet committed
+    store = make_store()
+    ids = store.enqueue([new("q") for _ in range(4)], T0)
+    store.set_queue_limit("q", 2)
+    params = {"queues": ["q"], "limit": 2, "now": T0, "owner": "first",
+              "lease_expires_at": T0 + LEASE}
+    with psycopg.connect(pg_url) as first:
+        first.execute(render_sql("lock_queue_limits", "rota"), {"queues": ["q"]})
+        taken = first.execute(render_sql("claim_limited", "rota"), params).fetchall()
+        assert [row[0] for row in taken] == ids[:2]
+        # When a second claimer asks for 2 more
+        result: list[list[int]] = []
+        second = threading.Thread(target=lambda: result.append([
+            job.id for job in store.claim(["q"], 2, now=T0, owner="second",
+                                          lease_expires_at=T0 + LEASE)]))
+        second.start()
+        # Then it waits on the lock (polled on the server, with a generous deadline)
+        waiting = False
+        with psycopg.connect(pg_url, autocommit=True) as watcher:
+            for _ in range(int(HINT_WAIT_S / 0.01)):
+                (count,) = watcher.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                    "current_database() AND wait_event_type = 'Lock'").fetchone() or (0,)
+                if count:
+                    waiting = True
+                    break
+                threading.Event().wait(0.01)
+        first.commit()
+        second.join()
+    # And once the first commits, it counts the first's leases: no room is left
+    assert waiting
+    assert result == [[]]
 
 
 def test_a_queue_named_twice_in_a_claim_is_served_once(

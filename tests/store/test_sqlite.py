@@ -388,7 +388,8 @@ def test_queues_and_jobs_read_a_read_only_file(shared_dir: Path, directory_mode:
     jobs = read_as_unprivileged("jobs", "--store", f"sqlite:///{db}")
     # Then they read it, without migrating or writing
     assert queues.returncode == 0, queues.stderr
-    assert json.loads(queues.stdout) == {"nightly": {"scheduled": 1}}
+    assert [(q["name"], q["counts"]["scheduled"]) for q in json.loads(queues.stdout)] == [
+        ("nightly", 1)]
     assert jobs.returncode == 0, jobs.stderr
     assert "report" in jobs.stdout and "nightly" in jobs.stdout
     if directory_mode == 0o555:
@@ -409,7 +410,8 @@ def test_read_only_directory_with_a_live_writer_sees_its_latest_commits(
         # When another user reads it, Then the read sees the commits in the WAL
         queues = read_as_unprivileged("queues", "--store", f"sqlite:///{db}", "--json")
         assert queues.returncode == 0, queues.stderr
-        assert json.loads(queues.stdout) == {"q": {"scheduled": 3}}
+        assert [(q["name"], q["counts"]["scheduled"]) for q in json.loads(queues.stdout)] == [
+            ("q", 3)]
     finally:
         writer.close()
 

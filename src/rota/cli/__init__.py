@@ -21,6 +21,7 @@ SUBCOMMANDS = (
     "worker", "enqueue", "cancel", "queues", "jobs", "simulate", "demo", "migrate",
     "job", "requeue",
     "purge",
+    "pause", "resume", "limit",
 )
 
 

@@ -17,6 +17,8 @@ Imports only rich.
 
 from __future__ import annotations
 
+import os
+import sys
 import unicodedata
 
 from rich.console import Console
@@ -51,7 +53,12 @@ def line(*parts: str | Text | tuple[str, str]) -> Text:
     return Text.assemble(*parts)
 
 
-def make_console(*, stderr: bool = False) -> Console:
+def make_console(*, stderr: bool = False, piped_width: int | None = None) -> Console:
     """A Console for the command's output (stdout, or stderr): no automatic highlighting
-    of numbers and strings, no emoji codes."""
-    return Console(highlight=False, emoji=False, stderr=stderr)
+    of numbers and strings, no emoji codes. `piped_width`: the width to assume when the
+    output is not a terminal and COLUMNS is not set (rich would assume 80)."""
+    width = None
+    stream = sys.stderr if stderr else sys.stdout
+    if piped_width is not None and not stream.isatty() and "COLUMNS" not in os.environ:
+        width = piped_width
+    return Console(highlight=False, emoji=False, stderr=stderr, width=width)

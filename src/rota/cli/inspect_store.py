@@ -1,10 +1,9 @@
-"""`rota queues` and `rota jobs`: read-only views of a store."""
+"""`rota jobs`: a read-only view of a store's jobs."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections import defaultdict
 from datetime import datetime
 
 from rich.table import Table
@@ -12,13 +11,6 @@ from rich.table import Table
 from rota.cli.common import UsageError, add_store_options, count_arg, opened_store
 from rota.cli.display import make_console, user_text
 from rota.core.jobs import JobRecord, JobState
-
-
-def register_queues(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("queues", help="count jobs per Queue and state",
-                                   description="Count jobs per Queue and state.")
-    add_store_options(parser, json_help="print JSON instead of a table")
-    parser.set_defaults(func=run_queues)
 
 
 def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,25 +28,6 @@ def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
     parser.add_argument("--offset", type=count_arg, default=0, metavar="M",
                         help="skip the first M matching jobs (paging; default 0)")
     parser.set_defaults(func=run_jobs)
-
-
-def run_queues(args: argparse.Namespace) -> int:
-    with opened_store(args.store, args.app, read_only=True) as store:
-        counts = store.count_jobs()
-    per_queue: defaultdict[str, dict[str, int]] = defaultdict(dict)
-    for (queue, state), count in sorted(counts.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
-        per_queue[queue][state.value] = count
-    if args.json:
-        print(json.dumps(per_queue, indent=2, sort_keys=True))
-        return 0
-    table = Table(title="jobs per Queue and state")
-    table.add_column("Queue")
-    for state in JobState:
-        table.add_column(state.value, justify="right")
-    for queue, states in sorted(per_queue.items()):
-        table.add_row(user_text(queue), *(str(states.get(s.value, 0) or "") for s in JobState))
-    make_console().print(table if per_queue else "no jobs")
-    return 0
 
 
 def _time(moment: datetime | None) -> str | None:

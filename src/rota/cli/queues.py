@@ -1,5 +1,5 @@
-"""`rota queues`: counts of jobs per Queue and state."""
+"""`rota queues`: every Queue with its settings and job counts (rota.cli.queue_controls)."""
 
-from rota.cli.inspect_store import register_queues as register
+from rota.cli.queue_controls import register_queues as register
 
 __all__ = ["register"]

@@ -28,9 +28,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Print each pass's claims (Queue, size, jobs got) and dispatch order for a "
             "policy, pool size and backlog, then the served shares against the weights. "
-            "Every dispatched job is taken to finish before the next pass."
+            "Every dispatched job is taken to finish before the next pass, so a limit caps "
+            "each pass."
         ),
-        epilog="example: rota simulate --weighted a=6,b=3,c=1 --pool 10 --passes 3",
+        epilog="example: rota simulate --weighted a=6,b=3,c=1 --pool 10 --passes 3 "
+        "--paused b --limit a=2",
     )
     policy = parser.add_mutually_exclusive_group(required=True)
     policy.add_argument("--strict", metavar="Q1,Q2,...",
@@ -43,6 +45,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="passes to simulate (default 3)")
     parser.add_argument("--backlog", metavar="Q=N,...",
                         help="due jobs per Queue at the start (default: unlimited)")
+    parser.add_argument("--paused", metavar="Q1,Q2,...",
+                        help="Queues that are paused (claims take none of their jobs)")
+    parser.add_argument("--limit", metavar="Q=N,...",
+                        help="Queue concurrency limits: at most N of its jobs leased at once")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     parser.set_defaults(func=run)
 
@@ -76,8 +82,11 @@ def run(args: argparse.Namespace) -> int:
             f"--pool must be 1..{MAX_POOL} and --passes 0..{MAX_PASSES}; "
             f"got --pool {args.pool} --passes {args.passes}"
         )
+    paused = [q.strip() for q in args.paused.split(",") if q.strip()] if args.paused else []
+    limits = dict(_pairs(args.limit, "--limit")) if args.limit else {}
     try:
-        result = simulate(policy, args.pool, args.passes, backlog)
+        result = simulate(policy, args.pool, args.passes, backlog, paused=paused,
+                          limits=limits)
     except ValueError as error:
         raise UsageError(str(error)) from None
     if args.json:
@@ -110,6 +119,8 @@ def as_json(result: Simulation) -> dict[str, object]:
             }
             for p in result.passes
         ],
+        "paused": list(result.paused),
+        "limits": result.limits,
         "served": served,
         "shares": {q: (n / total if total else 0.0) for q, n in served.items()},
         "target_shares": targets,
@@ -117,8 +128,13 @@ def as_json(result: Simulation) -> dict[str, object]:
 
 
 def render(result: Simulation, console: Console) -> None:
+    controls = "".join(
+        [f", paused {','.join(result.paused)}" if result.paused else "",
+         ", limit " + ",".join(f"{q}={n}" for q, n in result.limits.items())
+         if result.limits else ""])
     console.print(line(user_text(describe(result.policy), "bold"),
-                       f", pool {result.pool_size}, {len(result.passes)} passes"))
+                       f", pool {result.pool_size}, {len(result.passes)} passes",
+                       user_text(controls)))
     for number, one in enumerate(result.passes, 1):
         claims = ", ".join(
             f"{c.limit} from {'+'.join(c.queues)}"

@@ -31,6 +31,14 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
 - `purge` deletes only finished jobs (by `finished_at`), at most `limit` per call, and is
   safe when several processes purge at once: each row is deleted once, none waits for
   another purger, and a job that left its finished state meanwhile is never deleted.
+- Queue controls (`pause_queue`, `resume_queue`, `set_queue_limit`) are stored beside the
+  jobs and read by every claim, with no cache. A claim takes nothing from a paused Queue
+  (it goes on to the next one), and takes from a Queue with a limit at most
+  `rota.core.queue_controls.room(...)` jobs: the limit less the jobs of that Queue leased
+  right now, by anyone. The check and the lease are one atomic step: no interleaving of
+  claimers (threads, processes, machines) ever leases more than the limit. Settings may
+  name a Queue that has no jobs. A claim already running when a setting changes may still
+  finish under the old one.
 
 Imports only the pure core.
 """
@@ -42,6 +50,7 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from rota.core.jobs import JobRecord, JobState, Lease, NewJob
+from rota.core.queue_controls import QueueInfo, QueueSettings
 
 
 class StoreError(RuntimeError):
@@ -193,6 +202,34 @@ class Store(Protocol):
 
     def count_jobs(self) -> dict[tuple[str, JobState], int]:
         """How many jobs each (Queue, state) pair holds; pairs with none are left out."""
+        ...
+
+    def pause_queue(self, queue: str) -> QueueSettings:
+        """Claims take nothing from `queue` until it is resumed; leased jobs finish
+        normally. Returns the Queue's settings after the change.
+
+        Raises:
+            TypeError, ValueError: if `queue` breaks the Queue name rule.
+        """
+        ...
+
+    def resume_queue(self, queue: str) -> QueueSettings:
+        """Undo `pause_queue`; returns the Queue's settings after the change."""
+        ...
+
+    def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
+        """At most `limit` jobs of `queue` leased at once, by all claimers together
+        (None: no limit). Returns the Queue's settings after the change.
+
+        Raises:
+            TypeError: if `limit` is not an int or None (a bool is refused too).
+            ValueError: if `limit` < 0, or `queue` breaks the Queue name rule.
+        """
+        ...
+
+    def queue_infos(self, now: datetime) -> list[QueueInfo]:
+        """Every Queue that has jobs or settings, sorted by name (see `QueueInfo`);
+        `due` and `oldest_due_at` count the scheduled jobs due at `now`."""
         ...
 
     def close(self) -> None: ...

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -29,6 +29,14 @@ from rota.core.jobs import (
     decode_result,
     transition,
 )
+from rota.core.queue_controls import (
+    QueueInfo,
+    QueueSettings,
+    build_queue_infos,
+    room,
+    validate_queue_limit,
+)
+from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.store.base import Renewal
 
@@ -42,6 +50,11 @@ class MemoryStore:
         # Per Queue, a heap of (due_at, id) for scheduled jobs; stale entries are skipped.
         self._due: defaultdict[str, list[tuple[datetime, int]]] = defaultdict(list)
         self._next_id = 1
+        self._settings: dict[str, QueueSettings] = {}
+        # Per Queue with a limit, ids of its jobs leased at some point (seeded from the jobs
+        # when the limit is set); those no longer leased are pruned when counted, so every
+        # path that ends a lease keeps this right without touching it.
+        self._leased: dict[str, set[int]] = {}
 
     @property
     def url(self) -> str:
@@ -79,9 +92,15 @@ class MemoryStore:
     ) -> list[JobRecord]:
         claimed: list[JobRecord] = []
         with self._lock:
-            for queue in queues:
+            for queue in dict.fromkeys(queues):
+                settings = self._settings.get(queue)
+                wanted = limit - len(claimed)
+                if settings is not None and (settings.paused or settings.limit is not None):
+                    held = 0 if settings.limit is None else self._count_leased(queue)
+                    wanted = room(settings, held, wanted)
+                stop = len(claimed) + wanted
                 heap = self._due.get(queue)
-                while heap and len(claimed) < limit and heap[0][0] <= now:
+                while heap and len(claimed) < stop and heap[0][0] <= now:
                     due_at, job_id = heapq.heappop(heap)
                     job = self._jobs.get(job_id)
                     if job is None or job.state is not JobState.SCHEDULED or job.due_at != due_at:
@@ -92,8 +111,17 @@ class MemoryStore:
                         lease_expires_at=lease_expires_at, started_at=now,
                     )
                     self._jobs[job_id] = leased
+                    if queue in self._leased:
+                        self._leased[queue].add(job_id)
                     claimed.append(leased)
         return claimed
+
+    def _count_leased(self, queue: str) -> int:
+        ids = self._leased[queue]  # present while the Queue has a limit
+        ids.difference_update(
+            [job_id for job_id in ids if self._jobs[job_id].state is not JobState.LEASED]
+        )
+        return len(ids)
 
     def _held(self, lease: Lease) -> JobRecord | None:
         job = self._jobs.get(lease.job_id)
@@ -279,6 +307,52 @@ class MemoryStore:
             for job_id in doomed:
                 del self._jobs[job_id]  # stale due-heap entries of it are skipped by claim
             return len(doomed)
+
+    # -- Queue controls -------------------------------------------------------------------
+
+    def _change_settings(
+        self, queue: str, change: Callable[[QueueSettings], QueueSettings]
+    ) -> QueueSettings:
+        validate_queue_name(queue)
+        with self._lock:
+            settings = change(self._settings.get(queue, QueueSettings(queue)))
+            self._settings[queue] = settings
+            return settings
+
+    def pause_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(queue, lambda old: replace(old, paused=True))
+
+    def resume_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(queue, lambda old: replace(old, paused=False))
+
+    def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
+        checked = validate_queue_limit(limit)
+
+        def change(old: QueueSettings) -> QueueSettings:
+            if checked is None:
+                self._leased.pop(queue, None)
+            elif queue not in self._leased:
+                self._leased[queue] = {
+                    job.id for job in self._jobs.values()
+                    if job.queue == queue and job.state is JobState.LEASED
+                }
+            return replace(old, limit=checked)
+
+        return self._change_settings(queue, change)
+
+    def queue_infos(self, now: datetime) -> list[QueueInfo]:
+        counts: defaultdict[tuple[str, JobState], int] = defaultdict(int)
+        due: dict[str, tuple[int, datetime | None]] = {}
+        with self._lock:
+            settings = list(self._settings.values())
+            for job in self._jobs.values():
+                counts[(job.queue, job.state)] += 1
+                if job.state is JobState.SCHEDULED and job.due_at <= now:
+                    count, oldest = due.get(job.queue, (0, None))
+                    if oldest is None or job.due_at < oldest:
+                        oldest = job.due_at
+                    due[job.queue] = (count + 1, oldest)
+        return build_queue_infos(settings, counts, due)
 
     # -- reads --------------------------------------------------------------------------
 

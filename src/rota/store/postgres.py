@@ -8,6 +8,11 @@ Theory of operation:
 - Claims lock due jobs with `FOR UPDATE SKIP LOCKED`, walking the partial index
   `jobs_claimable (queue, due_at, id) WHERE state = 'scheduled'`, so finished rows never
   slow them down. Time is an input: no statement reads the server's clock.
+- Queue controls: every claim reads `queue_settings` (no cache) and skips paused Queues.
+  The one exception to "one statement": a claim over a Queue with a concurrency limit is
+  a transaction that locks the Queue's settings row, then claims with a snapshot taken
+  after that lock (claim_limited.sql says why). Claims over Queues without a limit never
+  take that path (claim.sql signals it with a row of NULLs).
 - Pooled connections run with `plan_cache_mode = force_generic_plan`: each statement,
   prepared by psycopg after a few runs, is planned once per connection rather than on
   every run (see `_configure`).
@@ -55,6 +60,13 @@ from rota.core.jobs import (
     decode_result,
     decode_stored_arguments,
 )
+from rota.core.queue_controls import (
+    QueueInfo,
+    QueueSettings,
+    build_queue_infos,
+    validate_queue_limit,
+)
+from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.store import mask_url
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
@@ -541,7 +553,7 @@ class PostgresStore:
     ) -> list[JobRecord]:
         if limit <= 0 or not queues:
             return []
-        rows, _ = self._execute("claim", {
+        params = {
             # A Queue named twice would be walked twice, its rows counted twice against
             # the limit; the first mention decides its place.
             "queues": list(dict.fromkeys(queues)),
@@ -549,10 +561,23 @@ class PostgresStore:
             "now": _utc(now, "now"),
             "owner": owner,
             "lease_expires_at": _utc(lease_expires_at, "lease_expires_at"),
-        })
+        }
+        rows, _ = self._execute("claim", params)
+        if rows and rows[0][0] is None:  # a Queue has a limit: claim.sql leased nothing
+            rows = self._claim_limited(params)
         return quarantine_undecodable(
             self, [_leased_record(row, owner, lease_expires_at, now) for row in rows], now
         )
+
+    def _claim_limited(self, params: Mapping[str, object]) -> list[TupleRow]:
+        """A claim over Queues of which some have a concurrency limit: lock their settings
+        rows, then claim with a snapshot taken after the lock (claim_limited.sql says why),
+        in one transaction."""
+        with self._cursor("claim") as cursor, cursor.connection.transaction():
+            cursor.execute(self._query("claim_limited_plan"))
+            cursor.execute(self._query("lock_queue_limits"), {"queues": params["queues"]})
+            cursor.execute(self._query("claim_limited"), params)
+            return cursor.fetchall()
 
     def complete(
         self, leases: Sequence[Lease], now: datetime,
@@ -658,6 +683,39 @@ class PostgresStore:
             "limit": limit,
         })
         return count
+
+    # -- Queue controls -------------------------------------------------------------------
+
+    def _change_settings(self, name: str, params: Mapping[str, object]) -> QueueSettings:
+        rows, _ = self._execute(name, params)
+        queue, paused, limit = rows[0]
+        return QueueSettings(queue, paused=paused, limit=limit)
+
+    def pause_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": True})
+
+    def resume_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": False})
+
+    def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
+        return self._change_settings("set_queue_limit", {
+            "queue": validate_queue_name(queue), "limit": validate_queue_limit(limit)})
+
+    def queue_infos(self, now: datetime) -> list[QueueInfo]:
+        rows, _ = self._execute("queue_infos", {"now": _utc(now, "now")})
+        settings: list[QueueSettings] = []
+        counts: dict[tuple[str, JobState], int] = {}
+        due: dict[str, tuple[int, datetime | None]] = {}
+        for queue, state, count, due_count, oldest, paused, limit in rows:
+            if state is None:
+                settings.append(QueueSettings(queue, paused=paused, limit=limit))
+                continue
+            counts[(queue, _STATES[state])] = count
+            if due_count:
+                due[queue] = (due_count, oldest)
+        return build_queue_infos(settings, counts, due)
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -46,6 +46,13 @@ from rota.core.jobs import (
     decode_result,
     decode_stored_arguments,
 )
+from rota.core.queue_controls import (
+    QueueInfo,
+    QueueSettings,
+    build_queue_infos,
+    validate_queue_limit,
+)
+from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
 from rota.store.corrupt import quarantine_undecodable
@@ -658,6 +665,40 @@ class SQLiteStore:
         params = {"state": check_requeueable(state).value, "queue": queue, "now": _us(now)}
         with self._write("requeueing jobs") as conn:
             return int(conn.execute(_sql("requeue_many"), params).rowcount)
+
+    # -- Queue controls -----------------------------------------------------------------------
+
+    def _change_settings(self, name: str, params: dict[str, object]) -> QueueSettings:
+        with self._write("changing Queue settings") as conn:
+            queue, paused, limit = conn.execute(_sql(name), params).fetchone()
+        return QueueSettings(queue, paused=bool(paused), limit=limit)
+
+    def pause_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": 1})
+
+    def resume_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": 0})
+
+    def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
+        return self._change_settings("set_queue_limit", {
+            "queue": validate_queue_name(queue), "limit": validate_queue_limit(limit)})
+
+    def queue_infos(self, now: datetime) -> list[QueueInfo]:
+        with self._read("reading Queues") as conn:
+            rows = conn.execute(_sql("queue_infos"), {"now": _us(now)}).fetchall()
+        settings: list[QueueSettings] = []
+        counts: dict[tuple[str, JobState], int] = {}
+        due: dict[str, tuple[int, datetime | None]] = {}
+        for queue, state, count, due_count, oldest, paused, limit in rows:
+            if state is None:
+                settings.append(QueueSettings(queue, paused=bool(paused), limit=limit))
+                continue
+            counts[(queue, _STATES[state])] = count
+            if due_count:
+                due[queue] = (due_count, _at(oldest))
+        return build_queue_infos(settings, counts, due)
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -5,9 +5,36 @@
 -- each inner scan walks the partial index jobs_claimable in (due_at, id) order and locks
 -- rows as the outer LIMIT pulls them, so no more than `limit` rows are ever locked.
 -- SKIP LOCKED: a row another claimer is taking is passed over, never waited for.
-WITH wanted AS (
-    SELECT w.queue, w.position
+--
+-- Queue controls are read here, by every claim, with no cache: a paused Queue is left
+-- out. If any Queue asked for has a concurrency limit (and is not paused), this statement
+-- leases nothing and returns one row of NULLs instead: the store then claims with
+-- lock_queue_limits.sql + claim_limited.sql in one transaction, which counts the Queue's
+-- leases under a lock. So claims over Queues without a limit stay one statement, one
+-- round trip, and never lock a settings row.
+WITH requested AS (
+    SELECT w.queue, w.position, settings.paused, settings.concurrency_limit
     FROM unnest(%(queues)b::text[]) WITH ORDINALITY AS w(queue, position)
+    -- One primary-key lookup per Queue asked for (OFFSET 0 keeps the planner from
+    -- turning this into a hash join over the whole settings table).
+    LEFT JOIN LATERAL (
+        SELECT queue_settings.paused, queue_settings.concurrency_limit
+        FROM {schema}.queue_settings
+        WHERE queue_settings.queue = w.queue
+        OFFSET 0
+    ) AS settings ON true
+),
+limited AS (
+    SELECT 1 AS found
+    FROM requested
+    WHERE requested.concurrency_limit IS NOT NULL AND NOT requested.paused
+    LIMIT 1
+),
+wanted AS (
+    SELECT requested.queue, requested.position
+    FROM requested
+    WHERE requested.paused IS NOT TRUE
+      AND NOT EXISTS (SELECT FROM limited)
 ),
 picked AS (
     SELECT due.id, wanted.position
@@ -46,5 +73,12 @@ leased AS (
               jobs.created_at
 )
 SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at
-FROM leased
+FROM (
+    SELECT position, id, name, queue, attempt, due_at, args, kwargs, last_error, created_at
+    FROM leased
+    UNION ALL
+    -- The signal "a Queue has a limit": id NULL (leased is empty then).
+    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM limited
+) AS claimed
 ORDER BY position, due_at, id

@@ -1,0 +1,130 @@
+"""`rota pause`, `rota resume`, `rota limit` and `rota queues`, on the durable stores
+(the settings must outlive the command's process)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from rota.cli import main
+from rota.core.jobs import NewJob
+from rota.store import open_store
+
+
+@pytest.fixture
+def no_rota_store(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("ROTA_STORE", raising=False)
+    yield
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> object:
+    assert main([*argv, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_pause_resume_and_limit_print_the_settings_and_bind_claims(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = "--store", durable_store_url
+    # Given a Queue with no jobs yet: settings can precede jobs
+    assert run_json(capsys, "pause", "sendgrid", *store) == {
+        "queue": "sendgrid", "paused": True, "limit": None}
+    assert run_json(capsys, "limit", "sendgrid", "5", *store) == {
+        "queue": "sendgrid", "paused": True, "limit": 5}
+    # When jobs arrive, a claim takes none while paused, and at most 5 once resumed
+    opened = open_store(durable_store_url)
+    try:
+        now = datetime.now(UTC)
+        opened.enqueue([NewJob("send", "sendgrid", now) for _ in range(8)], now)
+        lease = now + timedelta(minutes=1)
+        assert opened.claim(["sendgrid"], 8, now=now, owner="w", lease_expires_at=lease) == []
+        assert run_json(capsys, "resume", "sendgrid", *store) == {
+            "queue": "sendgrid", "paused": False, "limit": 5}
+        taken = opened.claim(["sendgrid"], 8, now=now, owner="w", lease_expires_at=lease)
+        assert len(taken) == 5
+    finally:
+        opened.close()
+    # And `rota limit Q none` lifts the limit; the text form says what is now in force
+    assert main(["limit", "sendgrid", "none", *store]) == 0
+    assert capsys.readouterr().out == "Queue 'sendgrid': not paused, no limit\n"
+    assert main(["pause", "sendgrid", *store]) == 0
+    assert capsys.readouterr().out == "Queue 'sendgrid': paused, no limit\n"
+
+
+def test_queues_shows_paused_limit_counts_and_queues_with_only_settings(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = "--store", durable_store_url
+    # Given jobs on "mail", and settings on "sms", which has none
+    assert main(["enqueue", "send", "--queue", "mail", *store]) == 0
+    assert main(["enqueue", "send", "--queue", "mail", "--delay", "3600", *store]) == 0
+    assert main(["limit", "mail", "3", *store]) == 0
+    assert main(["pause", "sms", *store]) == 0
+    capsys.readouterr()
+    # When the Queues are listed as JSON
+    mail, sms = run_json(capsys, "queues", *store)  # type: ignore[misc]
+    # Then each shows its settings, every state, and what is due now
+    assert (mail["name"], mail["paused"], mail["limit"], mail["due"]) == ("mail", False, 3, 1)
+    assert mail["counts"] == {"scheduled": 2, "leased": 0, "succeeded": 0,
+                              "dead_lettered": 0, "quarantined": 0, "cancelled": 0}
+    assert mail["oldest_due_at"] is not None
+    assert (sms["name"], sms["paused"], sms["limit"], sms["due"], sms["oldest_due_at"]) == (
+        "sms", True, None, 0, None)
+    # And the table has the paused and limit columns and both Queues
+    assert main(["queues", *store]) == 0
+    table = capsys.readouterr().out
+    assert "paused" in table and "limit" in table
+    assert "mail" in table and "sms" in table
+
+
+def test_queues_of_an_empty_store_says_so(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a store that exists (a read command never creates one) but holds nothing
+    open_store(durable_store_url).close()
+    assert run_json(capsys, "queues", "--store", durable_store_url) == []
+    assert main(["queues", "--store", durable_store_url]) == 0
+    assert "no Queues" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("no_rota_store")
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["limit", "q", "-1"], 2, "must be >= 0"),
+        (["limit", "q", "five"], 2, "N must be a whole number >= 0, or 'none'"),
+        (["limit", "q", "2.5"], 2, "got '2.5'"),
+        (["pause", "has space"], 2, "whitespace"),
+        (["resume", ""], 2, "non-empty"),
+        (["limit", "x" * 201, "1"], 2, "at most 200 characters"),
+        (["pause", "q"], 2, "no store given"),
+        (["pause", "q", "--store", "postgresql://u:hunter2@127.0.0.1:1/x"], 1, "u:***@"),
+        (["queues", "--store", "mysql://x", "--json"], 2, "is not one rota knows"),
+    ],
+)
+def test_bad_input_is_one_line_with_the_right_exit_code(
+    argv: list[str], code: int, message: str, capsys: pytest.CaptureFixture[str],
+    tmp_path: object,
+) -> None:
+    if "--store" not in argv and argv[:2] != ["pause", "q"]:
+        argv = [*argv, "--store", "memory://"]
+    assert main(argv) == code
+    captured = capsys.readouterr()
+    assert message in captured.err and "Traceback" not in captured.err
+    assert "hunter2" not in captured.err
+    assert captured.err.count("\n") == 1 and captured.out == ""
+
+
+def test_bad_input_changes_nothing(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = "--store", durable_store_url
+    assert main(["limit", "q", "4", *store]) == 0
+    assert main(["limit", "q", "-4", *store]) == 2
+    assert main(["limit", "q", "lots", *store]) == 2
+    capsys.readouterr()
+    (info,) = run_json(capsys, "queues", *store)  # type: ignore[misc]
+    assert info["limit"] == 4
