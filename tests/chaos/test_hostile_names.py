@@ -128,7 +128,7 @@ def test_a_hostile_queue_name_is_stored_and_shown_exactly_or_refused(
     assert code == 0, err
     code, out, err = run_cli(capsys, "queues", "--store", durable_store_url, "--json")
     assert code == 0, err
-    assert list(json.loads(out)) == [hostile.text]
+    assert [queue["name"] for queue in json.loads(out)] == [hostile.text]
     code, out, err = run_cli(capsys, "queues", "--store", durable_store_url)
     assert code == 0, err
     assert hostile.text in out

@@ -1,0 +1,142 @@
+"""Before/after: the noop drain of a real `rota worker` from two rota source trees, alternating.
+
+    python3 benchmarks/ab_drain.py --before /work/wt/base --after . \
+        [--stores sqlite postgres] [--jobs 30000] [--runs 5] [--pg-url URL]
+
+The whole runtime, not the store alone: each run enqueues `--jobs` argument-less async
+noop jobs into a fresh store (an SQLite file, or a new PostgreSQL database) with the
+tree's own rota (so each tree gets its own schema), starts one `rota worker
+benchmarks.workers.rota_app:app` from that tree (one Worker Group, Strict, pool 20), and
+times it from the start of the process until the store holds no unfinished job (polled
+every 50 ms from this process with plain SQL). Runs alternate before, after, after,
+before, ... so that drift on a shared machine falls on both sides. Prints every run (jobs/s
+and the worker's CPU time per job), then the medians and the ratio after/before.
+Figures, never pass/fail: this is how "the noop drain is within 5 % of before" is checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/postgres"
+UNFINISHED = "SELECT count(*) FROM {table} WHERE state IN ('scheduled', 'leased')"
+ENQUEUE = """
+from benchmarks.workers.rota_app import make_app
+app = make_app({url!r})
+noop = app.jobs["noop"]
+for start in range(0, {jobs}, 5000):
+    noop.enqueue_many([()] * min(5000, {jobs} - start))
+app.close()
+"""
+
+
+def _env(tree: Path, url: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": f"{tree / 'src'}{os.pathsep}{tree}",
+            "ROTA_BENCH_STORE": url, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+@contextmanager
+def fresh_store(kind: str, pg_url: str) -> Iterator[tuple[str, Callable[[], int]]]:
+    """A URL naming a new empty store, and a function counting its unfinished jobs."""
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "drain.db"
+            url = f"sqlite:///{path}"
+            conn: sqlite3.Connection | None = None
+
+            def count() -> int:
+                nonlocal conn
+                if conn is None:
+                    conn = sqlite3.connect(path)
+                return int(conn.execute(UNFINISHED.format(table="rota_jobs")).fetchone()[0])
+
+            try:
+                yield url, count
+            finally:
+                if conn is not None:
+                    conn.close()
+        return
+    import psycopg
+
+    name = f"rota_ab_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = pg_url.rsplit("/", 1)[0] + f"/{name}"
+    try:
+        with psycopg.connect(url, autocommit=True) as reader:
+            def count() -> int:
+                row = reader.execute(UNFINISHED.format(table="rota.jobs")).fetchone()
+                return int(row[0]) if row else 0
+
+            yield url, count
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def drain_once(tree: Path, kind: str, jobs: int, pg_url: str) -> tuple[float, float]:
+    """Jobs per second, and the worker's CPU microseconds per job."""
+    with fresh_store(kind, pg_url) as (url, unfinished):
+        subprocess.run([sys.executable, "-c", ENQUEUE.format(url=url, jobs=jobs)],
+                       cwd=tree, env=_env(tree, url), check=True)
+        began = time.monotonic()
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "rota.cli", "worker", "benchmarks.workers.rota_app:app"],
+            cwd=tree, env=_env(tree, url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        try:
+            while unfinished() > 0:
+                if worker.poll() is not None:
+                    raise RuntimeError(f"the worker of {tree} exited: "
+                                       f"{worker.stderr.read().decode() if worker.stderr else ''}")
+                time.sleep(0.05)
+            took_s = time.monotonic() - began
+        finally:
+            worker.terminate()
+            _, _, usage = os.wait4(worker.pid, 0)
+        cpu_us = (usage.ru_utime + usage.ru_stime) * 1e6 / jobs
+        return jobs / took_s, cpu_us
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", type=Path, required=True, help="a rota source tree")
+    parser.add_argument("--after", type=Path, required=True, help="another rota source tree")
+    parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres"],
+                        choices=["sqlite", "postgres"])
+    parser.add_argument("--jobs", type=int, default=30_000)
+    parser.add_argument("--runs", type=int, default=5, help="runs per tree and store")
+    parser.add_argument("--pg-url", default=DEFAULT_PG)
+    options = parser.parse_args()
+    trees = {"before": options.before.resolve(), "after": options.after.resolve()}
+    for kind in options.stores:
+        rates: dict[str, list[float]] = {"before": [], "after": []}
+        cpus: dict[str, list[float]] = {"before": [], "after": []}
+        for run in range(options.runs):
+            order = ("before", "after") if run % 2 == 0 else ("after", "before")
+            for label in order:
+                rate, cpu = drain_once(trees[label], kind, options.jobs, options.pg_url)
+                rates[label].append(rate)
+                cpus[label].append(cpu)
+                print(f"{kind:8} run {run + 1} {label:6} {rate:8,.0f} jobs/s  "
+                      f"worker CPU {cpu:6.1f} us/job", flush=True)
+        before, after = (statistics.median(rates[k]) for k in ("before", "after"))
+        cpu_before, cpu_after = (statistics.median(cpus[k]) for k in ("before", "after"))
+        print(f"{kind:8} MEDIAN before {before:,.0f} jobs/s ({cpu_before:.1f} us/job CPU), "
+              f"after {after:,.0f} jobs/s ({cpu_after:.1f} us/job CPU): "
+              f"after/before = {after / before:.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
