@@ -60,6 +60,26 @@ def test_enqueue_then_queues_and_jobs_show_the_job(
     assert "send-email" in capsys.readouterr().out
 
 
+def test_enqueue_json_prints_the_job_it_stored(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # When a job is enqueued with --json
+    assert main(["enqueue", "report", "7", "--queue", "nightly", "--delay", "60",
+                 "--store", durable_store_url, "--json"]) == 0
+    printed = out_json(capsys)
+    # Then it prints the stored job's id, name, Queue and due time
+    assert isinstance(printed, dict)
+    store = open_store(durable_store_url)
+    try:
+        job = store.get_job(printed["id"])
+    finally:
+        store.close()
+    assert job is not None
+    assert (printed["name"], printed["queue"], printed["due_at"]) == (
+        job.name, job.queue, job.due_at.isoformat()) == ("report", "nightly",
+                                                          job.due_at.isoformat())
+
+
 def test_rota_store_environment_variable_is_the_default(
     durable_store_url: str, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],

@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
                         help="due this many seconds from now (default 0)")
     add_store_options(
-        parser, app_help="use this App's store and check the job name is registered"
+        parser, app_help="use this App's store and check the job name is registered",
+        json_help="print the job (id, name, Queue, due time) as JSON instead of its id",
     )
     parser.set_defaults(func=run)
 
@@ -86,5 +87,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     with opened_store(args.store, args.app) as store:
         (job_id,) = store.enqueue([NewJob(args.name, queue, due_at, args_json, kwargs_json)], now)
-    print(job_id)
+    if args.json:
+        print(json.dumps({"id": job_id, "name": args.name, "queue": queue,
+                          "due_at": due_at.isoformat()}, ensure_ascii=False))
+    else:
+        print(job_id)
     return 0
