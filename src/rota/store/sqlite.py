@@ -560,15 +560,15 @@ class SQLiteStore:
         if not leases:
             return 0
         finished_at = _us(now)
-        rows: list[tuple[str | None, int, int, str, int]]
-        if results is None:
-            rows = [(None, finished_at, lease.job_id, lease.owner, lease.attempt)
-                    for lease in leases]
-        else:
-            rows = [
-                (result, finished_at, lease.job_id, lease.owner, lease.attempt)
-                for lease, result in zip(leases, results, strict=True)
-            ]
+        if results is None:  # no results to store: the statement without that column
+            plain = [(finished_at, lease.job_id, lease.owner, lease.attempt)
+                     for lease in leases]
+            with self._write("completing jobs") as conn:
+                return conn.executemany(_sql("complete_no_results"), plain).rowcount
+        rows = [
+            (result, finished_at, lease.job_id, lease.owner, lease.attempt)
+            for lease, result in zip(leases, results, strict=True)
+        ]
         with self._write("completing jobs") as conn:
             return conn.executemany(_sql("complete"), rows).rowcount
 
