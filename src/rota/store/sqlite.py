@@ -176,6 +176,25 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
     )
 
 
+def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
+             times: dict[int, datetime]) -> JobRecord:
+    """The record of a row the claim just leased (claim.sql's RETURNING columns): what the
+    claim set comes from its parameters rather than back from the row."""
+    (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
+     result, cancel_requested, finished_at) = row
+    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
+    if (due := times.get(due_at)) is None:
+        due = times[due_at] = _at(due_at)
+    if (created := times.get(created_at)) is None:
+        created = times[created_at] = _at(created_at)
+    return JobRecord(
+        job_id, name, queue, JobState.LEASED, attempt, due, args, kwargs, last_error,
+        created, None if finished_at is None else _at(finished_at), owner, expires, started,
+        None if result is None else decode_result(result), bool(cancel_requested),
+        arguments_error,
+    )
+
+
 def _is_busy(error: sqlite3.Error) -> bool:
     code = getattr(error, "sqlite_errorcode", None)
     if code is not None:
@@ -548,10 +567,11 @@ class SQLiteStore:
                 params["queue"] = queue
                 params["limit"] = remaining
                 rows = conn.execute(claim_sql, params).fetchall()
-                rows.sort(key=lambda row: (row[5], row[0]))  # RETURNING order is unspecified
+                rows.sort(key=lambda row: (row[4], row[0]))  # RETURNING order is unspecified
                 claimed.extend(rows)
-        times = {expires_us: lease_expires_at}
-        return quarantine_undecodable(self, [_record(row, times) for row in claimed], now)
+        times: dict[int, datetime] = {}
+        return quarantine_undecodable(
+            self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now)
 
     def complete(
         self, leases: Sequence[Lease], now: datetime,
@@ -560,15 +580,15 @@ class SQLiteStore:
         if not leases:
             return 0
         finished_at = _us(now)
-        rows: list[tuple[str | None, int, int, str, int]]
-        if results is None:
-            rows = [(None, finished_at, lease.job_id, lease.owner, lease.attempt)
-                    for lease in leases]
-        else:
-            rows = [
-                (result, finished_at, lease.job_id, lease.owner, lease.attempt)
-                for lease, result in zip(leases, results, strict=True)
-            ]
+        if results is None:  # no results to store: the statement without that column
+            plain = [(finished_at, lease.job_id, lease.owner, lease.attempt)
+                     for lease in leases]
+            with self._write("completing jobs") as conn:
+                return conn.executemany(_sql("complete_no_results"), plain).rowcount
+        rows = [
+            (result, finished_at, lease.job_id, lease.owner, lease.attempt)
+            for lease, result in zip(leases, results, strict=True)
+        ]
         with self._write("completing jobs") as conn:
             return conn.executemany(_sql("complete"), rows).rowcount
 

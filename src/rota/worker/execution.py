@@ -109,6 +109,8 @@ async def execute(
     if current is None:
         current = CurrentJob(job)
     timeout = handler.timeout
+    if timeout is None and handler.is_async:
+        return await execute_async(job, handler, runner, clock, current)
     started_at = clock.now() if timeout is not None and not realtime else None
     token = _CURRENT.set(current)
     try:
@@ -150,6 +152,42 @@ async def execute(
     if current.cancel_requested:
         return _cancelled(job)
     return Succeeded(result_json)
+
+
+_SUCCEEDED_NONE = Succeeded()  # outcomes are immutable: one for every None result
+
+
+async def execute_async(job: JobRecord, handler: Handler, runner: GroupRunner, clock: Clock,
+                         current: CurrentJob) -> Outcome:
+    """`execute`'s fast path, the common case: an async handler without a timeout. Nothing
+    to time and no thread: set the contextvar, await the handler, encode its result. Per-job
+    cost matters here (~10,000 jobs a second in a busy drain)."""
+    token = _CURRENT.set(current)
+    try:
+        result = handler.func(*job.args, **job.kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        result_json = None if result is None else encode_result(result,
+                                                                handler.max_payload_bytes)
+    except asyncio.CancelledError:
+        if not current._cancel_requested:
+            raise  # shutdown, not a cancel request
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        return _cancelled(job)
+    except Exception as error:
+        if current._cancel_requested:
+            return _cancelled(job)
+        outcome = runner.outcome_of_error(job, handler, error, clock.now())
+        logger.warning("job %s (%s) attempt %s failed: %s", job.id, job.name, job.attempt,
+                       describe(outcome), exc_info=error)
+        return outcome
+    finally:
+        _CURRENT.reset(token)
+    if current._cancel_requested:
+        return _cancelled(job)
+    return _SUCCEEDED_NONE if result_json is None else Succeeded(result_json)
 
 
 def _cancelled(job: JobRecord) -> Cancelled:

@@ -74,7 +74,7 @@ from rota.core.suspects import is_suspect
 from rota.store.base import Store, StoreError, WakeupSource
 from rota.worker.context import CurrentJob
 from rota.worker.events import OutcomeCallback, emit, outcome_event
-from rota.worker.execution import execute
+from rota.worker.execution import execute, execute_async
 from rota.worker.group import (
     GroupRunner,
     Handler,
@@ -588,21 +588,30 @@ class GroupLoop:
 
     async def _run_job(self, held: _Held) -> None:
         job = held.job
-        held.current = CurrentJob(job)
+        held.current = current = CurrentJob(job)
+        runtime = self.runtime
         try:
-            outcome = await execute(
-                job, self.runtime.handlers, self.runner, self.runtime.clock, self._workers.run,
-                current=held.current, realtime=True,
-                on_overrun=functools.partial(self._overran, held),
-            )
+            handler = runtime.handlers.get(job.name)
+            if handler is not None and handler.timeout is None and handler.is_async and (
+                job.arguments_error is None
+            ):  # the common case, without execute's checks and keywords
+                outcome = await execute_async(job, handler, self.runner, runtime.clock,
+                                               current)
+            else:
+                outcome = await execute(
+                    job, runtime.handlers, self.runner, runtime.clock, self._workers.run,
+                    current=current, realtime=True,
+                    on_overrun=functools.partial(self._overran, held),
+                )
         except asyncio.CancelledError:
             raise  # handed back at shutdown; nothing to record
         except BaseException as error:  # SystemExit & co. from a handler: still a failure
             handler = self.runtime.handlers.get(job.name)
             outcome = self.runner.outcome_of_error(job, handler, error, self.runtime.clock.now())
         held.running = False
-        if not held.overran:
-            self._worker_freed()
+        if not held.overran:  # _worker_freed, inline (per job)
+            self._running -= 1
+            self._wake.set()  # refill this Worker's slot at once
         if held.handed_back:
             return
         self._finished.append(_Finished(held, outcome))

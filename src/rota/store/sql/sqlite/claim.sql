@@ -28,6 +28,7 @@ WHERE id IN (
         FROM (SELECT 1) LEFT JOIN rota_queue_settings AS settings ON settings.queue = :queue
     )
 )
-RETURNING id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-          lease_owner, lease_expires_at, started_at, result,
+-- The columns the claim just set (state, lease_owner, lease_expires_at, started_at) are the
+-- caller's own parameters: it does not read them back.
+RETURNING id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, result,
           cancel_requested, finished_at;
