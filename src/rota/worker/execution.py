@@ -133,20 +133,10 @@ async def execute(
         ):
             raise _timed_out(handler, timeout)
         result_json = encode_result(result, handler.max_payload_bytes)
-    except asyncio.CancelledError:
-        if not current.cancel_requested:
-            raise  # shutdown, not a cancel request
-        task = asyncio.current_task()
-        if task is not None:
-            task.uncancel()
-        return _cancelled(job)
+    except asyncio.CancelledError as cancelled:
+        return _on_cancelled(job, current, cancelled)
     except Exception as error:
-        if current.cancel_requested:
-            return _cancelled(job)
-        outcome = runner.outcome_of_error(job, handler, error, clock.now())
-        logger.warning("job %s (%s) attempt %s failed: %s", job.id, job.name, job.attempt,
-                       describe(outcome), exc_info=error)
-        return outcome
+        return _on_failure(job, handler, runner, clock, current, error)
     finally:
         _CURRENT.reset(token)
     if current.cancel_requested:
@@ -169,25 +159,40 @@ async def execute_async(job: JobRecord, handler: Handler, runner: GroupRunner, c
             result = await result
         result_json = None if result is None else encode_result(result,
                                                                 handler.max_payload_bytes)
-    except asyncio.CancelledError:
-        if not current._cancel_requested:
-            raise  # shutdown, not a cancel request
-        task = asyncio.current_task()
-        if task is not None:
-            task.uncancel()
-        return _cancelled(job)
+    except asyncio.CancelledError as cancelled:
+        return _on_cancelled(job, current, cancelled)
     except Exception as error:
-        if current._cancel_requested:
-            return _cancelled(job)
-        outcome = runner.outcome_of_error(job, handler, error, clock.now())
-        logger.warning("job %s (%s) attempt %s failed: %s", job.id, job.name, job.attempt,
-                       describe(outcome), exc_info=error)
-        return outcome
+        return _on_failure(job, handler, runner, clock, current, error)
     finally:
         _CURRENT.reset(token)
     if current._cancel_requested:
         return _cancelled(job)
     return _SUCCEEDED_NONE if result_json is None else Succeeded(result_json)
+
+
+def _on_cancelled(job: JobRecord, current: CurrentJob,
+                  cancelled: asyncio.CancelledError) -> Cancelled:
+    """A handler's task was cancelled: by a cancel request (the attempt ends `Cancelled`;
+    the task is uncancelled so the runtime goes on), or by anything else, such as shutdown
+    (re-raised: not an outcome)."""
+    if not current._cancel_requested:
+        raise cancelled
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+    return _cancelled(job)
+
+
+def _on_failure(job: JobRecord, handler: Handler, runner: GroupRunner, clock: Clock,
+                current: CurrentJob, error: Exception) -> Outcome:
+    """A handler raised: `Cancelled` if a cancel was requested meanwhile, else the retry or
+    dead letter its RetryPolicy decides, logged once with the traceback."""
+    if current._cancel_requested:
+        return _cancelled(job)
+    outcome = runner.outcome_of_error(job, handler, error, clock.now())
+    logger.warning("job %s (%s) attempt %s failed: %s", job.id, job.name, job.attempt,
+                   describe(outcome), exc_info=error)
+    return outcome
 
 
 def _cancelled(job: JobRecord) -> Cancelled:
