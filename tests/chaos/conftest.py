@@ -19,8 +19,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -31,8 +29,8 @@ import pytest
 
 import rota
 from rota.core.jobs import JobRecord, JobState
+from tests.worker.child_process import WorkerProcess
 
-ROOT = Path(__file__).resolve().parents[2]
 CHAOS_APP = "tests.chaos.chaos_app:app"
 REQUIRE_POSTGRES = os.environ.get("ROTA_REQUIRE_POSTGRES") == "1"
 
@@ -93,65 +91,13 @@ class Line:
     text: str
 
 
-class ChaosWorker:
+class ChaosWorker(WorkerProcess):
     """One `rota -v worker tests.chaos.chaos_app:app` child; its stdout lines go to `lines`."""
 
     def __init__(self, env: dict[str, str], lines: queue.Queue[Line], *extra: str) -> None:
-        child_env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", **env}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "rota.cli", "-v", "worker", CHAOS_APP, *extra],
-            cwd=ROOT, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.pid = self.process.pid
-        self.errors: list[str] = []
-        self.ready = threading.Event()
-        self._readers = [
-            threading.Thread(target=self._read, args=(lines,), daemon=True),
-            threading.Thread(target=self._read_errors, daemon=True),
-        ]
-        for reader in self._readers:
-            reader.start()
-
-    def _read(self, lines: queue.Queue[Line]) -> None:
-        assert self.process.stdout is not None
-        for text in self.process.stdout:
-            lines.put(Line(time.monotonic(), self.pid, text.strip()))
-
-    def _read_errors(self) -> None:
-        assert self.process.stderr is not None
-        for text in self.process.stderr:
-            self.errors.append(text)
-            if "worker started" in text:
-                self.ready.set()
-
-    def alive(self) -> bool:
-        return self.process.poll() is None
-
-    def wait_ready(self, timeout_s: float = 30) -> None:
-        assert self.ready.wait(timeout_s), f"worker {self.pid} never started:\n{self.stderr()}"
-
-    def signal(self, signum: int) -> None:
-        self.process.send_signal(signum)
-
-    def wait(self, timeout_s: float = 30) -> int:
-        code = self.process.wait(timeout_s)
-        for reader in self._readers:
-            reader.join(5)
-        return code
-
-    def stderr(self) -> str:
-        return "".join(self.errors)
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
-        for reader in self._readers:
-            reader.join(5)
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
+        super().__init__(CHAOS_APP, env,
+                         lambda pid, text: lines.put(Line(time.monotonic(), pid, text)),
+                         *extra)
 
 
 class Supervisor:

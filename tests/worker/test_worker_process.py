@@ -6,12 +6,8 @@ tests wait on those lines with timeouts, never by sleeping.
 
 from __future__ import annotations
 
-import os
 import queue
 import signal
-import subprocess
-import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -21,67 +17,20 @@ import pytest
 
 import rota
 from rota.core.jobs import JobState
+from tests.worker.child_process import WorkerProcess
 
-ROOT = Path(__file__).resolve().parents[2]
 APP = "tests.worker.process_app:app"
 
 pytestmark = pytest.mark.slow
 
 
-class Worker:
-    """A `rota worker` child process whose stdout lines arrive on `lines`."""
+class Worker(WorkerProcess):
+    """A `rota worker` child of process_app.py whose stdout lines arrive on `lines`."""
 
     def __init__(self, store_url: str, lines: queue.Queue[tuple[int, str]], *extra: str,
                  **env: str) -> None:
-        child_env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
-                     "ROTA_TEST_STORE": store_url, **env}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "rota.cli", "-v", "worker", APP, *extra],
-            cwd=ROOT, env=child_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.pid = self.process.pid
-        self.errors: list[str] = []
-        self.ready = threading.Event()  # set once the worker logged that it started
-        self._reader = threading.Thread(target=self._read, args=(lines,), daemon=True)
-        self._reader.start()
-        self._error_reader = threading.Thread(target=self._read_errors, daemon=True)
-        self._error_reader.start()
-
-    def _read(self, lines: queue.Queue[tuple[int, str]]) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            lines.put((self.pid, line.strip()))
-
-    def _read_errors(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.errors.append(line)
-            if "worker started" in line:
-                self.ready.set()
-
-    def wait_ready(self, timeout_s: float = 15) -> None:
-        assert self.ready.wait(timeout_s), "".join(self.errors)
-
-    def signal(self, signum: int) -> None:
-        self.process.send_signal(signum)
-
-    def wait(self, timeout_s: float = 15) -> int:
-        code = self.process.wait(timeout_s)
-        self._reader.join(5)
-        self._error_reader.join(5)
-        return code
-
-    def stderr(self) -> str:
-        return "".join(self.errors)
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(10)
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
-                stream.close()
+        super().__init__(APP, {"ROTA_TEST_STORE": store_url, **env},
+                         lambda pid, text: lines.put((pid, text)), *extra, timeout_s=15)
 
 
 @pytest.fixture

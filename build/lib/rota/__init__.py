@@ -1,0 +1,49 @@
+"""rota: background jobs with fair, deterministic dispatch between Queues.
+
+The public API is exactly what `__all__` lists.
+"""
+
+from __future__ import annotations
+
+from rota.app import App
+from rota.core.clock import Clock, SystemClock, VirtualClock
+from rota.core.groups import WorkerGroupOptions
+from rota.core.jobs import JobRecord, JobState, PayloadTooLarge
+from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.queue_controls import QueueInfo
+from rota.core.retention import Retention
+from rota.core.retry import RetryPolicy
+from rota.definition import ConfiguredJob, JobDefinition
+from rota.store import SchemaTooNew, Store, StoreConfigError, StoreError
+from rota.worker.context import CurrentJob, current_job
+from rota.worker.events import OutcomeEvent, OutcomeKind
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "App",
+    "Clock",
+    "ConfiguredJob",
+    "CurrentJob",
+    "DispatchPolicy",
+    "JobDefinition",
+    "JobRecord",
+    "JobState",
+    "OutcomeEvent",
+    "OutcomeKind",
+    "PayloadTooLarge",
+    "QueueInfo",
+    "Retention",
+    "RetryPolicy",
+    "SchemaTooNew",
+    "Store",
+    "StoreConfigError",
+    "StoreError",
+    "Strict",
+    "SystemClock",
+    "VirtualClock",
+    "Weighted",
+    "WorkerGroupOptions",
+    "__version__",
+    "current_job",
+]

@@ -1,0 +1,79 @@
+"""The `rota` command: the one place that wires objects from text.
+
+Each subcommand lives in its own module of this package and exposes
+`register(subparsers)` (adds its argparse parser, setting `func` to a callable taking the
+parsed namespace and returning an exit code). Exit codes: 0 success, 2 usage error, 1
+anything else, with a one-line message and no traceback for expected errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from rota.cli.common import CommandError
+
+SUBCOMMANDS = (
+    "worker", "enqueue", "cancel", "queues", "jobs", "simulate", "demo", "migrate",
+    "job", "requeue",
+    "purge",
+    "pause", "resume", "limit",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rota",
+        description="rota: background jobs with fair, deterministic dispatch between Queues.",
+    )
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more logging (-v info, -vv debug)")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"rota.cli.{name}")
+        except ModuleNotFoundError as error:
+            if error.name == f"rota.cli.{name}":
+                continue  # not built yet
+            raise
+        module.register(subparsers)
+    return parser
+
+
+VERBOSE_FLAGS = {"-v": 1, "-vv": 2, "-vvv": 3, "--verbose": 1}
+
+
+def _verbosity_first(argv: Sequence[str]) -> list[str]:
+    """Accept -v anywhere (`rota worker app:app -v` as well as `rota -v worker app:app`)."""
+    flags = [arg for arg in argv if arg in VERBOSE_FLAGS]
+    return [*flags, *(arg for arg in argv if arg not in VERBOSE_FLAGS)]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(_verbosity_first(sys.argv[1:] if argv is None else argv))
+    if args.command is None:
+        parser.print_help()
+        return 2
+    level = {0: logging.WARNING, 1: logging.INFO}.get(args.verbose, logging.DEBUG)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args))
+    except CommandError as error:
+        print(f"rota {args.command}: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`rota jobs | head`): not an error. Point stdout at devnull so
+        # the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""What the `rota` subcommands share: errors, and loading an App or a store from text."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rota.app import App
+from rota.core.jobs import MAX_JOB_ID
+from rota.store import Store, StoreConfigError, StoreError, open_store
+
+
+class CommandError(Exception):
+    """An expected failure: printed as one line, no traceback."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class UsageError(CommandError):
+    def __init__(self, message: str) -> None:
+        super().__init__(message, exit_code=2)
+
+
+def job_id_arg(text: str) -> int:
+    """argparse type of a job id: a whole number from 1 to MAX_JOB_ID (what stores hold)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 0 < value <= MAX_JOB_ID:
+        raise argparse.ArgumentTypeError(
+            f"job ids are whole numbers from 1 to {MAX_JOB_ID}; got {text!r}"
+        )
+    return value
+
+
+def count_arg(text: str) -> int:
+    """argparse type of a count (--limit, --offset): a whole number from 0 to MAX_JOB_ID."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= MAX_JOB_ID:
+        raise argparse.ArgumentTypeError(
+            f"expected a whole number from 0 to {MAX_JOB_ID}; got {text!r}"
+        )
+    return value
+
+
+def load_app(spec: str) -> App:
+    """Import `module:attribute` and return the App it names.
+
+    Raises:
+        UsageError: if the spec is malformed, the module cannot be imported, or the
+            attribute is not an App.
+    """
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise UsageError(f"APP must be module:attribute (e.g. myproject.tasks:app); got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise UsageError(f"cannot import {module_name!r} for APP {spec!r}: {error}") from None
+    target: object = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise UsageError(f"module {module_name!r} has no attribute {attribute!r}") from None
+    if not isinstance(target, App):
+        raise UsageError(f"{spec!r} is a {type(target).__name__}, not a rota.App")
+    return target
+
+
+def add_store_options(
+    parser: argparse.ArgumentParser, *, json_help: str | None = None,
+    app_help: str = "use this App's store",
+) -> None:
+    """--store and --app, which `opened_store` reads, and --json when `json_help` is given."""
+    parser.add_argument("--store", metavar="URL", help="store URL (default: $ROTA_STORE)")
+    parser.add_argument("--app", metavar="MODULE:ATTR", help=app_help)
+    if json_help is not None:
+        parser.add_argument("--json", action="store_true", help=json_help)
+
+
+@contextmanager
+def opened_store(
+    store_url: str | None, app_spec: str | None, *, read_only: bool = False
+) -> Iterator[Store]:
+    """The store named by --store, else --app's store, else $ROTA_STORE.
+
+    Closes the store afterwards only if it opened it (an App's store stays the App's).
+    Store errors inside the block become one-line `CommandError`s. Commands that only
+    read pass `read_only=True`: an SQLite file given by URL is then opened read-only
+    (works on a read-only file or directory, never migrates, never creates the file).
+    """
+    if store_url and app_spec:
+        raise UsageError("give --store or --app, not both")
+    if app_spec:
+        store, owned = load_app(app_spec).store, False
+    else:
+        url = store_url or os.environ.get("ROTA_STORE")
+        if not url:
+            raise UsageError("no store given: pass --store URL or --app module:attribute, "
+                             "or set ROTA_STORE")
+        try:
+            store, owned = open_store(url, read_only=read_only), True
+        except StoreConfigError as error:
+            raise UsageError(str(error)) from None
+        except StoreError as error:
+            raise CommandError(str(error)) from None
+    try:
+        yield store
+    except StoreError as error:
+        raise CommandError(str(error)) from None
+    finally:
+        if owned:
+            store.close()

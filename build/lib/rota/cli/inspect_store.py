@@ -1,0 +1,69 @@
+"""`rota jobs`: a read-only view of a store's jobs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime
+
+from rich.table import Table
+
+from rota.cli.common import UsageError, add_store_options, count_arg, opened_store
+from rota.cli.display import make_console, user_text
+from rota.core.jobs import JobRecord, JobState
+
+
+def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "jobs", help="list jobs, filtered by state and Queue",
+        description="List jobs in id order (oldest first; --newest for newest first), a "
+        "page at a time: --limit N jobs after skipping --offset M.")
+    add_store_options(parser, json_help="print JSON instead of a table")
+    parser.add_argument("--state", choices=[s.value for s in JobState],
+                        help="only jobs in this state")
+    parser.add_argument("--queue", metavar="QUEUE", help="only jobs on this Queue")
+    parser.add_argument("--limit", type=count_arg, default=50, metavar="N",
+                        help="at most N jobs (default 50)")
+    parser.add_argument("--newest", action="store_true", help="newest jobs first")
+    parser.add_argument("--offset", type=count_arg, default=0, metavar="M",
+                        help="skip the first M matching jobs (paging; default 0)")
+    parser.set_defaults(func=run_jobs)
+
+
+def _time(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def job_as_json(job: JobRecord) -> dict[str, object]:
+    """Every field of a job record, JSON-ready (times as ISO 8601 text, None as null)."""
+    return {
+        "id": job.id, "name": job.name, "queue": job.queue, "state": job.state.value,
+        "attempt": job.attempt, "due_at": job.due_at.isoformat(), "args": list(job.args),
+        "kwargs": job.kwargs, "last_error": job.last_error,
+        "created_at": _time(job.created_at), "started_at": _time(job.started_at),
+        "result": job.result, "cancel_requested": job.cancel_requested,
+        "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
+        **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
+    }
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise UsageError(f"--limit must be at least 1; got {args.limit}")
+    with opened_store(args.store, args.app, read_only=True) as store:
+        jobs = store.list_jobs(
+            queue=args.queue, state=JobState(args.state) if args.state else None,
+            limit=args.limit, newest=args.newest, offset=args.offset,
+        )
+    if args.json:
+        print(json.dumps([job_as_json(job) for job in jobs], indent=2))
+        return 0
+    table = Table(title=f"{len(jobs)} job(s)")
+    for column in ("id", "name", "Queue", "state", "attempt", "due at", "last error"):
+        table.add_column(column)
+    for job in jobs:
+        table.add_row(str(job.id), user_text(job.name), user_text(job.queue), job.state.value,
+                      str(job.attempt), job.due_at.isoformat(timespec="seconds"),
+                      user_text(job.last_error or job.arguments_error or ""))
+    make_console().print(table)
+    return 0

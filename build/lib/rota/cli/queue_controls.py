@@ -1,0 +1,172 @@
+"""`rota pause`, `rota resume`, `rota limit` and `rota queues`: operate Queues.
+
+Settings are written to the store; every worker on it obeys them at its next claim.
+A Queue need not have jobs yet (settings can precede jobs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TypeAlias
+
+from rich.table import Table
+
+from rota.cli.common import UsageError, add_store_options, opened_store
+from rota.cli.display import make_console, user_text
+from rota.core.clock import SystemClock
+from rota.core.jobs import JobState
+from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
+from rota.core.queues import validate_queue_name
+from rota.store import Store
+
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+JSON_HELP = "print the Queue's settings as JSON"
+
+
+def _queue_command(
+    subparsers: Subparsers, name: str, summary: str, run: Callable[[argparse.Namespace], int]
+) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(name, help=summary, description=(
+        f"{summary}. Every worker on the store obeys it at its next claim; the Queue need "
+        "not have jobs yet."))
+    parser.add_argument("queue", metavar="QUEUE", help="the Queue's name")
+    add_store_options(parser, json_help=JSON_HELP)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def register_pause(subparsers: Subparsers) -> None:
+    _queue_command(subparsers, "pause", "pause a Queue: claims take none of its jobs "
+                   "(leased jobs finish normally)", run_pause)
+
+
+def register_resume(subparsers: Subparsers) -> None:
+    _queue_command(subparsers, "resume", "resume a paused Queue", run_resume)
+
+
+def register_limit(subparsers: Subparsers) -> None:
+    parser = _queue_command(
+        subparsers, "limit", "set the most jobs of a Queue leased at once, all workers "
+        "together (or 'none' for no limit)", run_limit)
+    parser.add_argument("limit", metavar="N", help="a whole number >= 0, or none")
+
+
+def register_queues(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "queues", help="every Queue: paused, limit, jobs per state, due now",
+        description="Every Queue that has jobs or settings: paused, limit, jobs per state, "
+        "jobs due now and how long the oldest has waited.")
+    add_store_options(parser, json_help="print JSON instead of a table")
+    parser.set_defaults(func=run_queues)
+
+
+def _queue_name(text: str) -> str:
+    try:
+        return validate_queue_name(text)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def parse_limit(text: str) -> int | None:
+    """`N` of `rota limit Q N`: a whole number >= 0, or `none`.
+
+    Raises:
+        UsageError: for anything else, naming what is accepted.
+    """
+    if text.strip().lower() == "none":
+        return None
+    try:
+        limit = int(text)
+    except ValueError:
+        raise UsageError(
+            f"N must be a whole number >= 0, or 'none' for no limit; got {text!r}") from None
+    if limit < 0:
+        raise UsageError(
+            f"N must be >= 0 (0 takes nothing), or 'none' for no limit; got {limit}")
+    return validate_queue_limit(limit)
+
+
+def _describe(settings: QueueSettings) -> str:
+    limit = "no limit" if settings.limit is None else f"limit {settings.limit}"
+    state = "paused" if settings.paused else "not paused"
+    return f"Queue {settings.queue!r}: {state}, {limit}"
+
+
+def _change(args: argparse.Namespace, change: Callable[[Store], QueueSettings]) -> int:
+    with opened_store(args.store, args.app) as store:
+        settings = change(store)
+    if args.json:
+        print(json.dumps(
+            {"queue": settings.queue, "paused": settings.paused, "limit": settings.limit}))
+    else:
+        print(_describe(settings))
+    return 0
+
+
+def run_pause(args: argparse.Namespace) -> int:
+    queue = _queue_name(args.queue)
+    return _change(args, lambda store: store.pause_queue(queue))
+
+
+def run_resume(args: argparse.Namespace) -> int:
+    queue = _queue_name(args.queue)
+    return _change(args, lambda store: store.resume_queue(queue))
+
+
+def run_limit(args: argparse.Namespace) -> int:
+    queue = _queue_name(args.queue)
+    limit = parse_limit(args.limit)
+    return _change(args, lambda store: store.set_queue_limit(queue, limit))
+
+
+def info_as_json(info: QueueInfo) -> dict[str, object]:
+    return {
+        "name": info.name, "paused": info.paused, "limit": info.limit,
+        "counts": {state.value: info.counts[state] for state in JobState},
+        "due": info.due,
+        "oldest_due_at": None if info.oldest_due_at is None else info.oldest_due_at.isoformat(),
+    }
+
+
+def run_queues(args: argparse.Namespace) -> int:
+    now = SystemClock().now()
+    with opened_store(args.store, args.app, read_only=True) as store:
+        infos = store.queue_infos(now)
+    if args.json:
+        print(json.dumps([info_as_json(info) for info in infos], indent=2))
+        return 0
+    # Eleven columns: in a terminal rich fits them to its width; piped, it would assume
+    # 80 columns and wrap every header, so give it room.
+    console = make_console(piped_width=160)
+    if not infos:
+        console.print("no Queues: no jobs and no settings")
+        return 0
+    table = Table(title="Queues")
+    table.add_column("Queue")
+    table.add_column("paused")
+    table.add_column("limit", justify="right")
+    for state in JobState:
+        table.add_column(state.value, justify="right")
+    table.add_column("due", justify="right")
+    table.add_column("oldest due", justify="right")
+    for info in infos:
+        waited = "" if info.oldest_due_at is None else _ago(now - info.oldest_due_at)
+        table.add_row(
+            user_text(info.name), "paused" if info.paused else "", "" if info.limit is None
+            else str(info.limit), *(str(info.counts[s] or "") for s in JobState),
+            str(info.due or ""), waited,
+        )
+    console.print(table)
+    return 0
+
+
+def _ago(waited: timedelta) -> str:
+    seconds = max(0, int(waited.total_seconds()))
+    if seconds < 120:
+        return f"{seconds} s ago"
+    if seconds < 7200:
+        return f"{seconds // 60} min ago"
+    return f"{seconds // 3600} h ago"

@@ -1,0 +1,164 @@
+"""`rota simulate`: print the exact claim schedule of a policy, no store needed.
+
+Uses `rota.core.simulation`, which drives the very dispatcher the worker uses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from rota.cli.common import UsageError
+from rota.cli.display import line, make_console, user_text
+from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.simulation import Simulation, simulate
+
+# Bounds that keep a simulation to a few seconds.
+MAX_POOL = 10_000
+MAX_PASSES = 100_000
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="print the exact claim schedule of a dispatch policy (no store needed)",
+        description=(
+            "Print each pass's claims (Queue, size, jobs got) and dispatch order for a "
+            "policy, pool size and backlog, then the served shares against the weights. "
+            "Every dispatched job is taken to finish before the next pass, so a limit caps "
+            "each pass."
+        ),
+        epilog="example: rota simulate --weighted a=6,b=3,c=1 --pool 10 --passes 3 "
+        "--paused b --limit a=2",
+    )
+    policy = parser.add_mutually_exclusive_group(required=True)
+    policy.add_argument("--strict", metavar="Q1,Q2,...",
+                        help="Strict policy: Queues, highest priority first")
+    policy.add_argument("--weighted", metavar="Q=W,...",
+                        help="Weighted policy: Queue=weight pairs, e.g. a=6,b=3,c=1")
+    parser.add_argument("--pool", type=int, default=10, metavar="N",
+                        help="free Workers per pass (default 10)")
+    parser.add_argument("--passes", type=int, default=3, metavar="N",
+                        help="passes to simulate (default 3)")
+    parser.add_argument("--backlog", metavar="Q=N,...",
+                        help="due jobs per Queue at the start (default: unlimited)")
+    parser.add_argument("--paused", metavar="Q1,Q2,...",
+                        help="Queues that are paused (claims take none of their jobs)")
+    parser.add_argument("--limit", metavar="Q=N,...",
+                        help="Queue concurrency limits: at most N of its jobs leased at once")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    parser.set_defaults(func=run)
+
+
+def _pairs(text: str, flag: str) -> list[tuple[str, int]]:
+    pairs: list[tuple[str, int]] = []
+    for item in text.split(","):
+        queue, sep, number = item.strip().partition("=")
+        if not sep or not queue:
+            raise UsageError(f"{flag} takes Queue=number pairs like a=6,b=3; got {item!r}")
+        try:
+            pairs.append((queue, int(number)))
+        except ValueError:
+            raise UsageError(f"{flag}: {number!r} (for Queue {queue!r}) is not an integer") \
+                from None
+    return pairs
+
+
+def parse_policy(strict: str | None, weighted: str | None) -> DispatchPolicy:
+    if strict is not None:
+        return Strict([q.strip() for q in strict.split(",") if q.strip()])
+    assert weighted is not None
+    return Weighted(_pairs(weighted, "--weighted"))
+
+
+def run(args: argparse.Namespace) -> int:
+    policy = parse_policy(args.strict, args.weighted)
+    backlog = dict(_pairs(args.backlog, "--backlog")) if args.backlog else None
+    if not 1 <= args.pool <= MAX_POOL or not 0 <= args.passes <= MAX_PASSES:
+        raise UsageError(
+            f"--pool must be 1..{MAX_POOL} and --passes 0..{MAX_PASSES}; "
+            f"got --pool {args.pool} --passes {args.passes}"
+        )
+    paused = [q.strip() for q in args.paused.split(",") if q.strip()] if args.paused else []
+    limits = dict(_pairs(args.limit, "--limit")) if args.limit else {}
+    try:
+        result = simulate(policy, args.pool, args.passes, backlog, paused=paused,
+                          limits=limits)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if args.json:
+        print(json.dumps(as_json(result), indent=2))
+    else:
+        render(result, make_console())
+    return 0
+
+
+def describe(policy: DispatchPolicy) -> str:
+    if isinstance(policy, Weighted):
+        return "Weighted " + ":".join(str(w) for _, w in policy.weights) + " over " + \
+            ", ".join(policy.queues)
+    return "Strict " + " > ".join(policy.queues)
+
+
+def as_json(result: Simulation) -> dict[str, object]:
+    targets = result.target_shares()
+    served = result.served()
+    total = sum(served.values())
+    return {
+        "policy": describe(result.policy),
+        "pool_size": result.pool_size,
+        "passes": [
+            {
+                "claims": [
+                    {"queues": list(c.queues), "limit": c.limit, "got": c.got} for c in p.claims
+                ],
+                "order": list(p.order),
+            }
+            for p in result.passes
+        ],
+        "paused": list(result.paused),
+        "limits": result.limits,
+        "served": served,
+        "shares": {q: (n / total if total else 0.0) for q, n in served.items()},
+        "target_shares": targets,
+    }
+
+
+def render(result: Simulation, console: Console) -> None:
+    controls = "".join(
+        [f", paused {','.join(result.paused)}" if result.paused else "",
+         ", limit " + ",".join(f"{q}={n}" for q, n in result.limits.items())
+         if result.limits else ""])
+    console.print(line(user_text(describe(result.policy), "bold"),
+                       f", pool {result.pool_size}, {len(result.passes)} passes",
+                       user_text(controls)))
+    for number, one in enumerate(result.passes, 1):
+        claims = ", ".join(
+            f"{c.limit} from {'+'.join(c.queues)}"
+            + ("" if c.got == c.limit else f" (got {c.got})")
+            for c in one.claims
+        ) or "none"
+        console.print(line(f"pass {number}: claims ", user_text(claims)))
+        console.print(line("        order  ", user_text(" ".join(one.order) or "(nothing due)")))
+    served = result.served()
+    total = sum(served.values())
+    targets = result.target_shares()
+    table = Table(title="served")
+    table.add_column("Queue")
+    if targets is not None:
+        table.add_column("weight", justify="right")
+        table.add_column("target", justify="right")
+    table.add_column("served", justify="right")
+    table.add_column("share", justify="right")
+    weights = dict(result.policy.weights) if isinstance(result.policy, Weighted) else {}
+    for queue, count in served.items():
+        share = f"{count / total:.1%}" if total else "-"
+        if targets is not None:
+            table.add_row(user_text(queue), str(weights[queue]), f"{targets[queue]:.1%}",
+                          str(count), share)
+        else:
+            table.add_row(user_text(queue), str(count), share)
+    console.print(table)

@@ -1,0 +1,503 @@
+"""Jobs: the records a store keeps, their states, and the table of legal state changes.
+
+Theory of operation: a job is `scheduled` until a claim leases it (`leased`, attempt + 1).
+A lease ends in exactly one outcome: `succeeded`, back to `scheduled` (retry with a new due
+time, or released unstarted at shutdown), `dead_lettered` or `quarantined`. A scheduled job
+can be `cancelled`; a leased one gets a cancel request (`cancel_requested`) and ends
+`cancelled` when its worker acts on it. A job with a cancel request never goes back to
+`scheduled`: a retry, a release or an expired lease of it ends it `cancelled` instead. A
+`dead_lettered`, `quarantined` or `cancelled` job can be requeued (`scheduled`, attempt 0).
+Every store applies `TRANSITIONS`, in Python or as SQL `WHERE` clauses; the contract suite
+checks they agree.
+
+Pure: no I/O, no clock. Arguments are JSON, encoded and checked here before anything is
+stored, so a bad argument never half-writes a job.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import Enum
+from functools import lru_cache
+from operator import attrgetter
+from typing import Any
+
+from rota.core.queues import MAX_QUEUE_NAME_LENGTH, validate_queue_name
+
+JsonValue = Any  # what json.loads returns; kept opaque on purpose
+
+
+class JobState(Enum):
+    SCHEDULED = "scheduled"
+    LEASED = "leased"
+    SUCCEEDED = "succeeded"
+    DEAD_LETTERED = "dead_lettered"
+    QUARANTINED = "quarantined"
+    CANCELLED = "cancelled"
+
+    @property
+    def finished(self) -> bool:
+        return self in FINISHED_STATES
+
+
+FINISHED_STATES = frozenset(
+    {JobState.SUCCEEDED, JobState.DEAD_LETTERED, JobState.QUARANTINED, JobState.CANCELLED}
+)
+
+
+class JobEvent(Enum):
+    CLAIM = "claim"
+    COMPLETE = "complete"
+    RETRY = "retry"
+    RELEASE = "release"
+    DEAD_LETTER = "dead_letter"
+    QUARANTINE = "quarantine"
+    CANCEL = "cancel"
+    REQUEUE = "requeue"
+
+
+TRANSITIONS: Mapping[tuple[JobState, JobEvent], JobState] = {
+    (JobState.SCHEDULED, JobEvent.CLAIM): JobState.LEASED,
+    (JobState.SCHEDULED, JobEvent.CANCEL): JobState.CANCELLED,
+    (JobState.LEASED, JobEvent.COMPLETE): JobState.SUCCEEDED,
+    (JobState.LEASED, JobEvent.RETRY): JobState.SCHEDULED,
+    (JobState.LEASED, JobEvent.RELEASE): JobState.SCHEDULED,
+    (JobState.LEASED, JobEvent.DEAD_LETTER): JobState.DEAD_LETTERED,
+    (JobState.LEASED, JobEvent.QUARANTINE): JobState.QUARANTINED,
+    # A leased job's cancel request acted on by its worker (or by a retry, a release or a
+    # lease expiry of that job: it never goes back to scheduled).
+    (JobState.LEASED, JobEvent.CANCEL): JobState.CANCELLED,
+    (JobState.DEAD_LETTERED, JobEvent.REQUEUE): JobState.SCHEDULED,
+    (JobState.QUARANTINED, JobEvent.REQUEUE): JobState.SCHEDULED,
+    (JobState.CANCELLED, JobEvent.REQUEUE): JobState.SCHEDULED,
+}
+
+# The states `requeue` takes a job from.
+REQUEUEABLE_STATES = frozenset(
+    state for (state, event) in TRANSITIONS if event is JobEvent.REQUEUE
+)
+
+# `last_error` of a job that ended cancelled because its cancel was requested while leased.
+CANCELLED_ON_REQUEST = "Cancelled: cancelled on request while it ran (app.cancel / rota cancel)"
+
+
+def check_requeueable(state: JobState) -> JobState:
+    """`state`, if jobs in it can be requeued.
+
+    Raises:
+        ValueError: naming the states that can.
+    """
+    if state not in REQUEUEABLE_STATES:
+        names = ", ".join(sorted(s.value for s in REQUEUEABLE_STATES))
+        raise ValueError(f"only {names} jobs can be requeued; got state {state.value!r}")
+    return state
+
+
+class InvalidTransition(Exception):
+    """A state change the table does not allow."""
+
+
+def transition(state: JobState, event: JobEvent) -> JobState:
+    """The state after `event` in `state`.
+
+    Raises:
+        InvalidTransition: if the table has no such change.
+    """
+    try:
+        return TRANSITIONS[(state, event)]
+    except KeyError:
+        raise InvalidTransition(f"a {state.value} job cannot {event.value}") from None
+
+
+# Every store keeps job ids as 64-bit signed integers: no job has an id outside 1..MAX_JOB_ID
+# (SQLite cannot even compare with a larger Python int: it raises OverflowError).
+MAX_JOB_ID = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """A job as the store holds it."""
+
+    id: int
+    name: str
+    queue: str
+    state: JobState
+    attempt: int
+    due_at: datetime
+    args: tuple[JsonValue, ...] = ()
+    kwargs: dict[str, JsonValue] = field(default_factory=dict)
+    last_error: str | None = None
+    created_at: datetime | None = None
+    finished_at: datetime | None = None  # set by every change into a finished state
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+    # When the last attempt started (its claim), the handler's JSON return value of a
+    # succeeded job, and whether a cancel was requested while it was leased.
+    started_at: datetime | None = None
+    result: JsonValue = None
+    cancel_requested: bool = False
+    # Set when the row's stored arguments cannot be decoded (corrupted outside rota): then
+    # `args` is () and `kwargs` {}, and this says why. A claim quarantines such a job.
+    arguments_error: str | None = None
+
+    @property
+    def lease(self) -> Lease:
+        """The lease this record was claimed under.
+
+        Raises:
+            ValueError: if the job is not leased.
+        """
+        if self.lease_owner is None:
+            raise ValueError(f"job {self.id} is {self.state.value}, not leased")
+        return Lease(self.id, self.lease_owner, self.attempt)
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Who holds a job, and for which attempt: every outcome is fenced by both."""
+
+    job_id: int
+    owner: str
+    attempt: int
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """A job about to be enqueued, its arguments already encoded as JSON text."""
+
+    name: str
+    queue: str
+    due_at: datetime
+    args_json: str = "[]"
+    kwargs_json: str = "{}"
+
+
+# The most encoded JSON (UTF-8 bytes) a job's arguments, or its result, may take: the
+# default of `rota.App(max_payload_bytes=...)`.
+DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
+
+
+class PayloadTooLarge(ValueError):
+    """A job's arguments or result encode to more JSON than the App's `max_payload_bytes`."""
+
+
+def _check_size(what: str, size: int, max_bytes: int) -> None:
+    if size > max_bytes:
+        raise PayloadTooLarge(
+            f"{what} as JSON: {size:,} bytes, over the limit of {max_bytes:,} bytes (the "
+            "setting rota.App(..., max_payload_bytes=N)); keep large data elsewhere (a file, "
+            "a table, object storage) and pass its id, or raise the limit"
+        )
+
+
+# The same bound as for Queue names: every store keeps names this long alike, and they
+# stay readable in tables, logs and metric labels.
+MAX_JOB_NAME_LENGTH = MAX_QUEUE_NAME_LENGTH
+
+
+def validate_job_name(name: object) -> str:
+    """Return `name` if it is a valid job name.
+
+    A job name is 1 to 200 printable characters: spaces are allowed; control characters
+    (NUL, newline, tab, ...), other separators and lone surrogates are not, so that every
+    store saves the same names (PostgreSQL refuses NUL in text).
+
+    Raises:
+        TypeError: if `name` is not a str.
+        ValueError: if it is empty, too long, or holds a character that is not printable.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a job name must be a str; got {name!r} ({type(name).__name__})")
+    return _checked_job_name(name)
+
+
+@lru_cache(maxsize=1024)  # stores check every batch's names: most are seen before
+def _checked_job_name(name: str) -> str:
+    if not name:
+        raise ValueError("a job name must be non-empty; got ''")
+    if len(name) > MAX_JOB_NAME_LENGTH:
+        raise ValueError(
+            f"a job name must be at most {MAX_JOB_NAME_LENGTH} characters; "
+            f"got {len(name)} ({name[:20]!r}...)"
+        )
+    if not name.isprintable():
+        raise ValueError(
+            f"a job name must not contain control characters (NUL, newline, tab, ...); "
+            f"got {name!r}"
+        )
+    return name
+
+
+def check_new_jobs(jobs: Sequence[NewJob]) -> None:
+    """Refuse a batch that some store could not save as it is, before any store writes it:
+    every store calls this first in `enqueue`, so that all of them accept and refuse the
+    same jobs (all or none of a batch).
+
+    Raises:
+        ValueError: a job or Queue name breaks its rule (`validate_job_name`,
+            `validate_queue_name`).
+        TypeError: a job's encoded arguments hold a NUL character.
+    """
+    # A batch has few distinct names; 0.3-0.6 µs a job in all, against 12 µs a job for
+    # the SQLite enqueue itself (5,000-job batches).
+    for name, queue in {(job.name, job.queue) for job in jobs}:
+        validate_job_name(name)
+        validate_queue_name(queue)
+    # "\n" cannot be part of the escape, so no false match forms across two texts.
+    if _NUL_ESCAPE in "\n".join(map(_ARGS_JSON, jobs)) or \
+            _NUL_ESCAPE in "\n".join(map(_KWARGS_JSON, jobs)):
+        for index, job in enumerate(jobs):
+            args, kwargs = decode_arguments(job.args_json, job.kwargs_json)
+            if _shape_problem(args, level=0, nul=True) or \
+                    _shape_problem(kwargs, level=0, nul=True):
+                raise TypeError(
+                    f"job {index} of the batch ({job.name!r}): an argument holds a NUL "
+                    "character (\\x00), which not every store can save; remove it"
+                )
+
+
+_ARGS_JSON = attrgetter("args_json")
+_KWARGS_JSON = attrgetter("kwargs_json")
+
+
+# How deep job arguments may nest (a list in a list ... counts each level). Far below
+# Python's recursion limit, so encoding and decoding never raise RecursionError, in the
+# enqueuing process or in a worker with a deep stack.
+MAX_ARGUMENT_DEPTH = 100
+
+# JSON writes a NUL character as this escape; it is refused because PostgreSQL cannot
+# keep it in text (and so in a name, an error, or a json value read as text).
+_NUL_ESCAPE = "\\u0000"
+
+
+def encode_arguments(
+    args: Sequence[object], kwargs: Mapping[str, object],
+    max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+) -> tuple[str, str]:
+    """Encode a job's arguments as JSON text: (args array, kwargs object).
+
+    Raises:
+        TypeError: naming the first argument that cannot be stored: not JSON-serialisable,
+            a dict key that is not a str, a lone surrogate, a NUL character, or nested
+            more than `MAX_ARGUMENT_DEPTH` levels deep.
+        PayloadTooLarge: (a ValueError) if the two texts together take more than
+            `max_bytes` bytes of UTF-8.
+    """
+    if len(args) == 0 and len(kwargs) == 0:
+        return "[]", "{}"  # the common no-argument job: no encoder at all
+    keywords = _str_keys(kwargs)
+    try:
+        encoded = _dumps(list(args)), _dumps(keywords)
+        # json.dumps turns dict keys 1 and "1" both into "1", losing data silently, and
+        # writes lone surrogates that no store can save as UTF-8: refuse both here.
+        # The args array and the kwargs object themselves are level 0: each argument
+        # counts its levels from 1, as `_check_json` does.
+        if _shape_problem(args, level=0) is None and _shape_problem(keywords, level=0) is None:
+            size = len(encoded[0].encode("utf-8")) + len(encoded[1].encode("utf-8"))
+            _check_size("the job's arguments", size, max_bytes)
+            if _NUL_ESCAPE not in encoded[0] and _NUL_ESCAPE not in encoded[1]:
+                return encoded
+            # The escape may be the text "\\u0000" (a backslash, then u0000): look.
+            if _shape_problem(args, level=0, nul=True) is None and \
+                    _shape_problem(keywords, level=0, nul=True) is None:
+                return encoded
+    except PayloadTooLarge:
+        raise
+    except (TypeError, ValueError, RecursionError):
+        pass  # find the culprit, below, to name it
+    for position, value in enumerate(args):
+        _check_json(value, f"positional argument {position}")
+    for key, value in kwargs.items():
+        if "\x00" in key:
+            raise TypeError(
+                f"keyword argument name {key!r} holds a NUL character (\\x00), which not "
+                "every store can save; remove it"
+            )
+        _check_json(value, f"keyword argument {key!r}")
+    raise TypeError("job arguments are not JSON-serialisable")  # pragma: no cover
+
+
+_TOO_DEEP = f"it is nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+_LOOSE_KEY = "a dict key is not a str; JSON would turn it into one"
+_HOLDS_NUL = "a str holds a NUL character"
+
+
+def _shape_problem(value: object, *, level: int = 1, nul: bool = False) -> str | None:
+    """Why `value` cannot be stored as it is, judging its shape: a dict key that is not a
+    str, nesting deeper than MAX_ARGUMENT_DEPTH, or (with `nul`) a NUL character in a str
+    or key. None if there is no such problem. Iterative: no recursion limit applies; call
+    it on values known to hold no cycle (the encoder refuses cycles first). `level` is the
+    nesting level of `value` itself."""
+    if nul and isinstance(value, str):
+        return _HOLDS_NUL if "\x00" in value else None
+    stack: list[tuple[object, int]] = [(value, level)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_ARGUMENT_DEPTH:
+            return _TOO_DEEP
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    return _LOOSE_KEY
+                if nul and "\x00" in key:
+                    return _HOLDS_NUL
+                if isinstance(inner, dict | list | tuple):
+                    stack.append((inner, depth + 1))
+                elif nul and isinstance(inner, str) and "\x00" in inner:
+                    return _HOLDS_NUL
+        elif isinstance(item, list | tuple):
+            for inner in item:
+                if isinstance(inner, dict | list | tuple):
+                    stack.append((inner, depth + 1))
+                elif nul and isinstance(inner, str) and "\x00" in inner:
+                    return _HOLDS_NUL
+    return None
+
+
+def _str_keys(kwargs: Mapping[str, object]) -> dict[str, object]:
+    for key in kwargs:
+        if not isinstance(key, str):
+            raise TypeError(f"keyword argument names must be str; got {key!r}")
+    return dict(kwargs)
+
+
+def encode_result(value: object, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> str | None:
+    """A handler's return value as JSON text to store; None for None (nothing to store).
+
+    Raises:
+        TypeError: naming the value's type, if it is not a JSON value.
+        PayloadTooLarge: (a ValueError) if it takes more than `max_bytes` bytes of UTF-8.
+    """
+    if value is None:
+        return None
+    try:
+        text = _dumps(value)
+        # The same rules as for arguments: str keys, bounded depth, no NUL (not every
+        # store can save it).
+        problem = _shape_problem(value, level=0, nul=True)
+        size = len(text.encode("utf-8"))
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError):
+        problem = "it is not a JSON value"
+    if problem is not None:
+        raise TypeError(
+            f"the handler returned a {type(value).__name__} that cannot be stored as its "
+            f"result: {problem}; return str, int, float, bool, None, or lists and dicts of "
+            "them with str keys (the result is stored as JSON)"
+        )
+    _check_size("the handler's result", size, max_bytes)
+    return text
+
+
+def decode_result(text: str | None) -> JsonValue:
+    """The stored result text back as a JSON value. Never raises: a result corrupted
+    outside rota reads as None, so that reads (`get_job`, `rota job`) still show the job."""
+    if text is None:
+        return None
+    try:
+        value: JsonValue = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value
+
+
+def decode_arguments(
+    args_json: str, kwargs_json: str
+) -> tuple[tuple[JsonValue, ...], dict[str, JsonValue]]:
+    """The inverse of `encode_arguments`. No-argument jobs skip the JSON parser."""
+    args = () if args_json == "[]" else tuple(json.loads(args_json))
+    kwargs: dict[str, JsonValue] = {} if kwargs_json == "{}" else dict(json.loads(kwargs_json))
+    return args, kwargs
+
+
+def decode_stored_arguments(
+    args_json: object, kwargs_json: object
+) -> tuple[tuple[JsonValue, ...], dict[str, JsonValue], str | None]:
+    """Decode a stored row's arguments without ever raising: (args, kwargs, problem).
+
+    `problem` is None for a sound row. For a row whose text is not JSON, or not a JSON
+    array (args) and a JSON object (kwargs), it is a `last_error`-style reason, and the
+    arguments are () and {}: stores build a `JobRecord` with `arguments_error=problem`, so
+    reads show the row and claims quarantine it instead of failing.
+    """
+    if args_json == "[]" and kwargs_json == "{}":
+        return (), {}, None
+    try:
+        args = [] if args_json == "[]" else _loads_stored(args_json)
+        kwargs = {} if kwargs_json == "{}" else _loads_stored(kwargs_json)
+    except (TypeError, ValueError, RecursionError) as error:
+        return (), {}, corrupt_arguments_error(f"{type(error).__name__}: {error}")
+    if not isinstance(args, list):
+        return (), {}, corrupt_arguments_error(f"args hold a {type(args).__name__}, not a list")
+    if not isinstance(kwargs, dict):
+        return (), {}, corrupt_arguments_error(
+            f"kwargs hold a {type(kwargs).__name__}, not an object")
+    return tuple(args), kwargs, None
+
+
+def _loads_stored(text: object) -> JsonValue:
+    if not isinstance(text, str | bytes | bytearray):
+        raise TypeError(f"stored as {type(text).__name__}, not JSON text")
+    return json.loads(text)
+
+
+def corrupt_arguments_error(detail: str) -> str:
+    """The reason a job whose stored arguments cannot be decoded is quarantined with."""
+    return (
+        f"CorruptArguments: the stored arguments cannot be decoded ({detail[:200]}); args "
+        "must be a JSON array and kwargs a JSON object. Fix the row, then requeue the job"
+    )
+
+
+# One encoder for every call: json.dumps with non-default options builds a new
+# JSONEncoder each time (a fifth of bulk-enqueue time). `encode` keeps no state between
+# calls, so sharing it across threads is safe.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _dumps(value: object) -> str:
+    return _ENCODER.encode(value)
+
+
+def _check_json(value: object, what: str) -> None:
+    try:
+        text: str | None = _dumps(value)
+    except RecursionError:
+        text = None  # deeper than the encoder goes: the shape check names it
+    except (TypeError, ValueError) as error:
+        raise TypeError(_not_json(what, str(error))) from None
+    problem = _shape_problem(value, nul=True)
+    if problem == _TOO_DEEP:
+        raise TypeError(
+            f"{what} is nested more than {MAX_ARGUMENT_DEPTH} levels deep; job arguments may "
+            f"nest at most {MAX_ARGUMENT_DEPTH} levels. Pass an id, or flatten the data"
+        )
+    if problem == _HOLDS_NUL:
+        raise TypeError(
+            f"{what} holds a NUL character (\\x00), which not every store can save; job "
+            "arguments must not contain it. Remove it, or pass binary data as base64"
+        )
+    if problem is not None:
+        raise TypeError(_not_json(what, problem))
+    if text is None:  # within the limit, but the caller's own stack is nearly full
+        raise TypeError(
+            f"{what} is nested too deeply to encode from this call stack (RecursionError); "
+            "flatten the data, or enqueue from a shallower call"
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise TypeError(
+            f"{what} is not valid Unicode text (it holds a lone surrogate); job arguments "
+            "must be JSON values. Decode bytes properly, or pass them as base64"
+        ) from None
+
+
+def _not_json(what: str, why: str) -> str:
+    return (
+        f"{what} is not JSON-serialisable ({why}); job arguments must be JSON values "
+        "(str, int, float, bool, None, lists and dicts with str keys). "
+        "Pass an id or a plain dict instead"
+    )

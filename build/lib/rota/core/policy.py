@@ -1,0 +1,212 @@
+"""Dispatch Policies: the closed set of rules a Worker Group uses to pick its next Queue.
+
+Owns `DispatchPolicy` and its two subtypes, `Strict` and `Weighted`. They are plain,
+immutable, hashable values with value equality. Construction only checks types; the value
+checks (at least one Queue, weights >= 1, no Queue named twice) run when a Worker Group
+starts, through `validate()`, as the specification requires.
+
+The set is closed: after this module has defined `Strict` and `Weighted`, any attempt to
+subclass `DispatchPolicy`, `Strict` or `Weighted` raises `TypeError` at class creation.
+
+Pure: imports nothing from rota and does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, NoReturn
+
+from rota.core.queues import validate_queue_name
+
+WEIGHTED_INVALID = "Weighted dispatch needs at least one queue, all weights >= 1."
+STRICT_EMPTY = "Strict dispatch needs at least one queue."
+
+_sealed = False
+
+
+class DispatchPolicy:
+    """A Worker Group's rule for choosing which Queue to claim from next.
+
+    There are exactly two: `DispatchPolicy.Strict` and `DispatchPolicy.Weighted`.
+    Every policy exposes `queues`, the tuple of Queue names it serves in declaration order.
+    """
+
+    __slots__ = ()
+
+    # Filled in below, once the subtypes exist.
+    Strict: ClassVar[type[Strict]]
+    Weighted: ClassVar[type[Weighted]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        if _sealed:
+            raise TypeError(
+                f"cannot subclass {cls.__mro__[1].__name__}: DispatchPolicy is closed; "
+                "use DispatchPolicy.Strict or DispatchPolicy.Weighted"
+            )
+        super().__init_subclass__(**kwargs)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> DispatchPolicy:
+        if cls is DispatchPolicy:
+            raise TypeError(
+                "DispatchPolicy is abstract; construct DispatchPolicy.Strict or "
+                "DispatchPolicy.Weighted"
+            )
+        return super().__new__(cls)
+
+    @property
+    def queues(self) -> tuple[str, ...]:
+        raise NotImplementedError  # pragma: no cover - both subtypes override it
+
+    def validate(self) -> None:
+        """Check the policy's values; called when a Worker Group starts.
+
+        Raises:
+            ValueError: with a message that names the problem.
+        """
+        raise NotImplementedError  # pragma: no cover
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+
+def _check_queue_type(name: object) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"Queue names must be str; got {name!r} ({type(name).__name__})")
+    return name
+
+
+def _check_distinct(queues: Sequence[str]) -> None:
+    seen: set[str] = set()
+    for queue in queues:
+        if queue in seen:
+            raise ValueError(
+                f"Queue {queue!r} is named twice in one policy; list each Queue once"
+            )
+        seen.add(queue)
+
+
+class Strict(DispatchPolicy):
+    """Serve Queues in a fixed priority order, highest priority first.
+
+    An earlier Queue is always tried before a later one; a later Queue is reached only when
+    every earlier Queue has no due work. A busy head can starve the tail: that is the
+    accepted trade-off of strict priority.
+
+    `Strict("critical", "bulk")` and `Strict(["critical", "bulk"])` are equal.
+    """
+
+    __slots__ = ("_queues",)
+    _queues: tuple[str, ...]
+
+    def __init__(self, *queues: str | Iterable[str]) -> None:
+        names: tuple[object, ...]
+        if len(queues) == 1 and not isinstance(queues[0], str):
+            if not isinstance(queues[0], Iterable):
+                raise TypeError(
+                    f"Strict takes Queue names, or one list of them; got {queues[0]!r}"
+                )
+            names = tuple(queues[0])
+        else:
+            names = queues
+        object.__setattr__(self, "_queues", tuple(_check_queue_type(q) for q in names))
+
+    @property
+    def queues(self) -> tuple[str, ...]:
+        return self._queues
+
+    def validate(self) -> None:
+        if not self._queues:
+            raise ValueError(STRICT_EMPTY)
+        for queue in self._queues:
+            validate_queue_name(queue)
+        _check_distinct(self._queues)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Strict):
+            return NotImplemented
+        return self._queues == other._queues
+
+    def __hash__(self) -> int:
+        return hash((Strict, self._queues))
+
+    def __repr__(self) -> str:
+        return f"DispatchPolicy.Strict({', '.join(map(repr, self._queues))})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Strict, self._queues)
+
+
+class Weighted(DispatchPolicy):
+    """Share claims across Queues in proportion to integer weights (smooth weighted
+    round-robin, ties to the earlier-declared Queue).
+
+    Takes exactly one sequence of `(queue, weight)` pairs:
+    `Weighted([("a", 6), ("b", 3), ("c", 1)])`. `queues` is derived in declaration order.
+    """
+
+    __slots__ = ("_weights",)
+    _weights: tuple[tuple[str, int], ...]
+
+    def __init__(self, weights: Iterable[tuple[str, int]], /) -> None:
+        if isinstance(weights, str | bytes) or not isinstance(weights, Iterable):
+            raise TypeError(
+                "Weighted takes one sequence of (queue, weight) pairs, "
+                f"e.g. Weighted([('a', 6), ('b', 3)]); got {weights!r}"
+            )
+        if isinstance(weights, Mapping):
+            raise TypeError(
+                "Weighted takes a sequence of (queue, weight) pairs, not a mapping; "
+                "pass list(weights.items()) to keep the declaration order explicit"
+            )
+        pairs: list[tuple[str, int]] = []
+        for pair in weights:
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise TypeError(
+                    f"each Weighted entry must be a (queue, weight) pair; got {pair!r}"
+                )
+            queue, weight = pair
+            _check_queue_type(queue)
+            if isinstance(weight, bool) or not isinstance(weight, int):
+                raise TypeError(
+                    f"the weight of Queue {queue!r} must be an int; got {weight!r}"
+                )
+            pairs.append((queue, weight))
+        object.__setattr__(self, "_weights", tuple(pairs))
+
+    @property
+    def weights(self) -> tuple[tuple[str, int], ...]:
+        """The `(queue, weight)` pairs in declaration order."""
+        return self._weights
+
+    @property
+    def queues(self) -> tuple[str, ...]:
+        return tuple(queue for queue, _ in self._weights)
+
+    def validate(self) -> None:
+        if not self._weights or any(weight < 1 for _, weight in self._weights):
+            raise ValueError(WEIGHTED_INVALID)
+        for queue in self.queues:
+            validate_queue_name(queue)
+        _check_distinct(self.queues)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Weighted):
+            return NotImplemented
+        return self._weights == other._weights
+
+    def __hash__(self) -> int:
+        return hash((Weighted, self._weights))
+
+    def __repr__(self) -> str:
+        return f"DispatchPolicy.Weighted({list(self._weights)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Weighted, (self._weights,))
+
+
+DispatchPolicy.Strict = Strict
+DispatchPolicy.Weighted = Weighted
+_sealed = True

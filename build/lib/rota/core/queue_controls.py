@@ -1,0 +1,129 @@
+"""Queue controls: a Queue's settings (paused, concurrency limit), the one rule for how
+many jobs a claim may take from it, and `QueueInfo`, the operator's view of a Queue.
+
+Theory of operation: settings live in the store beside the jobs and are read by every
+claim (no cache), so every worker obeys a change at its next claim. A claim may lease from
+a Queue at most `room(settings, leased, wanted)` jobs: none while it is paused, and never so
+many that more than `limit` of its jobs are leased at once. The memory store and the
+simulator apply `room` directly; the SQL stores spell the same rule in their claim
+statements, and the store contract suite checks that they agree.
+
+Pure: no I/O, no clock. Imports only `rota.core.jobs`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from rota.core.jobs import JobState
+
+__all__ = [
+    "QueueInfo",
+    "QueueSettings",
+    "build_queue_infos",
+    "room",
+    "validate_queue_limit",
+]
+
+
+def validate_queue_limit(limit: object) -> int | None:
+    """Return `limit` if it is a valid concurrency limit (an int >= 0, or None: no limit).
+
+    Raises:
+        TypeError: if it is not an int or None (a bool is not a limit).
+        ValueError: if it is negative.
+    """
+    if limit is None:
+        return None
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(
+            f"a Queue's limit must be an int >= 0, or None for no limit; got {limit!r} "
+            f"({type(limit).__name__})"
+        )
+    if limit < 0:
+        raise ValueError(
+            f"a Queue's limit must be >= 0 (0 takes nothing; use None for no limit); "
+            f"got {limit}"
+        )
+    return limit
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """What an operator set on a Queue. The defaults are those of a Queue never touched."""
+
+    queue: str
+    paused: bool = False
+    limit: int | None = None
+
+    @property
+    def is_default(self) -> bool:
+        """Whether these settings change nothing (a Queue with no settings)."""
+        return not self.paused and self.limit is None
+
+
+def room(settings: QueueSettings | None, leased: int, wanted: int) -> int:
+    """How many jobs a claim may lease from a Queue now.
+
+    Args:
+        settings: the Queue's settings; None means defaults (not paused, no limit).
+        leased: how many of its jobs are leased right now (by any worker).
+        wanted: how many the claim asks for.
+    """
+    if settings is None:
+        return max(0, wanted)
+    if settings.paused:
+        return 0
+    if settings.limit is None:
+        return max(0, wanted)
+    return max(0, min(wanted, settings.limit - leased))
+
+
+@dataclass(frozen=True, slots=True)
+class QueueInfo:
+    """One Queue as `app.queues()` shows it.
+
+    Attributes:
+        name: the Queue's name.
+        paused: whether claims take nothing from it.
+        limit: the most jobs of it leased at once, all workers together; None: no limit.
+        counts: jobs per state; every `JobState` is present (0 if none).
+        due: scheduled jobs due now (due_at <= the `now` the view was taken at).
+        oldest_due_at: the due time of the longest-waiting due job; None if none is due.
+    """
+
+    name: str
+    paused: bool = False
+    limit: int | None = None
+    counts: dict[JobState, int] = field(default_factory=dict)
+    due: int = 0
+    oldest_due_at: datetime | None = None
+
+
+def build_queue_infos(
+    settings: Iterable[QueueSettings],
+    counts: Mapping[tuple[str, JobState], int],
+    due: Mapping[str, tuple[int, datetime | None]],
+) -> list[QueueInfo]:
+    """The `QueueInfo`s of every Queue that has jobs or non-default settings, by name.
+
+    Args:
+        settings: the stored settings (rows with default values count as none).
+        counts: jobs per (Queue, state); pairs with none may be left out.
+        due: per Queue, (jobs due now, the oldest due time among them).
+    """
+    by_queue = {one.queue: one for one in settings if not one.is_default}
+    names = set(by_queue) | {queue for (queue, _), count in counts.items() if count > 0}
+    infos: list[QueueInfo] = []
+    for name in sorted(names):
+        one = by_queue.get(name, QueueSettings(name))
+        due_count, oldest = due.get(name, (0, None))
+        infos.append(QueueInfo(
+            name=name, paused=one.paused, limit=one.limit,
+            counts={state: counts.get((name, state), 0) for state in JobState},
+            due=due_count, oldest_due_at=oldest if due_count else None,
+        ))
+    return infos
+

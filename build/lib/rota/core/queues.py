@@ -1,0 +1,36 @@
+"""Queue names: the one rule for what a valid Queue name is.
+
+Pure: no I/O. Used by policies (when a group starts) and by enqueue (before anything is
+stored), so that a bad name is rejected in the same words everywhere.
+"""
+
+from __future__ import annotations
+
+DEFAULT_QUEUE = "default"
+MAX_QUEUE_NAME_LENGTH = 200
+
+
+def validate_queue_name(name: object) -> str:
+    """Return `name` if it is a valid Queue name.
+
+    Raises:
+        TypeError: if `name` is not a str.
+        ValueError: if it is empty, longer than 200 characters, or holds whitespace or
+            control characters.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"Queue name must be a str; got {name!r} ({type(name).__name__})")
+    if not name:
+        raise ValueError("Queue name must be non-empty; got ''")
+    if len(name) > MAX_QUEUE_NAME_LENGTH:
+        raise ValueError(
+            f"Queue name must be at most {MAX_QUEUE_NAME_LENGTH} characters; "
+            f"got {len(name)} ({name[:20]!r}...)"
+        )
+    for char in name:
+        if char.isspace() or not char.isprintable():
+            raise ValueError(
+                f"Queue name must not contain whitespace or control characters; got {name!r}"
+                " (use '-' or '_' instead)"
+            )
+    return name

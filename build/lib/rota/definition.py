@@ -1,0 +1,195 @@
+"""Job definitions: what `@app.job(...)` returns, and how jobs are enqueued.
+
+A `JobDefinition` wraps the handler (calling it calls the handler directly) and enqueues
+jobs through its App. `configure(...)` returns a `ConfiguredJob` that overrides the Queue or
+the due time for the enqueues made through it. There is no per-job priority: priority lives
+on the consumer's Dispatch Policy.
+
+Everything is checked before anything is stored: a bad Queue name, a naive datetime or an
+argument that is not JSON fails with a clear error and leaves the store untouched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+
+from rota.core.clock import ensure_utc
+from rota.core.durations import Duration, due_after, to_timedelta
+from rota.core.jobs import NewJob, encode_arguments
+from rota.core.queues import validate_queue_name
+from rota.core.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from rota.app import App
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+NO_PRIORITY = (
+    "rota has no per-job priority: put urgent work on its own Queue and give the Worker "
+    "Group a Dispatch Policy (Strict or Weighted) that prefers it"
+)
+
+# One entry of enqueue_many: a tuple of positional args, or an (args, kwargs) pair given
+# as a mapping {"args": [...], "kwargs": {...}}.
+ManyEntry = Sequence[Any] | Mapping[str, Any]
+
+
+class ConfiguredJob(Generic[P, R]):
+    """A job definition with enqueue-time overrides (Queue, due time)."""
+
+    def __init__(
+        self, definition: JobDefinition[P, R], queue: str, due: datetime | None,
+        delay: timedelta | None,
+    ) -> None:
+        self._definition = definition
+        self.queue = validate_queue_name(queue)
+        self._due = due
+        self._delay = delay
+
+    def _due_at(self, now: datetime) -> datetime:
+        if self._due is not None:
+            return self._due
+        if self._delay is not None:
+            return due_after(now, self._delay)
+        return now
+
+    def _new_job(
+        self, args: Sequence[object], kwargs: Mapping[str, object], now: datetime,
+        due_at: datetime | None = None,
+    ) -> NewJob:
+        args_json, kwargs_json = encode_arguments(
+            args, kwargs, self._definition.app.max_payload_bytes
+        )
+        return NewJob(
+            name=self._definition.name, queue=self.queue,
+            due_at=self._due_at(now) if due_at is None else due_at,
+            args_json=args_json, kwargs_json=kwargs_json,
+        )
+
+    def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
+        """Store one job; return its id.
+
+        Raises:
+            TypeError: naming an argument that is not JSON-serialisable (nothing stored).
+            rota.PayloadTooLarge: (a ValueError) if the arguments encode to more JSON than
+                the App's `max_payload_bytes` (nothing stored).
+        """
+        app = self._definition.app
+        now = app.clock.now()
+        job_id = app.store.enqueue([self._new_job(args, kwargs, now)], now)[0]
+        app._notify_enqueued((self.queue,))
+        return job_id
+
+    async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> int:
+        """`enqueue` from async code: the store call runs in a thread, off the event loop."""
+        app = self._definition.app
+        now = app.clock.now()
+        job = self._new_job(args, kwargs, now)
+        ids = await asyncio.to_thread(app.store.enqueue, [job], now)
+        app._notify_enqueued((self.queue,))
+        return ids[0]
+
+    def enqueue_many(self, entries: Iterable[ManyEntry]) -> list[int]:
+        """Store many jobs in one round trip, all or none; return their ids in order.
+
+        Each entry is a sequence of positional arguments (`("a@x", "hi")`), or a mapping
+        `{"args": [...], "kwargs": {...}}`.
+
+        Raises:
+            TypeError: naming the entry and argument that is not JSON-serialisable; nothing
+                is stored.
+        """
+        app = self._definition.app
+        now = app.clock.now()
+        due_at = self._due_at(now)  # the same for every entry of the call
+        jobs: list[NewJob] = []
+        args: Sequence[object]
+        kwargs: Mapping[str, object]
+        for index, entry in enumerate(entries):
+            if type(entry) is tuple:  # the common form, without the ABC checks below
+                args, kwargs = entry, {}
+            elif isinstance(entry, Mapping):
+                unknown = set(entry) - {"args", "kwargs"}
+                if unknown:
+                    raise TypeError(
+                        f"enqueue_many entry {index}: a mapping takes only 'args' and "
+                        f"'kwargs'; got {sorted(unknown)}"
+                    )
+                args, kwargs = entry.get("args", ()), entry.get("kwargs", {})
+            elif isinstance(entry, str | bytes) or not isinstance(entry, Sequence):
+                raise TypeError(
+                    f"enqueue_many entry {index} must be a tuple of arguments or a mapping "
+                    f"with 'args'/'kwargs'; got {entry!r}"
+                )
+            else:
+                args, kwargs = entry, {}
+            try:
+                jobs.append(self._new_job(args, kwargs, now, due_at))
+            except TypeError as error:
+                raise TypeError(f"enqueue_many entry {index}: {error}") from None
+        if not jobs:
+            return []
+        ids = app.store.enqueue(jobs, now)
+        app._notify_enqueued((self.queue,))
+        return ids
+
+
+class JobDefinition(ConfiguredJob[P, R]):
+    """A registered job. Call it to run the handler directly; `enqueue` to run it later."""
+
+    def __init__(
+        self, app: App, name: str, func: Callable[P, R], queue: str, retry: RetryPolicy | None
+    ) -> None:
+        self.app = app
+        self.name = name
+        self.func = func
+        self.retry = retry
+        super().__init__(self, queue, None, None)
+        self.__doc__ = func.__doc__
+        self.__wrapped__ = func
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self.func(*args, **kwargs)
+
+    def configure(
+        self,
+        *,
+        queue: str | None = None,
+        due: datetime | None = None,
+        delay: Duration | None = None,
+        **unknown: object,
+    ) -> ConfiguredJob[P, R]:
+        """Override the Queue or the due time for enqueues made through the result.
+
+        Args:
+            queue: the Queue to put the jobs on (default: the definition's Queue).
+            due: an aware datetime when the jobs become due.
+            delay: a timedelta or seconds from now; not together with `due`.
+
+        Raises:
+            TypeError: for an unknown option (`priority` included: rota has none).
+            ValueError: for a bad Queue name, a naive `due`, a negative delay, or both
+                `due` and `delay`.
+        """
+        if "priority" in unknown:
+            raise TypeError(NO_PRIORITY)
+        if unknown:
+            raise TypeError(
+                f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due= "
+                "and delay="
+            )
+        if due is not None and delay is not None:
+            raise ValueError("give configure() either due= or delay=, not both")
+        return ConfiguredJob(
+            self,
+            self.queue if queue is None else queue,
+            None if due is None else ensure_utc(due, "due"),
+            None if delay is None else to_timedelta(delay, "delay", allow_zero=True),
+        )
+
+    def __repr__(self) -> str:
+        return f"<JobDefinition {self.name!r} queue={self.queue!r}>"

@@ -1,0 +1,75 @@
+"""Stores: the contract (`Store`) and `open_store(url)`, which picks the adapter by scheme.
+
+Schemes: `memory://`, `sqlite:///path.db` (the embedded default), `postgresql://...`.
+Adapters are imported lazily so that, say, psycopg is needed only for PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import re
+
+from rota.store.base import SchemaTooNew, Store, StoreConfigError, StoreError
+
+EXPECTED_FORMS = (
+    "expected memory://, sqlite:///relative/path.db, sqlite:////absolute/path.db or "
+    "postgresql://user:password@host:5432/database"
+)
+
+
+# userinfo "user:password@" right after the scheme; greedy up to the last "@", so that an
+# un-encoded "@", "/", "#" or "?" in the password is masked too (over-masking is harmless).
+_USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):.*@")
+_QUERY_PASSWORD = re.compile(r"([?&](?:password|passwd|pwd)=)[^&#]*", re.IGNORECASE)
+
+
+def mask_url(url: str) -> str:
+    """`url` with any password replaced by ***, for messages and logs.
+
+    Works on malformed URLs too (an un-encoded password is exactly what makes a URL
+    malformed), and masks `password=` query parameters.
+    """
+    masked = _USERINFO_PASSWORD.sub(r"\1:***@", url)
+    return _QUERY_PASSWORD.sub(r"\1***", masked)
+
+
+def open_store(url: str, *, read_only: bool = False) -> Store:
+    """Open the store that `url` names.
+
+    Args:
+        read_only: for commands that only read. An SQLite file is then opened read-only:
+            never created, migrated or written, so a file of mode 0444 or in a read-only
+            directory can be read; a missing file is a `StoreConfigError`. Other stores
+            open as usual (their reads write nothing).
+
+    Raises:
+        StoreConfigError: if the URL is malformed or names an unknown scheme; the message
+            names the URL (password masked) and the expected forms.
+    """
+    if not isinstance(url, str):
+        raise TypeError(f"a store URL must be a str; got {url!r}. {EXPECTED_FORMS}")
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme == "memory":
+        if url.split("://", 1)[1].strip("/"):
+            raise StoreConfigError(f"store URL {mask_url(url)!r}: memory:// takes no path")
+        from rota.store.memory import MemoryStore
+
+        return MemoryStore()
+    if scheme == "sqlite":
+        from rota.store.sqlite import SQLiteStore
+
+        return SQLiteStore.from_url(url, read_only=read_only)
+    if scheme in {"postgresql", "postgres"}:
+        from rota.store.postgres import PostgresStore
+
+        return PostgresStore.from_url(url)
+    raise StoreConfigError(f"store URL {mask_url(url)!r} is not one rota knows; {EXPECTED_FORMS}")
+
+
+__all__ = [
+    "SchemaTooNew",
+    "Store",
+    "StoreConfigError",
+    "StoreError",
+    "mask_url",
+    "open_store",
+]

@@ -1,0 +1,280 @@
+"""The storage contract: one Protocol every store implements, and the errors it raises.
+
+Rules every store follows (the contract suite in tests/store/ checks each one):
+- Time is an input. Every call that depends on time takes `now`; no store reads a clock.
+- `claim(queues, limit, ...)` leases up to `limit` due jobs (`due_at <= now`, state
+  scheduled), taking the first Queue's due jobs first, then the next Queue's (Strict
+  order); within a Queue, due-time order, ties in enqueue order (ascending id). Each claimed
+  job becomes leased to `owner` until `lease_expires_at`, its `attempt` one higher. No job
+  is ever leased to two claimers at once.
+- Every outcome (`complete`, `retry`, `dead_letter`, `quarantine`, `release`) is fenced by
+  the `Lease` (job id, owner, attempt): it applies only while the job is still leased under
+  exactly that lease, and otherwise changes nothing and reports so. An expired but not yet
+  swept lease still accepts its owner's outcome (the work did finish).
+- `heartbeat` renews only live leases (unexpired at `now`) of the given owner and attempt.
+- `expire_lease` applies only if the lease is still held and expired at `now`, so two
+  sweepers racing on one job apply it exactly once.
+- `release` hands an unfinished job back: scheduled again at its old due time, and the
+  attempt it was claimed for does not count (attempt - 1).
+- Bad input never half-writes: `enqueue` stores all of its jobs or none.
+- Cancel: `cancel` ends a scheduled job at once and marks a leased one `cancel_requested`;
+  `heartbeat` reports the marked jobs among the leases it renewed, and the worker ends them
+  with `cancel_leased`. A marked job never goes back to scheduled: `retry`, `release` and a
+  retrying `expire_lease` end it cancelled instead (last_error `CANCELLED_ON_REQUEST`).
+- `requeue` takes a dead_lettered, quarantined or cancelled job back to scheduled, attempt
+  0, due at `now`, its result, cancel request and `finished_at` cleared.
+- A claim records `now` as the job's `started_at`; `complete` stores each job's result.
+- Every change into a finished state (`complete`, `dead_letter`, `quarantine`, `cancel`,
+  `cancel_leased`, `expire_lease` dead-lettering, and `retry`/`release`/`expire_lease`
+  of a job whose cancel was requested) sets `finished_at` to its `now`; nothing else sets it, and
+  `requeue` clears it.
+- `purge` deletes only finished jobs (by `finished_at`), at most `limit` per call, and is
+  safe when several processes purge at once: each row is deleted once, none waits for
+  another purger, and a job that left its finished state meanwhile is never deleted.
+- Queue controls (`pause_queue`, `resume_queue`, `set_queue_limit`) are stored beside the
+  jobs and read by every claim, with no cache. A claim takes nothing from a paused Queue
+  (it goes on to the next one), and takes from a Queue with a limit at most
+  `rota.core.queue_controls.room(...)` jobs: the limit less the jobs of that Queue leased
+  right now, by anyone. The check and the lease are one atomic step: no interleaving of
+  claimers (threads, processes, machines) ever leases more than the limit. Settings may
+  name a Queue that has no jobs. A claim already running when a setting changes may still
+  finish under the old one.
+
+Imports only the pure core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from rota.core.jobs import JobRecord, JobState, Lease, NewJob
+from rota.core.queue_controls import QueueInfo, QueueSettings
+
+
+class StoreError(RuntimeError):
+    """A store could not do what was asked (connection lost, database locked, ...)."""
+
+
+class StoreConfigError(ValueError):
+    """A store URL or configuration is malformed; the message names the expected form."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was migrated by a newer rota than this one."""
+
+
+class Renewal(frozenset[int]):
+    """What `heartbeat` answers: the ids of the leases still held (a frozenset, so callers
+    that only ask "still held?" need nothing more), and as `cancel_requested` those among
+    them whose cancel was requested (`Store.cancel` on a leased job)."""
+
+    __slots__ = ("cancel_requested",)
+    cancel_requested: frozenset[int]
+
+    def __new__(cls, renewed: Iterable[int] = (), cancel_requested: Iterable[int] = ()) -> Renewal:
+        self = super().__new__(cls, renewed)
+        self.cancel_requested = frozenset(cancel_requested)
+        return self
+
+    def __repr__(self) -> str:
+        return f"Renewal({sorted(self)}, cancel_requested={sorted(self.cancel_requested)})"
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where jobs live. Methods are synchronous and safe to call from several threads."""
+
+    @property
+    def url(self) -> str:
+        """The store's URL with any password masked, for messages."""
+        ...
+
+    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        """Store `jobs` atomically (all or none); return their ids in the same order."""
+        ...
+
+    def claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        *,
+        now: datetime,
+        owner: str,
+        lease_expires_at: datetime,
+    ) -> list[JobRecord]:
+        """Lease up to `limit` due jobs from `queues`, first Queue first (see module doc)."""
+        ...
+
+    def complete(
+        self, leases: Sequence[Lease], now: datetime,
+        results: Sequence[str | None] | None = None,
+    ) -> int:
+        """Mark the leased jobs succeeded; return how many leases were still held.
+
+        `results`, if given, holds each job's result as JSON text (None: no result), in
+        the order of `leases`."""
+        ...
+
+    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
+        """Schedule the job again at `due_at`, recording `error` as its last error."""
+        ...
+
+    def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
+        """Give up on the job: dead_lettered, with `error` as its last error."""
+        ...
+
+    def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
+        """Set the job aside without retrying (e.g. its name is unknown)."""
+        ...
+
+    def release(self, leases: Sequence[Lease], now: datetime) -> int:
+        """Hand unfinished jobs back to their Queues at once (graceful shutdown)."""
+        ...
+
+    def heartbeat(
+        self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
+    ) -> Renewal:
+        """Extend the live leases among `leases`; return the ids of those still held, with
+        those whose cancel was requested as `.cancel_requested`."""
+        ...
+
+    def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
+        """Leased jobs whose lease expired at or before `now`, oldest expiry first."""
+        ...
+
+    def expire_lease(
+        self, lease: Lease, now: datetime, due_at: datetime | None, error: str
+    ) -> bool:
+        """End an expired lease: retry at `due_at`, or dead-letter when `due_at` is None."""
+        ...
+
+    def cancel(self, job_id: int, now: datetime) -> bool:
+        """Cancel a scheduled job at once, or mark a leased one `cancel_requested` (its
+        worker learns it at its next heartbeat). False for a finished or unknown job."""
+        ...
+
+    def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
+        """End a leased job as cancelled (its cancel was requested), `error` as its last
+        error; fenced by the lease like every outcome."""
+        ...
+
+    def requeue(self, job_id: int, now: datetime) -> bool:
+        """A dead_lettered, quarantined or cancelled job back to scheduled in its Queue,
+        attempt 0, due at `now`; False for a job in another state or an unknown one."""
+        ...
+
+    def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
+        """`requeue` every job in `state` (of `queue`, or of every Queue when None);
+        return how many. `state` must be dead_lettered, quarantined or cancelled.
+
+        Raises:
+            ValueError: for any other state.
+        """
+        ...
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        """Delete up to `limit` jobs in `states` (finished states only) whose
+        `finished_at` is before `finished_before`; return how many were deleted.
+
+        Raises:
+            ValueError: if `states` names a state that is not finished.
+        """
+        ...
+
+    def get_job(self, job_id: int) -> JobRecord | None: ...
+
+    def list_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        limit: int = 100,
+        newest: bool = False,
+        offset: int = 0,
+    ) -> list[JobRecord]:
+        """Jobs in id order (`newest`: descending), optionally filtered by Queue and state;
+        `offset` skips that many matching jobs first (paging)."""
+        ...
+
+    def count_jobs(self) -> dict[tuple[str, JobState], int]:
+        """How many jobs each (Queue, state) pair holds; pairs with none are left out."""
+        ...
+
+    def pause_queue(self, queue: str) -> QueueSettings:
+        """Claims take nothing from `queue` until it is resumed; leased jobs finish
+        normally. Returns the Queue's settings after the change.
+
+        Raises:
+            TypeError, ValueError: if `queue` breaks the Queue name rule.
+        """
+        ...
+
+    def resume_queue(self, queue: str) -> QueueSettings:
+        """Undo `pause_queue`; returns the Queue's settings after the change."""
+        ...
+
+    def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
+        """At most `limit` jobs of `queue` leased at once, by all claimers together
+        (None: no limit). Returns the Queue's settings after the change.
+
+        Raises:
+            TypeError: if `limit` is not an int or None (a bool is refused too).
+            ValueError: if `limit` < 0, or `queue` breaks the Queue name rule.
+        """
+        ...
+
+    def queue_infos(self, now: datetime) -> list[QueueInfo]:
+        """Every Queue that has jobs or settings, sorted by name (see `QueueInfo`);
+        `due` and `oldest_due_at` count the scheduled jobs due at `now`."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class WakeupSource(Protocol):
+    """A store that can push wake-up hints when jobs are enqueued.
+
+    An optimisation only: polling stays the source of truth, so a lost hint delays work by
+    at most one poll interval and never loses it.
+    """
+
+    def listen(self, on_enqueue: Callable[[str], None]) -> Callable[[], None]:
+        """Call `on_enqueue(queue)` after each transaction that enqueued into `queue`
+        (possibly from another thread, possibly from another process's enqueue).
+        Returns a function that stops listening."""
+        ...
+
+
+@runtime_checkable
+class Migratable(Protocol):
+    """A store with a versioned schema (SQLite, PostgreSQL). Both migrate on first use;
+    `migrate()` lets a deployment do it explicitly, before starting workers."""
+
+    def schema_version(self) -> int:
+        """The schema version the database is at (0: not created)."""
+        ...
+
+    def migrate(self) -> list[int]:
+        """Apply the migrations the database lacks; return the versions applied.
+
+        Raises:
+            SchemaTooNew: if the database was migrated by a newer rota.
+        """
+        ...
+
+
+@runtime_checkable
+class WalCheckpointing(Protocol):
+    """A store with a write-ahead log that the worker keeps small (SQLite): every worker
+    calls `checkpoint_wal()` on a cadence (`rota.worker.checkpoint`). PostgreSQL manages
+    its own WAL; the memory store has none."""
+
+    def checkpoint_wal(self) -> int:
+        """Fold the write-ahead log back into the database as far as readers allow, without
+        waiting for anyone; return the pages left in it (0: all folded back)."""
+        ...

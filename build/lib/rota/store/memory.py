@@ -1,0 +1,394 @@
+"""The `memory://` store: the whole contract in one process's memory.
+
+Not durable. For tests, `run_until_idle()` and the simulator. It applies the core's state
+table (`rota.core.jobs.transition`) directly. Thread-safe through one lock.
+
+Imports only the core and the store contract.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from rota.core.jobs import (
+    CANCELLED_ON_REQUEST,
+    REQUEUEABLE_STATES,
+    JobEvent,
+    JobRecord,
+    JobState,
+    Lease,
+    NewJob,
+    check_new_jobs,
+    check_requeueable,
+    decode_arguments,
+    decode_result,
+    transition,
+)
+from rota.core.queue_controls import (
+    QueueInfo,
+    QueueSettings,
+    build_queue_infos,
+    room,
+    validate_queue_limit,
+)
+from rota.core.queues import validate_queue_name
+from rota.core.retention import purgeable_states
+from rota.store.base import Renewal
+
+
+class MemoryStore:
+    """A real, non-durable implementation of the `Store` contract."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: dict[int, JobRecord] = {}
+        # Per Queue, a heap of (due_at, id) for scheduled jobs; stale entries are skipped.
+        self._due: defaultdict[str, list[tuple[datetime, int]]] = defaultdict(list)
+        self._next_id = 1
+        self._settings: dict[str, QueueSettings] = {}
+        # Per Queue with a limit, ids of its jobs leased at some point (seeded from the jobs
+        # when the limit is set); those no longer leased are pruned when counted, so every
+        # path that ends a lease keeps this right without touching it.
+        self._leased: dict[str, set[int]] = {}
+
+    @property
+    def url(self) -> str:
+        return "memory://"
+
+    def __repr__(self) -> str:
+        return "MemoryStore()"
+
+    # -- writes -------------------------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        check_new_jobs(jobs)  # the same jobs refused on every store
+        decoded = [decode_arguments(job.args_json, job.kwargs_json) for job in jobs]
+        with self._lock:
+            ids: list[int] = []
+            for job, (args, kwargs) in zip(jobs, decoded, strict=True):
+                job_id = self._next_id
+                self._next_id += 1
+                self._jobs[job_id] = JobRecord(
+                    id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
+                    attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
+                )
+                heapq.heappush(self._due[job.queue], (job.due_at, job_id))
+                ids.append(job_id)
+            return ids
+
+    def claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        *,
+        now: datetime,
+        owner: str,
+        lease_expires_at: datetime,
+    ) -> list[JobRecord]:
+        claimed: list[JobRecord] = []
+        with self._lock:
+            for queue in dict.fromkeys(queues):
+                settings = self._settings.get(queue)
+                wanted = limit - len(claimed)
+                if settings is not None and (settings.paused or settings.limit is not None):
+                    held = 0 if settings.limit is None else self._count_leased(queue)
+                    wanted = room(settings, held, wanted)
+                stop = len(claimed) + wanted
+                heap = self._due.get(queue)
+                while heap and len(claimed) < stop and heap[0][0] <= now:
+                    due_at, job_id = heapq.heappop(heap)
+                    job = self._jobs.get(job_id)
+                    if job is None or job.state is not JobState.SCHEDULED or job.due_at != due_at:
+                        continue  # stale entry: the job moved on (or was purged) since
+                    leased = replace(
+                        job, state=transition(job.state, JobEvent.CLAIM),
+                        attempt=job.attempt + 1, lease_owner=owner,
+                        lease_expires_at=lease_expires_at, started_at=now,
+                    )
+                    self._jobs[job_id] = leased
+                    if queue in self._leased:
+                        self._leased[queue].add(job_id)
+                    claimed.append(leased)
+        return claimed
+
+    def _count_leased(self, queue: str) -> int:
+        ids = self._leased[queue]  # present while the Queue has a limit
+        ids.difference_update(
+            [job_id for job_id in ids if self._jobs[job_id].state is not JobState.LEASED]
+        )
+        return len(ids)
+
+    def _held(self, lease: Lease) -> JobRecord | None:
+        job = self._jobs.get(lease.job_id)
+        if (
+            job is None
+            or job.state is not JobState.LEASED
+            or job.lease_owner != lease.owner
+            or job.attempt != lease.attempt
+        ):
+            return None
+        return job
+
+    def _end_lease(
+        self, job: JobRecord, event: JobEvent, now: datetime, *,
+        due_at: datetime | None = None, error: str | None = None, attempt: int | None = None,
+        result: str | None = None,
+    ) -> None:
+        if job.cancel_requested and event in (JobEvent.RETRY, JobEvent.RELEASE):
+            # A job whose cancel was requested never goes back to scheduled.
+            event, due_at, error, attempt = JobEvent.CANCEL, None, CANCELLED_ON_REQUEST, None
+        state = transition(job.state, event)
+        updated = replace(
+            job, state=state, lease_owner=None, lease_expires_at=None,
+            finished_at=now if state.finished else None,
+            due_at=due_at if due_at is not None else job.due_at,
+            last_error=error if error is not None else job.last_error,
+            attempt=attempt if attempt is not None else job.attempt,
+            result=decode_result(result),
+        )
+        self._jobs[job.id] = updated
+        if state is JobState.SCHEDULED:
+            heapq.heappush(self._due[job.queue], (updated.due_at, job.id))
+
+    def complete(
+        self, leases: Sequence[Lease], now: datetime,
+        results: Sequence[str | None] | None = None,
+    ) -> int:
+        done = 0
+        with self._lock:
+            for index, lease in enumerate(leases):
+                job = self._held(lease)
+                if job is not None:
+                    result = None if results is None else results[index]
+                    self._end_lease(job, JobEvent.COMPLETE, now, result=result)
+                    done += 1
+        return done
+
+    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None:
+                return False
+            self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error)
+            return True
+
+    def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None:
+                return False
+            self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error)
+            return True
+
+    def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None:
+                return False
+            self._end_lease(job, JobEvent.QUARANTINE, now, error=error)
+            return True
+
+    def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None:
+                return False
+            self._end_lease(job, JobEvent.CANCEL, now, error=error)
+            return True
+
+    def release(self, leases: Sequence[Lease], now: datetime) -> int:
+        released = 0
+        with self._lock:
+            for lease in leases:
+                job = self._held(lease)
+                if job is not None:
+                    self._end_lease(job, JobEvent.RELEASE, now, attempt=job.attempt - 1)
+                    released += 1
+        return released
+
+    def heartbeat(
+        self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
+    ) -> Renewal:
+        renewed: set[int] = set()
+        cancel_requested: set[int] = set()
+        with self._lock:
+            for lease in leases:
+                job = self._held(lease)
+                if job is None or job.lease_expires_at is None or job.lease_expires_at <= now:
+                    continue
+                self._jobs[job.id] = replace(job, lease_expires_at=lease_expires_at)
+                renewed.add(job.id)
+                if job.cancel_requested:
+                    cancel_requested.add(job.id)
+        return Renewal(renewed, cancel_requested)
+
+    def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
+        with self._lock:
+            expired = [
+                job for job in self._jobs.values()
+                if job.state is JobState.LEASED
+                and job.lease_expires_at is not None
+                and job.lease_expires_at <= now
+            ]
+        expired.sort(key=lambda job: (job.lease_expires_at, job.id))
+        return expired[:limit]
+
+    def expire_lease(
+        self, lease: Lease, now: datetime, due_at: datetime | None, error: str
+    ) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None or job.lease_expires_at is None or job.lease_expires_at > now:
+                return False
+            if due_at is None:
+                self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error)
+            else:
+                self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error)
+            return True
+
+    def cancel(self, job_id: int, now: datetime) -> bool:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None:
+                return False
+            if job.state is JobState.LEASED:
+                self._jobs[job_id] = replace(job, cancel_requested=True)
+                return True
+            if job.state is not JobState.SCHEDULED:
+                return False
+            self._jobs[job_id] = replace(
+                job, state=transition(job.state, JobEvent.CANCEL), finished_at=now
+            )
+            return True
+
+    def _requeue(self, job: JobRecord, now: datetime) -> None:
+        self._jobs[job.id] = replace(
+            job, state=transition(job.state, JobEvent.REQUEUE), attempt=0, due_at=now,
+            result=None, cancel_requested=False, finished_at=None,
+        )
+        heapq.heappush(self._due[job.queue], (now, job.id))
+
+    def requeue(self, job_id: int, now: datetime) -> bool:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.state not in REQUEUEABLE_STATES:
+                return False
+            self._requeue(job, now)
+            return True
+
+    def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
+        check_requeueable(state)
+        with self._lock:
+            found = [
+                job for job in self._jobs.values()
+                if job.state is state and (queue is None or job.queue == queue)
+            ]
+            for job in found:
+                self._requeue(job, now)
+            return len(found)
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        wanted = frozenset(purgeable_states(states))
+        with self._lock:
+            doomed: list[int] = []
+            for job in self._jobs.values():
+                if len(doomed) >= limit:
+                    break
+                if (job.state in wanted and job.finished_at is not None
+                        and job.finished_at < finished_before):
+                    doomed.append(job.id)
+            for job_id in doomed:
+                del self._jobs[job_id]  # stale due-heap entries of it are skipped by claim
+            return len(doomed)
+
+    # -- Queue controls -------------------------------------------------------------------
+
+    def _change_settings(
+        self, queue: str, change: Callable[[QueueSettings], QueueSettings]
+    ) -> QueueSettings:
+        validate_queue_name(queue)
+        with self._lock:
+            settings = change(self._settings.get(queue, QueueSettings(queue)))
+            self._settings[queue] = settings
+            return settings
+
+    def pause_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(queue, lambda old: replace(old, paused=True))
+
+    def resume_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(queue, lambda old: replace(old, paused=False))
+
+    def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
+        checked = validate_queue_limit(limit)
+
+        def change(old: QueueSettings) -> QueueSettings:
+            if checked is None:
+                self._leased.pop(queue, None)
+            elif queue not in self._leased:
+                self._leased[queue] = {
+                    job.id for job in self._jobs.values()
+                    if job.queue == queue and job.state is JobState.LEASED
+                }
+            return replace(old, limit=checked)
+
+        return self._change_settings(queue, change)
+
+    def queue_infos(self, now: datetime) -> list[QueueInfo]:
+        counts: defaultdict[tuple[str, JobState], int] = defaultdict(int)
+        due: dict[str, tuple[int, datetime | None]] = {}
+        with self._lock:
+            settings = list(self._settings.values())
+            for job in self._jobs.values():
+                counts[(job.queue, job.state)] += 1
+                if job.state is JobState.SCHEDULED and job.due_at <= now:
+                    count, oldest = due.get(job.queue, (0, None))
+                    if oldest is None or job.due_at < oldest:
+                        oldest = job.due_at
+                    due[job.queue] = (count + 1, oldest)
+        return build_queue_infos(settings, counts, due)
+
+    # -- reads --------------------------------------------------------------------------
+
+    def get_job(self, job_id: int) -> JobRecord | None:
+        with self._lock:
+            return self._jobs.get(job_id)
+
+    def list_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        limit: int = 100,
+        newest: bool = False,
+        offset: int = 0,
+    ) -> list[JobRecord]:
+        with self._lock:
+            found: list[JobRecord] = []
+            skip = offset
+            jobs = self._jobs.values()  # dicts keep insertion (= id) order
+            for job in reversed(jobs) if newest else jobs:
+                if (queue is None or job.queue == queue) and (state is None or job.state is state):
+                    if skip > 0:
+                        skip -= 1
+                        continue
+                    found.append(job)
+                    if len(found) >= limit:
+                        break
+            return found
+
+    def count_jobs(self) -> dict[tuple[str, JobState], int]:
+        counts: defaultdict[tuple[str, JobState], int] = defaultdict(int)
+        with self._lock:
+            for job in self._jobs.values():
+                counts[(job.queue, job.state)] += 1
+        return dict(counts)
+
+    def close(self) -> None:
+        pass

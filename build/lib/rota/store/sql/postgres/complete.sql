@@ -1,0 +1,12 @@
+-- Mark many leased jobs succeeded in one statement, each fenced by (id, owner, attempt).
+UPDATE {schema}.jobs AS jobs
+SET state = 'succeeded',
+    finished_at = %(now)s,
+    lease_owner = NULL,
+    lease_expires_at = NULL
+FROM unnest(%(ids)b::bigint[], %(owners)b::text[], %(attempts)b::integer[])
+    AS lease(id, owner, attempt)
+WHERE jobs.id = lease.id
+  AND jobs.state = 'leased'
+  AND jobs.lease_owner = lease.owner
+  AND jobs.attempt = lease.attempt

@@ -1,0 +1,3 @@
+SELECT queue, state, count(*)
+FROM {schema}.jobs
+GROUP BY queue, state

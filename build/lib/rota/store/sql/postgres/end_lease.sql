@@ -1,0 +1,12 @@
+-- End a leased job for good (`state` is dead_lettered, quarantined or cancelled) with its
+-- error, fenced by its lease.
+UPDATE {schema}.jobs
+SET state = %(state)s,
+    last_error = %(error)s,
+    finished_at = %(now)s,
+    lease_owner = NULL,
+    lease_expires_at = NULL
+WHERE id = %(id)s
+  AND state = 'leased'
+  AND lease_owner = %(owner)s
+  AND attempt = %(attempt)s

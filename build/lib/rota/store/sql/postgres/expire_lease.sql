@@ -1,0 +1,20 @@
+-- End a lease that is still held and expired at `now`: retry at `due_at`, or
+-- dead-letter when `due_at` is NULL. Two sweepers racing apply it exactly once: the
+-- second finds the job no longer leased.
+UPDATE {schema}.jobs
+-- A job whose cancel was requested is not retried: it ends cancelled.
+SET state = CASE WHEN %(due_at)s::timestamptz IS NULL THEN 'dead_lettered'
+                 WHEN cancel_requested THEN 'cancelled'
+                 ELSE 'scheduled' END,
+    due_at = coalesce(%(due_at)s::timestamptz, due_at),
+    finished_at = CASE WHEN %(due_at)s::timestamptz IS NULL OR cancel_requested
+                       THEN %(now)s::timestamptz END,
+    last_error = CASE WHEN %(due_at)s::timestamptz IS NOT NULL AND cancel_requested
+                      THEN %(cancelled_error)s::text ELSE %(error)s END,
+    lease_owner = NULL,
+    lease_expires_at = NULL
+WHERE id = %(id)s
+  AND state = 'leased'
+  AND lease_owner = %(owner)s
+  AND attempt = %(attempt)s
+  AND lease_expires_at <= %(now)s

@@ -1,0 +1,17 @@
+-- Hand many unfinished jobs back at their old due time, in one statement, each fenced by
+-- (id, owner, attempt); the attempt they were claimed for does not count.
+UPDATE {schema}.jobs AS jobs
+-- A job whose cancel was requested never goes back to scheduled: it ends cancelled.
+SET state = CASE WHEN jobs.cancel_requested THEN 'cancelled' ELSE 'scheduled' END,
+    attempt = CASE WHEN jobs.cancel_requested THEN jobs.attempt ELSE jobs.attempt - 1 END,
+    last_error = CASE WHEN jobs.cancel_requested THEN %(cancelled_error)s::text
+                      ELSE jobs.last_error END,
+    finished_at = CASE WHEN jobs.cancel_requested THEN %(now)s::timestamptz END,
+    lease_owner = NULL,
+    lease_expires_at = NULL
+FROM unnest(%(ids)b::bigint[], %(owners)b::text[], %(attempts)b::integer[])
+    AS lease(id, owner, attempt)
+WHERE jobs.id = lease.id
+  AND jobs.state = 'leased'
+  AND jobs.lease_owner = lease.owner
+  AND jobs.attempt = lease.attempt

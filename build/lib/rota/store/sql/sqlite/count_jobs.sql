@@ -1,0 +1,1 @@
+SELECT queue, state, count(*) FROM rota_jobs GROUP BY queue, state;

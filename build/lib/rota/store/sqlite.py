@@ -1,0 +1,878 @@
+"""The `sqlite:///path.db` store: the embedded default, for one host and many processes.
+
+Owns the SQLite connection, the schema and its versioned migrations (`PRAGMA
+user_version`), and the mapping between rows and `JobRecord`s. Every query and every
+migration lives in `sql/sqlite/<name>.sql`, loaded by name; only transaction control
+(`BEGIN IMMEDIATE`, `COMMIT`, `ROLLBACK`) is spelled in this file.
+
+Theory of operation:
+- Times are INTEGER microseconds since the Unix epoch (UTC), always passed in (`now`).
+- Every write runs in `BEGIN IMMEDIATE`: it takes SQLite's single write lock up front, so
+  a claim's read and update are one atomic step across threads and processes, and waiting
+  for the lock goes through the busy timeout rather than failing mid-transaction.
+- One connection per store object, guarded by one lock (docs/stores.md gives the reasons
+  and the measurements). Rows are decoded into records outside the lock.
+
+Imports only the standard library, the pure core and the store contract.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from rota.core.jobs import (
+    CANCELLED_ON_REQUEST,
+    JobRecord,
+    JobState,
+    Lease,
+    NewJob,
+    check_new_jobs,
+    check_requeueable,
+    decode_arguments,
+    decode_result,
+    decode_stored_arguments,
+)
+from rota.core.queue_controls import (
+    QueueInfo,
+    QueueSettings,
+    build_queue_infos,
+    validate_queue_limit,
+)
+from rota.core.queues import validate_queue_name
+from rota.core.retention import purgeable_states
+from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
+from rota.store.corrupt import quarantine_undecodable
+
+log = logging.getLogger(__name__)
+
+EXPECTED_FORM = "expected sqlite:///relative/path.db or sqlite:////absolute/path.db"
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+MINIMUM_SQLITE = (3, 35, 0)  # UPDATE ... RETURNING
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+_STATES = {state.value: state for state in JobState}
+_MIGRATION_FILE = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
+# A row as every SELECT/RETURNING of a whole job gives it, in this column order:
+# id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
+# lease_owner, lease_expires_at, started_at, result, cancel_requested, finished_at.
+_Row = tuple[Any, ...]
+
+
+# -- SQL files ----------------------------------------------------------------------------
+
+
+def _sql_folder() -> Any:
+    return files("rota.store") / "sql" / "sqlite"
+
+
+@cache
+def _sql(name: str) -> str:
+    """The text of `sql/sqlite/<name>.sql`."""
+    return str((_sql_folder() / f"{name}.sql").read_text(encoding="utf-8"))
+
+
+def _statements(script: str) -> list[str]:
+    """Split a script into complete statements (SQLite's own tokenizer decides)."""
+    statements: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            statements.append(pending.strip())
+            pending = ""
+    leftover = [ln for ln in pending.splitlines() if ln.strip() and not ln.strip().startswith("--")]
+    if leftover:
+        raise ValueError(f"SQL script ends with an incomplete statement: {pending.strip()!r}")
+    return statements
+
+
+@dataclass(frozen=True, slots=True)
+class _Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+@cache
+def _migrations() -> tuple[_Migration, ...]:
+    """Every migration, in version order; versions run 1, 2, 3, ... with no gap."""
+    found: list[_Migration] = []
+    for entry in _sql_folder().iterdir():
+        match = _MIGRATION_FILE.fullmatch(entry.name)
+        if match is not None:
+            script = entry.read_text(encoding="utf-8")
+            found.append(_Migration(int(match[1]), entry.name, tuple(_statements(script))))
+    found.sort(key=lambda migration: migration.version)
+    versions = [migration.version for migration in found]
+    if versions != list(range(1, len(found) + 1)):
+        raise RuntimeError(f"SQLite migrations must be numbered 1, 2, 3, ...; found {versions}")
+    return tuple(found)
+
+
+def schema_version_known() -> int:
+    """The newest schema version this rota knows."""
+    return _migrations()[-1].version
+
+
+# -- times ----------------------------------------------------------------------------------
+
+
+def _us(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        raise ValueError(
+            f"times must be timezone-aware UTC datetimes; got naive {moment!r}. "
+            "Use datetime(..., tzinfo=UTC) or the App's clock"
+        )
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _at(microseconds: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=microseconds)
+
+
+def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
+    """The record of `row`. `times`, shared by the rows of one batch, memoises the
+    microseconds -> datetime conversions: jobs enqueued together share their due and
+    creation times, and a claim's rows share their lease expiry (~4 % of a drain)."""
+    (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
+     created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
+     finished_at) = row
+    if times is None:
+        times = {}
+    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
+    if (due := times.get(due_at)) is None:
+        due = times[due_at] = _at(due_at)
+    if (created := times.get(created_at)) is None:
+        created = times[created_at] = _at(created_at)
+    expires: datetime | None = None
+    if lease_expires_at is not None and (expires := times.get(lease_expires_at)) is None:
+        expires = times[lease_expires_at] = _at(lease_expires_at)
+    started: datetime | None = None
+    if started_at is not None and (started := times.get(started_at)) is None:
+        started = times[started_at] = _at(started_at)
+    return JobRecord(
+        id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
+        due_at=due, args=args, kwargs=kwargs, last_error=last_error,
+        created_at=created, lease_owner=lease_owner, lease_expires_at=expires,
+        started_at=started, result=decode_result(result),
+        cancel_requested=bool(cancel_requested),
+        arguments_error=arguments_error,
+        finished_at=None if finished_at is None else _at(finished_at),
+    )
+
+
+def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
+             times: dict[int, datetime]) -> JobRecord:
+    """The record of a row the claim just leased (claim.sql's RETURNING columns): what the
+    claim set comes from its parameters rather than back from the row."""
+    (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
+     result, cancel_requested, finished_at) = row
+    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
+    if (due := times.get(due_at)) is None:
+        due = times[due_at] = _at(due_at)
+    if (created := times.get(created_at)) is None:
+        created = times[created_at] = _at(created_at)
+    return JobRecord(
+        job_id, name, queue, JobState.LEASED, attempt, due, args, kwargs, last_error,
+        created, None if finished_at is None else _at(finished_at), owner, expires, started,
+        None if result is None else decode_result(result), bool(cancel_requested),
+        arguments_error,
+    )
+
+
+def _is_busy(error: sqlite3.Error) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(error) or "busy" in str(error)
+
+
+# -- the store ------------------------------------------------------------------------------
+
+
+class SQLiteStore:
+    """The `Store` contract on one SQLite file, shared safely by threads and processes.
+
+    Args:
+        path: the database file; created (with its directory's -wal and -shm neighbours)
+            if missing. Its directory must exist.
+        busy_timeout_s: how long a write waits for another connection's write lock
+            before giving up with `StoreError`. Default 5 s.
+        url: the URL to name in messages; default `sqlite:///<path>`.
+        read_only: open the file read-only, for commands that only read: never creates,
+            migrates or writes it (not even its -wal/-shm neighbours when the directory
+            is read-only), so it works on a file of mode 0444 or in a read-only
+            directory. Writes raise `StoreError`.
+
+    Raises:
+        StoreConfigError: the path cannot be a database file (directory missing, or a
+            directory itself; with `read_only`, a file that does not exist), or
+            `busy_timeout_s` is not a non-negative number.
+        StoreError: SQLite is older than 3.35, the file cannot be opened or is not a
+            database, or it stayed locked longer than the busy timeout while migrating;
+            with `read_only`, its schema is not this rota's (run `rota migrate`).
+        SchemaTooNew: the file was migrated by a newer rota.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        url: str | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self._path = os.fspath(path)
+        self._read_only = read_only
+        self._url = url if url is not None else f"sqlite:///{self._path}"
+        if not isinstance(busy_timeout_s, int | float) or not (
+            math.isfinite(busy_timeout_s) and busy_timeout_s >= 0
+        ):
+            raise StoreConfigError(
+                f"store URL {self._url!r}: busy_timeout_s must be a number of seconds >= 0; "
+                f"got {busy_timeout_s!r}, e.g. ?busy_timeout_s=5 ({EXPECTED_FORM})"
+            )
+        self._busy_timeout_s = float(busy_timeout_s)
+        _require_sqlite_with_returning()
+        self._lock = threading.Lock()
+        self._applied_at_open: list[int] = []
+        self._conn: sqlite3.Connection | None = (
+            self._open_read_only() if read_only else self._open()
+        )
+
+    @classmethod
+    def from_url(cls, url: str, *, read_only: bool = False) -> SQLiteStore:
+        """Open the store `url` names: `sqlite:///relative/path.db` (relative to the working
+        directory) or `sqlite:////absolute/path.db`; optional `?busy_timeout_s=SECONDS`.
+        `read_only`: see the class.
+
+        Raises:
+            StoreConfigError: the URL is malformed; the message names it and the form.
+        """
+        prefix = "sqlite:///"
+        if not isinstance(url, str) or url[: len(prefix)].lower() != prefix:
+            raise StoreConfigError(f"store URL {url!r} is not a SQLite URL; {EXPECTED_FORM}")
+        path, _, query = url[len(prefix):].partition("?")
+        if not path or path.endswith("/"):
+            raise StoreConfigError(f"store URL {url!r} names no database file; {EXPECTED_FORM}")
+        if path == ":memory:" or path.startswith("file:"):
+            raise StoreConfigError(
+                f"store URL {url!r}: in-memory and file: URIs are not supported; "
+                f"{EXPECTED_FORM}, or memory:// for a store that is not durable"
+            )
+        busy_timeout_s = DEFAULT_BUSY_TIMEOUT_S
+        try:
+            options = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query))
+        except ValueError:
+            options = {"": [query]}
+        for key, values in options.items():
+            if key != "busy_timeout_s" or len(values) != 1:
+                raise StoreConfigError(
+                    f"store URL {url!r}: unknown option {key!r}; the only option is "
+                    f"?busy_timeout_s=SECONDS ({EXPECTED_FORM})"
+                )
+            try:
+                busy_timeout_s = float(values[0])
+            except ValueError:
+                raise StoreConfigError(
+                    f"store URL {url!r}: busy_timeout_s must be a number of seconds; "
+                    f"got {values[0]!r} ({EXPECTED_FORM})"
+                ) from None
+        return cls(path, busy_timeout_s=busy_timeout_s, url=url, read_only=read_only)
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self._path!r})"
+
+    # -- opening and migrating --------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        where = Path(self._path)
+        if where.is_dir():
+            raise StoreConfigError(
+                f"store URL {self._url!r} names a directory, not a database file; "
+                f"{EXPECTED_FORM}"
+            )
+        parent = where.parent if str(where.parent) else Path(".")
+        if not parent.is_dir():
+            raise StoreConfigError(
+                f"store URL {self._url!r}: directory {str(parent.resolve())!r} does not exist; "
+                f"create it first ({EXPECTED_FORM})"
+            )
+        try:
+            conn = sqlite3.connect(
+                self._path, timeout=self._busy_timeout_s, isolation_level=None,
+                check_same_thread=False,  # used from many threads, always under self._lock
+            )
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open SQLite store {self._url!r}: {error}") from error
+        try:
+            with self._translate("opening"):
+                for statement in _statements(_sql("connection_pragmas")):
+                    result = conn.execute(statement).fetchone()
+                    if "journal_mode" in statement and (result is None or result[0] != "wal"):
+                        raise StoreError(
+                            f"SQLite store {self._url!r}: could not switch the file to WAL "
+                            f"mode (got {result!r}); put it on a local file system"
+                        )
+                self._applied_at_open = self._migrate(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _read_only_uri(self, *, immutable: bool) -> str:
+        uri = f"{Path(self._path).resolve().as_uri()}?mode=ro"
+        return f"{uri}&immutable=1" if immutable else uri
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A read-only connection (see the class), checked to hold this rota's schema."""
+        where = Path(self._path)
+        if where.is_dir():
+            raise StoreConfigError(
+                f"store URL {self._url!r} names a directory, not a database file; "
+                f"{EXPECTED_FORM}"
+            )
+        if not where.exists():
+            raise StoreConfigError(
+                f"store URL {self._url!r}: file {str(where.resolve())!r} does not exist; "
+                "read-only commands never create a store. Check the path (workers and "
+                f"`rota migrate` create it) ({EXPECTED_FORM})"
+            )
+        try:
+            conn = self._connect_read_only(immutable=False)
+        except sqlite3.Error as error:
+            # In a read-only directory SQLite cannot create the -shm file it needs to read
+            # a WAL file. With no -wal file beside the database, every commit is in the
+            # database itself and nobody can be writing (a writer needs the -wal file, and
+            # cannot create it either): read the file as immutable.
+            if Path(f"{self._path}-wal").exists():
+                raise StoreError(
+                    f"cannot open SQLite store {self._url!r} read-only: {error}. Its "
+                    "directory holds a -wal file this user cannot share; read it as the "
+                    "user that runs the workers"
+                ) from error
+            try:
+                conn = self._connect_read_only(immutable=True)
+            except sqlite3.Error as second:
+                raise StoreError(
+                    f"cannot open SQLite store {self._url!r} read-only: {second}"
+                ) from second
+        try:
+            with self._translate("opening read-only"):
+                known = schema_version_known()
+                version = self._check_version(conn, known)
+                if version != known:
+                    raise StoreError(
+                        f"SQLite store {self._url!r} has schema version {version}, this rota "
+                        f"reads version {known}; read-only commands do not migrate. Run "
+                        f"`rota migrate --store {self._url}` (or start a worker) first"
+                        if version else
+                        f"SQLite file {self._url!r} holds no rota store (schema version 0); "
+                        "check the path"
+                    )
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _connect_read_only(self, *, immutable: bool) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self._read_only_uri(immutable=immutable), uri=True, timeout=self._busy_timeout_s,
+            isolation_level=None, check_same_thread=False,
+        )
+        try:
+            conn.execute(_sql("schema_version")).fetchone()  # opening is lazy: read once
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def schema_version(self) -> int:
+        """The file's schema version (PRAGMA user_version)."""
+        with self._read("reading the schema version") as conn:
+            return self._schema_version(conn)
+
+    def migrate(self) -> list[int]:
+        """Apply the migrations the file lacks; return the versions applied by this store
+        object (opening the store already migrates, so this reports what opening did).
+
+        Raises:
+            SchemaTooNew: if the file was migrated by a newer rota.
+            StoreError: if the store was opened read-only and the file needs migrating.
+        """
+        with self._read("migrating") as conn:
+            applied = self._applied_at_open + self._migrate(conn)
+        self._applied_at_open = []
+        return applied
+
+    def _schema_version(self, conn: sqlite3.Connection) -> int:
+        row = conn.execute(_sql("schema_version")).fetchone()
+        return int(row[0])
+
+    def _migrate(self, conn: sqlite3.Connection) -> list[int]:
+        """Bring the schema up to date; return the versions applied. Safe when many
+        processes open a fresh file at once: the version is re-read under the write lock,
+        so each migration runs exactly once."""
+        known = schema_version_known()
+        if self._check_version(conn, known) == known:
+            return []  # the common case: no write lock taken
+        applied: list[int] = []
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._check_version(conn, known)
+            for migration in _migrations()[version:]:
+                for statement in migration.statements:
+                    conn.execute(statement)
+                if self._schema_version(conn) != migration.version:
+                    raise RuntimeError(
+                        f"migration {migration.name} must end with "
+                        f"PRAGMA user_version = {migration.version};"
+                    )
+                applied.append(migration.version)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return applied
+
+    def _check_version(self, conn: sqlite3.Connection, known: int) -> int:
+        version = self._schema_version(conn)
+        if version > known:
+            raise SchemaTooNew(
+                f"SQLite store {self._url!r} has schema version {version}, but this rota "
+                f"knows versions up to {known}: it was migrated by a newer rota. "
+                "Upgrade rota to use this file"
+            )
+        return version
+
+    # -- transactions and errors --------------------------------------------------------------
+
+    @contextmanager
+    def _translate(self, doing: str) -> Iterator[None]:
+        """Turn sqlite3 errors into StoreError naming the file and what was being done."""
+        try:
+            yield
+        except sqlite3.Error as error:
+            if _is_busy(error):
+                raise StoreError(
+                    f"SQLite store {self._url!r} was busy: another connection held its "
+                    f"write lock for longer than the busy timeout ({self._busy_timeout_s:g} s) "
+                    f"while {doing}; nothing was written. Retry, raise ?busy_timeout_s=, or "
+                    "find the process holding a long transaction"
+                ) from error
+            raise StoreError(f"SQLite store {self._url!r}: {doing} failed: {error}") from error
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(
+                f"SQLite store {self._url!r} is closed; open a new one with open_store(url)"
+            )
+        return self._conn
+
+    @contextmanager
+    def _write(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction: all of it commits, or none of it does."""
+        if self._read_only:
+            raise StoreError(
+                f"SQLite store {self._url!r} was opened read-only; {doing} needs a writable "
+                "store: open it without read_only"
+            )
+        with self._lock, self._translate(doing):
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    @contextmanager
+    def _read(self, doing: str) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._translate(doing):
+            yield self._connection()
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        if not jobs:
+            return []
+        check_new_jobs(jobs)  # the same jobs refused on every store
+        created_at = _us(now)
+        rows = []
+        for job in jobs:
+            decode_arguments(job.args_json, job.kwargs_json)  # bad JSON fails before writing
+            rows.append(
+                (job.name, job.queue, _us(job.due_at), job.args_json, job.kwargs_json, created_at)
+            )
+        with self._write("enqueueing") as conn:
+            conn.executemany(_sql("enqueue"), rows)
+            (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
+        # AUTOINCREMENT under the write lock hands one batch consecutive ids.
+        return list(range(last_id - len(rows) + 1, last_id + 1))
+
+    def claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        *,
+        now: datetime,
+        owner: str,
+        lease_expires_at: datetime,
+    ) -> list[JobRecord]:
+        if limit <= 0 or not queues:
+            return []
+        expires_us = _us(lease_expires_at)
+        params: dict[str, object] = {
+            "now": _us(now), "owner": owner, "lease_expires_at": expires_us,
+        }
+        claim_sql = _sql("claim")
+        claimed: list[_Row] = []
+        # One UPDATE per Queue inside one transaction: each is an index range scan of at
+        # most `limit` rows, and the given Queue order needs no sort over all due jobs.
+        with self._write("claiming") as conn:
+            for queue in queues:
+                remaining = limit - len(claimed)
+                if remaining <= 0:
+                    break
+                params["queue"] = queue
+                params["limit"] = remaining
+                rows = conn.execute(claim_sql, params).fetchall()
+                rows.sort(key=lambda row: (row[4], row[0]))  # RETURNING order is unspecified
+                claimed.extend(rows)
+        times: dict[int, datetime] = {}
+        return quarantine_undecodable(
+            self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now)
+
+    def complete(
+        self, leases: Sequence[Lease], now: datetime,
+        results: Sequence[str | None] | None = None,
+    ) -> int:
+        if not leases:
+            return 0
+        finished_at = _us(now)
+        if results is None:  # no results to store: the statement without that column
+            plain = [(finished_at, lease.job_id, lease.owner, lease.attempt)
+                     for lease in leases]
+            with self._write("completing jobs") as conn:
+                return conn.executemany(_sql("complete_no_results"), plain).rowcount
+        rows = [
+            (result, finished_at, lease.job_id, lease.owner, lease.attempt)
+            for lease, result in zip(leases, results, strict=True)
+        ]
+        with self._write("completing jobs") as conn:
+            return conn.executemany(_sql("complete"), rows).rowcount
+
+    def release(self, leases: Sequence[Lease], now: datetime) -> int:
+        if not leases:
+            return 0
+        finished_at = _us(now)  # of a job whose cancel was requested: it ends cancelled
+        rows = [(CANCELLED_ON_REQUEST, finished_at, lease.job_id, lease.owner, lease.attempt)
+                for lease in leases]
+        with self._write("releasing jobs") as conn:
+            return conn.executemany(_sql("release"), rows).rowcount
+
+    def _end_lease(self, name: str, lease: Lease, doing: str, **params: object) -> bool:
+        params.update(id=lease.job_id, owner=lease.owner, attempt=lease.attempt)
+        with self._write(doing) as conn:
+            return conn.execute(_sql(name), params).rowcount == 1
+
+    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
+        return self._end_lease("retry", lease, "retrying a job", now=_us(now),
+                               due_at=_us(due_at), error=error,
+                               cancelled_error=CANCELLED_ON_REQUEST)
+
+    def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
+        return self._end_lease(
+            "dead_letter", lease, "dead-lettering a job", now=_us(now), error=error
+        )
+
+    def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
+        return self._end_lease(
+            "quarantine", lease, "quarantining a job", now=_us(now), error=error
+        )
+
+    def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
+        return self._end_lease("cancel_leased", lease, "cancelling a leased job",
+                               now=_us(now), error=error)
+
+    def heartbeat(
+        self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
+    ) -> Renewal:
+        if not leases:
+            return Renewal()
+        renewed: set[int] = set()
+        cancel_requested: set[int] = set()
+        params: dict[str, object] = {"now": _us(now), "lease_expires_at": _us(lease_expires_at)}
+        heartbeat_sql = _sql("heartbeat")
+        with self._write("renewing leases") as conn:
+            for lease in leases:
+                params.update(id=lease.job_id, owner=lease.owner, attempt=lease.attempt)
+                for job_id, cancel in conn.execute(heartbeat_sql, params):
+                    renewed.add(job_id)
+                    if cancel:
+                        cancel_requested.add(job_id)
+        return Renewal(renewed, cancel_requested)
+
+    def expire_lease(
+        self, lease: Lease, now: datetime, due_at: datetime | None, error: str
+    ) -> bool:
+        if due_at is None:
+            return self._end_lease(
+                "expire_lease_dead_letter", lease, "expiring a lease", now=_us(now), error=error
+            )
+        return self._end_lease(
+            "expire_lease_retry", lease, "expiring a lease",
+            now=_us(now), due_at=_us(due_at), error=error, cancelled_error=CANCELLED_ON_REQUEST,
+        )
+
+    def cancel(self, job_id: int, now: datetime) -> bool:
+        with self._write("cancelling a job") as conn:
+            return conn.execute(_sql("cancel"), {"id": job_id, "now": _us(now)}).rowcount == 1
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        chosen = purgeable_states(states)
+        if limit <= 0:
+            return 0
+        params: dict[str, object] = {"finished_before": _us(finished_before)}
+        deleted = 0
+        # One write transaction of at most `limit` deletions: the write lock is held for
+        # one bounded batch, then claims get their turn (the caller paces the batches).
+        with self._write("purging finished jobs") as conn:
+            for state in chosen:
+                params.update(state=state.value, limit=limit - deleted)
+                deleted += conn.execute(_sql("purge"), params).rowcount
+                if deleted >= limit:
+                    break
+        return deleted
+
+    def requeue(self, job_id: int, now: datetime) -> bool:
+        with self._write("requeueing a job") as conn:
+            return conn.execute(_sql("requeue"), {"id": job_id, "now": _us(now)}).rowcount == 1
+
+    def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
+        params = {"state": check_requeueable(state).value, "queue": queue, "now": _us(now)}
+        with self._write("requeueing jobs") as conn:
+            return int(conn.execute(_sql("requeue_many"), params).rowcount)
+
+    # -- Queue controls -----------------------------------------------------------------------
+
+    def _change_settings(self, name: str, params: dict[str, object]) -> QueueSettings:
+        with self._write("changing Queue settings") as conn:
+            queue, paused, limit = conn.execute(_sql(name), params).fetchone()
+        return QueueSettings(queue, paused=bool(paused), limit=limit)
+
+    def pause_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": 1})
+
+    def resume_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": 0})
+
+    def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
+        return self._change_settings("set_queue_limit", {
+            "queue": validate_queue_name(queue), "limit": validate_queue_limit(limit)})
+
+    def queue_infos(self, now: datetime) -> list[QueueInfo]:
+        with self._read("reading Queues") as conn:
+            rows = conn.execute(_sql("queue_infos"), {"now": _us(now)}).fetchall()
+        settings: list[QueueSettings] = []
+        counts: dict[tuple[str, JobState], int] = {}
+        due: dict[str, tuple[int, datetime | None]] = {}
+        for queue, state, count, due_count, oldest, paused, limit in rows:
+            if state is None:
+                settings.append(QueueSettings(queue, paused=bool(paused), limit=limit))
+                continue
+            counts[(queue, _STATES[state])] = count
+            if due_count:
+                due[queue] = (due_count, _at(oldest))
+        return build_queue_infos(settings, counts, due)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
+        with self._read("finding expired leases") as conn:
+            rows = conn.execute(
+                _sql("find_expired_leases"), {"now": _us(now), "limit": limit}
+            ).fetchall()
+        return [_record(row) for row in rows]
+
+    def get_job(self, job_id: int) -> JobRecord | None:
+        with self._read("reading a job") as conn:
+            row = conn.execute(_sql("get_job"), {"id": job_id}).fetchone()
+        return None if row is None else _record(row)
+
+    def list_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        limit: int = 100,
+        newest: bool = False,
+        offset: int = 0,
+    ) -> list[JobRecord]:
+        params = {
+            "queue": queue, "state": None if state is None else state.value, "limit": limit,
+            "offset": offset,
+        }
+        with self._read("listing jobs") as conn:
+            rows = conn.execute(_sql("list_jobs_newest" if newest else "list_jobs"),
+                                params).fetchall()
+        return [_record(row) for row in rows]
+
+    def count_jobs(self) -> dict[tuple[str, JobState], int]:
+        with self._read("counting jobs") as conn:
+            rows = conn.execute(_sql("count_jobs")).fetchall()
+        return {(queue, _STATES[state]): count for queue, state, count in rows}
+
+    def listen(self, on_enqueue: Callable[[str], None]) -> Callable[[], None]:
+        """Wake-up hints for enqueues made by other processes sharing the file.
+
+        SQLite has no notifications, so a watcher thread with its own connection reads
+        `PRAGMA data_version` every 20 ms (it changes only when another connection
+        commits) and, when it changed, the Queues of the jobs added since: an idle worker
+        picks up a job enqueued by another process within a few tens of milliseconds
+        instead of at its next poll. An optimisation only: polling stays the truth.
+
+        Returns:
+            A function that stops the watcher and closes its connection.
+        """
+        watcher = _EnqueueWatcher(self, on_enqueue)
+        watcher.start()
+        return watcher.stop
+
+    def _watch_connection(self) -> sqlite3.Connection:
+        if self._read_only:
+            return self._connect_read_only(immutable=False)
+        return sqlite3.connect(
+            self._path, timeout=self._busy_timeout_s, isolation_level=None,
+            check_same_thread=False,  # opened by the caller of listen(), used by the watcher
+        )
+
+    def checkpoint_wal(self) -> int:
+        """Fold the -wal file back into the database, as far as readers allow, without
+        waiting (a PASSIVE checkpoint); once all of it is folded back, the next write
+        starts the WAL over, truncated to 4 MiB. Workers call it on a cadence
+        (`rota.worker.checkpoint`). A read-only store does nothing.
+
+        Returns:
+            The WAL frames (pages) left to fold back because readers still use them;
+            0 when the whole WAL is in the database.
+        """
+        if self._read_only:
+            return 0
+        with self._read("checkpointing the WAL") as conn:
+            row = conn.execute(_sql("wal_checkpoint")).fetchone()
+        _busy, wal_frames, folded = row
+        return max(int(wal_frames) - int(folded), 0)
+
+    def close(self) -> None:
+        """Close the connection; idempotent. Later calls raise StoreError."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _require_sqlite_with_returning() -> None:
+    if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
+        needed = ".".join(map(str, MINIMUM_SQLITE))
+        raise StoreError(
+            f"rota's SQLite store needs SQLite {needed} or newer (for UPDATE ... RETURNING); "
+            f"this Python uses SQLite {sqlite3.sqlite_version}. Use a newer Python build, or "
+            "a postgresql:// store"
+        )
+
+
+class _EnqueueWatcher:
+    """The thread behind `SQLiteStore.listen` (see there). Owns its connection."""
+
+    INTERVAL_S = 0.02
+    UNEXPECTED_BACKOFF_S = 1.0
+
+    def __init__(self, store: SQLiteStore, on_enqueue: Callable[[str], None]) -> None:
+        self._on_enqueue = on_enqueue
+        self._url = store.url
+        self._stopping = threading.Event()
+        self._conn = store._watch_connection()
+        try:
+            with store._translate("starting the enqueue watcher"):
+                self._version = self._conn.execute(_sql("data_version")).fetchone()[0]
+                self._newest = int(self._conn.execute(_sql("newest_job_id")).fetchone()[0])
+        except BaseException:
+            self._conn.close()
+            raise
+        self._thread = threading.Thread(
+            target=self._run, name="rota-sqlite-watch", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        delay_s = self.INTERVAL_S
+        try:
+            while not self._stopping.wait(delay_s):
+                delay_s = self.INTERVAL_S
+                try:
+                    self._check()
+                except sqlite3.Error as error:  # busy, or the file went away: try later
+                    log.debug("enqueue watcher on %s: %s", self._url, error)
+                except Exception:
+                    # Anything else (a bug): log it, back off, go on; hints are only an
+                    # optimisation, but a dead watcher would be silent.
+                    delay_s = self.UNEXPECTED_BACKOFF_S
+                    log.exception("enqueue watcher on %s failed unexpectedly; retrying in "
+                                  "%.0f s", self._url, delay_s)
+        finally:
+            self._conn.close()
+
+    def _check(self) -> None:
+        version = self._conn.execute(_sql("data_version")).fetchone()[0]
+        if version == self._version:
+            return
+        self._version = version
+        rows = self._conn.execute(_sql("enqueued_since"), {"after": self._newest}).fetchall()
+        for queue, newest in rows:
+            self._newest = max(self._newest, int(newest))
+            try:
+                self._on_enqueue(str(queue))
+            except Exception:
+                log.exception("an on_enqueue callback failed; hint dropped")

@@ -1,0 +1,87 @@
+"""Outcome events: one value per finished job attempt, for metrics and monitoring.
+
+`App.on_outcome(callback)` registers a callback; both drives (`run_until_idle` and the
+real-time runtime) call it once per attempt, after the handler returned or raised.
+
+Pure values; imports only the core.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import Enum
+
+from rota.core.jobs import JobRecord
+from rota.core.outcomes import Cancelled, DeadLettered, Outcome, Quarantined, RetryAt
+
+logger = logging.getLogger("rota")
+
+
+class OutcomeKind(Enum):
+    """What became of one attempt."""
+
+    SUCCEEDED = "succeeded"
+    RETRIED = "retried"  # failed; scheduled again after a backoff
+    DEAD_LETTERED = "dead_lettered"  # failed its last allowed attempt
+    QUARANTINED = "quarantined"  # no handler for its job name; not run
+    CANCELLED = "cancelled"  # its cancel was requested while it ran
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeEvent:
+    """One finished attempt at a job.
+
+    `duration` is measured on the App's clock (zero under a VirtualClock that nobody
+    advances). `error` is `"TypeName: message"` for failures, None on success. `retry_at`
+    is when a retried job is due again. The event says what the handler did; the store
+    may still ignore the outcome if the lease was lost meanwhile (the job then runs again).
+    """
+
+    job_id: int
+    job_name: str
+    queue: str
+    group: str
+    attempt: int
+    kind: OutcomeKind
+    started_at: datetime
+    finished_at: datetime
+    error: str | None = None
+    retry_at: datetime | None = None
+
+    @property
+    def duration(self) -> timedelta:
+        return self.finished_at - self.started_at
+
+
+OutcomeCallback = Callable[[OutcomeEvent], object]
+
+
+def outcome_event(
+    job: JobRecord, group: str, outcome: Outcome, started_at: datetime, finished_at: datetime
+) -> OutcomeEvent:
+    kind, error, retry_at = OutcomeKind.SUCCEEDED, None, None
+    if isinstance(outcome, RetryAt):
+        kind, error, retry_at = OutcomeKind.RETRIED, outcome.error, outcome.due_at
+    elif isinstance(outcome, DeadLettered):
+        kind, error = OutcomeKind.DEAD_LETTERED, outcome.error
+    elif isinstance(outcome, Quarantined):
+        kind, error = OutcomeKind.QUARANTINED, outcome.error
+    elif isinstance(outcome, Cancelled):
+        kind, error = OutcomeKind.CANCELLED, outcome.error
+    return OutcomeEvent(
+        job_id=job.id, job_name=job.name, queue=job.queue, group=group, attempt=job.attempt,
+        kind=kind, started_at=started_at, finished_at=finished_at, error=error,
+        retry_at=retry_at,
+    )
+
+
+def emit(callbacks: Sequence[OutcomeCallback], event: OutcomeEvent) -> None:
+    """Call every callback; one that raises is logged and never stops the worker."""
+    for callback in callbacks:
+        try:
+            callback(event)
+        except Exception:
+            logger.warning("on_outcome callback %r raised; ignored", callback, exc_info=True)
