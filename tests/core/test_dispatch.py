@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import rota.core
 from rota import Strict, Weighted
-from rota.core.dispatch import ClaimRequest, Dispatcher, WeightedDispatcher
+from rota.core.dispatch import ClaimRequest, Dispatcher, PassPlan, WeightedDispatcher
 from tests.core.backlog import (
     UNLIMITED,
     Backlog,
@@ -349,16 +349,22 @@ def test_credits_move_only_when_jobs_are_served(
     assert result.dispatched and dispatcher.credits == before
 
 
-def test_each_serve_charges_one_nginx_step(
-    make_dispatcher: Callable[..., WeightedDispatcher],
-) -> None:
-    dispatcher = make_dispatcher(6, 3, 1)
-    plan = dispatcher.begin_pass(3)
-    backlog = backlogged(3)
+def fully_claimed_pass(dispatcher: WeightedDispatcher, free: int) -> PassPlan:
+    """A pass of `free` slots over a backlog in every Queue, one claim round made."""
+    plan = dispatcher.begin_pass(free)
+    backlog = backlogged(len(dispatcher.weights))
     for request in plan.next_claims():
         jobs = backlog.claim(request)
         assert jobs is not None
         plan.claimed(request, jobs)
+    return plan
+
+
+def test_each_serve_charges_one_nginx_step(
+    make_dispatcher: Callable[..., WeightedDispatcher],
+) -> None:
+    dispatcher = make_dispatcher(6, 3, 1)
+    plan = fully_claimed_pass(dispatcher, 3)
     assert plan.next_claims() == []
     assert queues_of(plan.dispatch_order()) == ["a", "b", "a"]
     expected = [[-4, 3, 1], [2, -4, 2], [-2, -1, 3]]
@@ -374,12 +380,7 @@ def test_a_skipped_job_charges_nothing_and_the_next_serve_charges_its_own_step(
 ) -> None:
     # Given a 6:3:1 pass dispatching a, b, a
     dispatcher = make_dispatcher(6, 3, 1)
-    plan = dispatcher.begin_pass(3)
-    backlog = backlogged(3)
-    for request in plan.next_claims():
-        jobs = backlog.claim(request)
-        assert jobs is not None
-        plan.claimed(request, jobs)
+    plan = fully_claimed_pass(dispatcher, 3)
     assert queues_of(plan.dispatch_order()) == ["a", "b", "a"]
     # When the first is served, the second handed back unserved, the third served
     plan.serve()
