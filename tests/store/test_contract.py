@@ -296,6 +296,20 @@ def test_list_and_count_jobs(store: Store) -> None:
     }
 
 
+def test_list_jobs_filters_by_job_name(store: Store) -> None:
+    # Given jobs of two names on two Queues (the dashboard's Jobs page filters by name)
+    mails = store.enqueue([new("a", name="send-mail"), new("b", name="send-mail")], T0)
+    (report,) = store.enqueue([new("a", name="build-report")], T0)
+    # Then a name filter keeps only that name's jobs, combined with the other filters
+    assert [job.id for job in store.list_jobs(name="send-mail")] == mails
+    assert [job.id for job in store.list_jobs(name="send-mail", newest=True)] == mails[::-1]
+    assert [job.id for job in store.list_jobs(name="send-mail", queue="b")] == [mails[1]]
+    assert [job.id for job in store.list_jobs(name="build-report",
+                                              state=JobState.SCHEDULED)] == [report]
+    assert [job.id for job in store.list_jobs(name="send-mail", offset=1)] == [mails[1]]
+    assert store.list_jobs(name="nobody") == []
+
+
 def test_unicode_queue_names_and_arguments_round_trip(store: Store) -> None:
     (job_id,) = store.enqueue(
         [NewJob("naïve-job", "файлы", T0, '["日本", {"k": [1, 2.5, null, true]}]', "{}")], T0

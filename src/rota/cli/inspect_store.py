@@ -15,13 +15,14 @@ from rota.core.jobs import JobRecord, JobState
 
 def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "jobs", help="list jobs, filtered by state and Queue",
+        "jobs", help="list jobs, filtered by state, Queue and job name",
         description="List jobs in id order (oldest first; --newest for newest first), a "
         "page at a time: --limit N jobs after skipping --offset M.")
     add_store_options(parser, json_help="print JSON instead of a table")
     parser.add_argument("--state", choices=[s.value for s in JobState],
                         help="only jobs in this state")
     parser.add_argument("--queue", metavar="QUEUE", help="only jobs on this Queue")
+    parser.add_argument("--name", metavar="NAME", help="only jobs with this job name")
     parser.add_argument("--limit", type=count_arg, default=50, metavar="N",
                         help="at most N jobs (default 50)")
     parser.add_argument("--newest", action="store_true", help="newest jobs first")
@@ -53,7 +54,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     with opened_store(args.store, args.app, read_only=True) as store:
         jobs = store.list_jobs(
             queue=args.queue, state=JobState(args.state) if args.state else None,
-            limit=args.limit, newest=args.newest, offset=args.offset,
+            limit=args.limit, newest=args.newest, offset=args.offset, name=args.name,
         )
     if args.json:
         print(json.dumps([job_as_json(job) for job in jobs], indent=2))

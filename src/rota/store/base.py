@@ -195,9 +195,10 @@ class Store(Protocol):
         limit: int = 100,
         newest: bool = False,
         offset: int = 0,
+        name: str | None = None,
     ) -> list[JobRecord]:
-        """Jobs in id order (`newest`: descending), optionally filtered by Queue and state;
-        `offset` skips that many matching jobs first (paging)."""
+        """Jobs in id order (`newest`: descending), optionally filtered by Queue, state and
+        job `name` (exact); `offset` skips that many matching jobs first (paging)."""
         ...
 
     def count_jobs(self) -> dict[tuple[str, JobState], int]:

@@ -368,13 +368,15 @@ class MemoryStore:
         limit: int = 100,
         newest: bool = False,
         offset: int = 0,
+        name: str | None = None,
     ) -> list[JobRecord]:
         with self._lock:
             found: list[JobRecord] = []
             skip = offset
             jobs = self._jobs.values()  # dicts keep insertion (= id) order
             for job in reversed(jobs) if newest else jobs:
-                if (queue is None or job.queue == queue) and (state is None or job.state is state):
+                if ((queue is None or job.queue == queue) and (state is None or job.state is state)
+                        and (name is None or job.name == name)):
                     if skip > 0:
                         skip -= 1
                         continue

@@ -731,12 +731,13 @@ class PostgresStore:
         limit: int = 100,
         newest: bool = False,
         offset: int = 0,
+        name: str | None = None,
     ) -> list[JobRecord]:
         if limit <= 0:
             return []
         rows, _ = self._execute("list_jobs_newest" if newest else "list_jobs", {
             "queue": queue, "state": state.value if state is not None else None,
-            "limit": limit, "offset": offset,
+            "limit": limit, "offset": offset, "name": name,
         })
         return [_record(row) for row in rows]
 

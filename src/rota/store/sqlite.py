@@ -742,10 +742,11 @@ class SQLiteStore:
         limit: int = 100,
         newest: bool = False,
         offset: int = 0,
+        name: str | None = None,
     ) -> list[JobRecord]:
         params = {
             "queue": queue, "state": None if state is None else state.value, "limit": limit,
-            "offset": offset,
+            "offset": offset, "name": name,
         }
         with self._read("listing jobs") as conn:
             rows = conn.execute(_sql("list_jobs_newest" if newest else "list_jobs"),
