@@ -1,0 +1,86 @@
+"""`/metrics`: the store's state in the Prometheus text format, computed at each scrape.
+
+Gauges from the store (`queue_infos` at the scrape's `now`):
+- `rota_queue_jobs{queue,state}`: jobs per Queue and state (every state, 0 if none).
+- `rota_queue_due_jobs{queue}`: scheduled jobs due now.
+- `rota_queue_oldest_due_age_seconds{queue}`: how long the longest-waiting due job has
+  waited (0 when none is due, so an alert on "> N" stays quiet for an idle Queue).
+- `rota_queue_paused{queue}`: 1 if paused, else 0; `rota_queue_limit{queue}`: the limit,
+  for Queues that have one.
+From the worker registry (`sources.observe_groups`): `rota_group_workers{group}`,
+`rota_group_in_flight{group}`, and the counter `rota_jobs_total{group,queue,outcome}`.
+
+Each dashboard has its own `CollectorRegistry` (never prometheus_client's global one), so
+mounting two dashboards, or importing rota beside other metrics, never clashes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import datetime
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from rota.core.jobs import JobState
+from rota.core.queue_controls import QueueInfo
+from rota.dashboard.sources import GroupObservation
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+Snapshot = tuple[datetime, list[QueueInfo], list[GroupObservation], list[tuple[str, str, str, int]]]
+
+
+class StoreCollector(Collector):
+    """Reads a fresh snapshot from `snapshot()` at every scrape."""
+
+    def __init__(self, snapshot: Callable[[], Snapshot]) -> None:
+        self._snapshot = snapshot
+
+    def collect(self) -> Iterator[Metric]:
+        now, infos, groups, served = self._snapshot()
+        jobs = GaugeMetricFamily("rota_queue_jobs", "Jobs per Queue and state.",
+                                 labels=["queue", "state"])
+        due = GaugeMetricFamily("rota_queue_due_jobs", "Scheduled jobs due now, per Queue.",
+                                labels=["queue"])
+        age = GaugeMetricFamily(
+            "rota_queue_oldest_due_age_seconds",
+            "How long the longest-waiting due job of the Queue has waited (0: none due).",
+            labels=["queue"])
+        paused = GaugeMetricFamily("rota_queue_paused", "1 if the Queue is paused.",
+                                   labels=["queue"])
+        limit = GaugeMetricFamily("rota_queue_limit",
+                                  "The Queue's concurrency limit (Queues with one only).",
+                                  labels=["queue"])
+        for info in infos:
+            for state in JobState:
+                jobs.add_metric([info.name, state.value], info.counts.get(state, 0))
+            due.add_metric([info.name], info.due)
+            waited = 0.0 if info.oldest_due_at is None else \
+                max(0.0, (now - info.oldest_due_at).total_seconds())
+            age.add_metric([info.name], waited)
+            paused.add_metric([info.name], 1 if info.paused else 0)
+            if info.limit is not None:
+                limit.add_metric([info.name], info.limit)
+        workers = GaugeMetricFamily("rota_group_workers",
+                                    "Live worker processes running the Worker Group.",
+                                    labels=["group"])
+        in_flight = GaugeMetricFamily("rota_group_in_flight",
+                                      "Jobs of the Worker Group running now.", labels=["group"])
+        for group in groups:
+            workers.add_metric([group.name], group.workers)
+            in_flight.add_metric([group.name], group.in_flight)
+        total = CounterMetricFamily(
+            "rota_jobs_total", "Jobs served, per Worker Group, Queue and outcome (from the "
+            "worker registry's served history).", labels=["group", "queue", "outcome"])
+        for group_name, queue, outcome, count in served:
+            total.add_metric([group_name, queue, outcome], count)
+        yield from (jobs, due, age, paused, limit, workers, in_flight, total)
+
+
+def render(snapshot: Callable[[], Snapshot]) -> bytes:
+    """The Prometheus text of one scrape (blocking: it reads the store)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StoreCollector(snapshot))
+    return generate_latest(registry)

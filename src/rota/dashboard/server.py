@@ -1,0 +1,568 @@
+"""The dashboard's ASGI application (Starlette): routes, input checks, rendering.
+
+Reads go through a read-only store where the URL allows it; actions go through an `App`
+over a writable store, opened on the first action (so a dashboard nobody clicks never
+writes). Store calls are blocking, so every handler runs them in a worker thread.
+
+Every input is checked before it reaches the store: job ids by the `MAX_JOB_ID` rule,
+Queue names by `validate_queue_name`, states by `JobState`, limits by
+`validate_queue_limit`; the stores pass values as SQL parameters only. Templates escape
+everything (Jinja2 autoescape); a strict Content-Security-Policy forbids inline scripts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import parse_qs, urlencode
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from rota.app import App
+from rota.core.clock import Clock, SystemClock
+from rota.core.groups import WorkerGroupOptions
+from rota.core.jobs import MAX_JOB_ID, JobState
+from rota.core.queue_controls import QueueInfo, validate_queue_limit
+from rota.core.queues import validate_queue_name
+from rota.dashboard import auth, metrics, views
+from rota.dashboard.sources import GroupObservation, observe_groups
+from rota.store import Store, StoreError, open_store
+
+HERE = Path(__file__).parent
+DEFAULT_WINDOW = timedelta(minutes=60)
+PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+
+T = TypeVar("T")
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
+    "img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+
+
+class BadInput(Exception):
+    """A request parameter that is not valid: 400 (or 404 for `not_found`)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Source:
+    """The store(s), the clock and the groups one dashboard shows."""
+
+    def __init__(
+        self, source: str | Store | App, *, clock: Clock | None = None,
+        window: timedelta = DEFAULT_WINDOW,
+    ) -> None:
+        self.window = window
+        self._owned: list[Store] = []
+        self._lock = threading.Lock()
+        self._url: str | None = None
+        self._actions: App | None = None
+        self.defined: list[WorkerGroupOptions] = []
+        if isinstance(source, App):
+            self.reads: Store = source.store
+            self._actions = source
+            self.defined = source.worker_groups
+            self.clock: Clock = clock or source.clock
+        elif isinstance(source, str):
+            self._url = source
+            self.reads = open_store(source, read_only=True)
+            self._owned.append(self.reads)
+            if source.split("://", 1)[0].lower() == "memory":
+                self._actions = App(self.reads)  # one in-process store for both
+            self.clock = clock or SystemClock()
+        elif isinstance(source, Store):
+            self.reads = source
+            self._actions = App(source, clock=clock)
+            self.clock = clock or SystemClock()
+        else:
+            raise TypeError(
+                "create_app takes a store URL, a rota.Store or a rota.App; got "
+                f"{source!r}")
+
+    @property
+    def url(self) -> str:
+        return self.reads.url
+
+    def actions(self) -> App:
+        """An App over a writable store (opened on first use when reads are read-only)."""
+        with self._lock:
+            if self._actions is None:
+                assert self._url is not None
+                store = open_store(self._url)
+                self._owned.append(store)
+                self._actions = App(store, clock=self.clock)
+            return self._actions
+
+    def groups(self, now: datetime) -> list[GroupObservation]:
+        return observe_groups(self.reads, now, self.window, self.defined)
+
+    def close(self) -> None:
+        with self._lock:
+            owned, self._owned = self._owned, []
+        for store in owned:
+            store.close()
+
+
+def _job_id(text: str) -> int:
+    try:
+        value = int(text) if text.isascii() and text.isdigit() else 0
+    except ValueError:  # pragma: no cover - isdigit already checked
+        value = 0
+    if not 0 < value <= MAX_JOB_ID:
+        raise BadInput(f"job ids are whole numbers from 1 to {MAX_JOB_ID}; got {text!r}")
+    return value
+
+
+def _queue(text: str) -> str:
+    try:
+        return validate_queue_name(text)
+    except (TypeError, ValueError) as error:
+        raise BadInput(str(error)) from None
+
+
+def _count(text: str | None, what: str, default: int, maximum: int) -> int:
+    if text is None or text == "":
+        return default
+    value = int(text) if text.isascii() and text.isdigit() else -1
+    if not 0 <= value <= maximum:
+        raise BadInput(f"{what} must be a whole number from 0 to {maximum}; got {text!r}")
+    return value
+
+
+def _state(text: str | None) -> JobState | None:
+    if not text:
+        return None
+    try:
+        return JobState(text)
+    except ValueError:
+        names = ", ".join(s.value for s in JobState)
+        raise BadInput(f"state must be one of {names}; got {text!r}") from None
+
+
+def _limit(value: object) -> int | None:
+    """A limit from a form (text) or JSON (int or null): a whole number >= 0, or none."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in {"", "none"}):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if not (text.isascii() and text.isdigit()):
+            raise BadInput(f"limit must be a whole number >= 0, or none; got {value!r}")
+        value = int(text)
+    try:
+        return validate_queue_limit(value)
+    except (TypeError, ValueError) as error:
+        raise BadInput(str(error)) from None
+
+
+class Dashboard:
+    """The routes of one dashboard over one `Source`."""
+
+    def __init__(self, source: Source, token: str | None) -> None:
+        if token is not None and not token.strip():
+            raise ValueError("the dashboard token must not be empty; omit it for no token")
+        self.source = source
+        self.token = token
+        self.templates = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(HERE / "templates"),
+            autoescape=True, undefined=jinja2.StrictUndefined,
+        )
+        self.templates.filters["about"] = views.about
+        self.templates.filters["ago"] = views.ago
+        self.templates.filters["pct"] = lambda share: "" if share is None else f"{share:.0%}"
+        self.templates.filters["tojson_pretty"] = lambda value: json.dumps(
+            value, indent=2, ensure_ascii=False)
+
+    # -- helpers ----------------------------------------------------------------------
+
+    async def _call(self, func: Callable[[], T]) -> T:
+        return await run_in_threadpool(func)
+
+    def _base(self, request: Request) -> str:
+        return str(request.scope.get("root_path", "")).rstrip("/")
+
+    def _page(self, request: Request, template: str, status: int = 200,
+              **context: Any) -> HTMLResponse:
+        base = self._base(request)
+        html = self.templates.get_template(template).render(
+            base=base, store_url=self.source.url, token_set=self.token is not None,
+            logged_in=self._may_act(request), path=request.url.path,
+            here=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
+            **context)
+        return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+    def _json(self, data: object, status: int = 200, **headers: str) -> JSONResponse:
+        return JSONResponse(data, status_code=status, headers={**SECURITY_HEADERS, **headers})
+
+    def _wants_html(self, request: Request) -> bool:
+        return "text/html" in request.headers.get("accept", "")
+
+    def _may_act(self, request: Request) -> bool:
+        return auth.token_matches(
+            self.token, authorization=request.headers.get("authorization"),
+            cookie=request.cookies.get(auth.COOKIE_NAME))
+
+    def _error(self, request: Request, message: str, status: int) -> Response:
+        """A page for people (pages, and form posts from them), JSON for the API."""
+        page = not request.url.path.startswith(f"{self._base(request)}/api/")
+        if page or (request.method == "POST" and self._wants_html(request)):
+            return self._page(request, "error.html", status=status, message=message,
+                              status_code=status)
+        return self._json({"error": message}, status=status)
+
+    async def _snapshot(self) -> tuple[datetime, list[QueueInfo], list[GroupObservation]]:
+        def read() -> tuple[datetime, list[QueueInfo], list[GroupObservation]]:
+            now = self.source.clock.now()
+            return now, self.source.reads.queue_infos(now), self.source.groups(now)
+        return await self._call(read)
+
+    async def _form(self, request: Request) -> dict[str, Any]:
+        """The body of a POST: JSON, or a URL-encoded form (one value per field)."""
+        body = await request.body()
+        if len(body) > 64 * 1024:
+            raise BadInput("request body too large (64 KiB at most)", status=413)
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if not body:
+            return {}
+        if kind == "application/json":
+            try:
+                data = json.loads(body)
+            except ValueError:
+                raise BadInput("the body is not valid JSON") from None
+            if not isinstance(data, dict):
+                raise BadInput("the JSON body must be an object, e.g. {\"limit\": 5}")
+            return data
+        if kind in {"application/x-www-form-urlencoded", ""}:
+            try:
+                fields = parse_qs(body.decode("utf-8"), keep_blank_values=True,
+                                  strict_parsing=False, max_num_fields=20)
+            except (UnicodeDecodeError, ValueError) as error:
+                raise BadInput(f"the form body cannot be read: {error}") from None
+            return {key: values[-1] for key, values in fields.items()}
+        raise BadInput(f"send JSON or a form, not {kind!r}", status=415)
+
+    # -- pages --------------------------------------------------------------------------
+
+    async def home(self, request: Request) -> Response:
+        return RedirectResponse(f"{self._base(request)}/queues", status_code=307)
+
+    async def queues_page(self, request: Request) -> Response:
+        now, infos, groups = await self._snapshot()
+        return self._page(request, "queues.html", title="Queues", now=now,
+                          queues=views.queues_json(infos, now, groups))
+
+    async def queue_page(self, request: Request) -> Response:
+        name = _queue(request.path_params["name"])
+        now, infos, groups = await self._snapshot()
+        info = next((one for one in infos if one.name == name), None) or QueueInfo(
+            name, counts=dict.fromkeys(JobState, 0))
+        return self._page(request, "queue.html", title=f"Queue {name}", now=now,
+                          queue=views.queue_json(info, now, infos, groups))
+
+    async def workers_page(self, request: Request) -> Response:
+        now, infos, groups = await self._snapshot()
+        return self._page(request, "workers.html", title="Worker Groups", now=now,
+                          groups=views.groups_json(groups, infos, now),
+                          workers=await self._workers(now))
+
+    async def jobs_page(self, request: Request) -> Response:
+        listing = await self._jobs(request)
+        return self._page(request, "jobs.html", title="Jobs", states=[s.value for s in JobState],
+                          **listing)
+
+    async def job_page(self, request: Request) -> Response:
+        detail = await self._job(request)
+        return self._page(request, "job.html", title=f"Job {detail['job']['id']}", **detail)
+
+    async def login_page(self, request: Request) -> Response:
+        if request.method == "GET":
+            return self._page(request, "login.html", title="Log in", failed=False,
+                              next=auth.safe_next(request.query_params.get("next"),
+                                                  f"{self._base(request)}/queues"))
+        self._check_site(request)
+        form = await self._form(request)
+        given = str(form.get("token", ""))
+        target = auth.safe_next(str(form.get("next", "")), f"{self._base(request)}/queues")
+        if self.token is None:
+            return RedirectResponse(target, status_code=303)
+        if not auth.token_matches(self.token, authorization=f"Bearer {given}", cookie=None):
+            return self._page(request, "login.html", status=401, title="Log in",
+                              failed=True, next=target)
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(auth.COOKIE_NAME, auth.session_value(self.token),
+                            httponly=True, samesite="strict",
+                            path=self._base(request) or "/")
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        self._check_site(request)
+        response = RedirectResponse(f"{self._base(request)}/queues", status_code=303)
+        response.delete_cookie(auth.COOKIE_NAME, path=self._base(request) or "/")
+        return response
+
+    # -- JSON reads -----------------------------------------------------------------------
+
+    async def api_queues(self, request: Request) -> Response:
+        now, infos, groups = await self._snapshot()
+        return self._json(views.queues_json(infos, now, groups))
+
+    async def api_queue(self, request: Request) -> Response:
+        name = _queue(request.path_params["name"])
+        now, infos, groups = await self._snapshot()
+        info = next((one for one in infos if one.name == name), None)
+        if info is None:
+            info = QueueInfo(name, counts=dict.fromkeys(JobState, 0))
+        return self._json(views.queue_json(info, now, infos, groups))
+
+    async def api_groups(self, request: Request) -> Response:
+        now, infos, groups = await self._snapshot()
+        return self._json(views.groups_json(groups, infos, now))
+
+    async def api_workers(self, request: Request) -> Response:
+        now = await self._call(self.source.clock.now)
+        return self._json(await self._workers(now))
+
+    async def api_jobs(self, request: Request) -> Response:
+        listing = await self._jobs(request)
+        return self._json({key: listing[key] for key in (
+            "jobs", "queue", "state", "name", "limit", "offset", "next_offset")})
+
+    async def api_job(self, request: Request) -> Response:
+        detail = await self._job(request)
+        return self._json({**detail["job"], "estimate": detail["estimate"]})
+
+    async def metrics_text(self, request: Request) -> Response:
+        def snapshot() -> metrics.Snapshot:
+            now = self.source.clock.now()
+            return now, self.source.reads.queue_infos(now), self.source.groups(now), []
+        body = await self._call(lambda: metrics.render(snapshot))
+        return Response(body, media_type=metrics.CONTENT_TYPE,
+                        headers={"X-Content-Type-Options": "nosniff"})
+
+    async def _workers(self, now: datetime) -> list[dict[str, Any]]:
+        return []
+
+    async def _jobs(self, request: Request) -> dict[str, Any]:
+        params = request.query_params
+        queue = _queue(params["queue"]) if params.get("queue") else None
+        state = _state(params.get("state"))
+        name = params.get("name") or None
+        if name is not None and len(name) > 200:
+            raise BadInput("a job name has at most 200 characters")
+        limit = _count(params.get("limit"), "limit", PAGE_SIZE, MAX_PAGE_SIZE) or PAGE_SIZE
+        offset = _count(params.get("offset"), "offset", 0, MAX_JOB_ID)
+        jobs = await self._call(lambda: self.source.reads.list_jobs(
+            queue=queue, state=state, name=name, limit=limit + 1, newest=True, offset=offset))
+        more = len(jobs) > limit
+        filters = {"queue": queue or "", "state": state.value if state else "",
+                   "name": name or ""}
+        def page_link(at: int) -> str:
+            query = {k: v for k, v in {**filters, "limit": str(limit),
+                                       "offset": str(at)}.items() if v}
+            return f"{self._base(request)}/jobs?{urlencode(query)}"
+        return {
+            "jobs": [views.job_json(job) for job in jobs[:limit]],
+            "queue": queue, "state": state.value if state else None, "name": name,
+            "limit": limit, "offset": offset,
+            "next_offset": offset + limit if more else None,
+            "filters": filters,
+            "next_link": page_link(offset + limit) if more else None,
+            "previous_link": page_link(max(0, offset - limit)) if offset > 0 else None,
+        }
+
+    async def _job(self, request: Request) -> dict[str, Any]:
+        job_id = _job_id(request.path_params["id"])
+
+        def read() -> dict[str, Any]:
+            job = self.source.reads.get_job(job_id)
+            if job is None:
+                raise BadInput(f"no job {job_id} in {self.source.url}", status=404)
+            now = self.source.clock.now()
+            estimate = None
+            if job.state is JobState.SCHEDULED:
+                estimate = views.job_estimate_json(
+                    job, now, self.source.reads.queue_infos(now), self.source.groups(now))
+            return {"job": views.job_json(job), "estimate": estimate, "now": now}
+        return await self._call(read)
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def _check_site(self, request: Request) -> None:
+        if auth.cross_site(origin=request.headers.get("origin"),
+                           sec_fetch_site=request.headers.get("sec-fetch-site"),
+                           host=request.headers.get("host")):
+            raise BadInput("refused: this request comes from another site's page", status=403)
+
+    async def _act(
+        self, request: Request, plan: Callable[[dict[str, Any]], Callable[[App], dict[str, Any]]],
+        back: str,
+    ) -> Response:
+        """Check the site and the token, read the body, then run the change `plan` makes
+        of it (which may refuse the input with `BadInput` first) on the writable App."""
+        self._check_site(request)
+        if not self._may_act(request):
+            message = "this dashboard needs its token for actions: send 'Authorization: " \
+                "Bearer TOKEN', or log in on the dashboard's /login page"
+            if self._wants_html(request):
+                return self._page(request, "error.html", status=401, message=message,
+                                  status_code=401)
+            return self._json({"error": message}, status=401,
+                              **{"WWW-Authenticate": 'Bearer realm="rota dashboard"'})
+        form = await self._form(request)
+        change = plan(form)
+        result = await self._call(lambda: change(self.source.actions()))
+        status = int(result.pop("_status", 200))
+        if status >= 400:
+            return self._error(request, str(result.get("error")), status)
+        if self._wants_html(request):
+            target = auth.safe_next(str(form.get("next", "")) or None, back)
+            return RedirectResponse(target, status_code=303)
+        return self._json(result, status=status)
+
+    async def pause(self, request: Request) -> Response:
+        name = _queue(request.path_params["name"])
+        def change(app: App) -> dict[str, Any]:
+            app.pause_queue(name)
+            return self._settings(name)
+        return await self._act(request, lambda form: change, f"{self._base(request)}/queues")
+
+    async def resume(self, request: Request) -> Response:
+        name = _queue(request.path_params["name"])
+        def change(app: App) -> dict[str, Any]:
+            app.resume_queue(name)
+            return self._settings(name)
+        return await self._act(request, lambda form: change, f"{self._base(request)}/queues")
+
+    async def set_limit(self, request: Request) -> Response:
+        name = _queue(request.path_params["name"])
+        def plan(form: dict[str, Any]) -> Callable[[App], dict[str, Any]]:
+            if "limit" not in form:
+                raise BadInput("give the limit: a form field or JSON key 'limit' (a whole "
+                               "number >= 0, or none / null for no limit)")
+            limit = _limit(form["limit"])
+            def change(app: App) -> dict[str, Any]:
+                app.set_queue_limit(name, limit)
+                return self._settings(name)
+            return change
+        return await self._act(request, plan, f"{self._base(request)}/queues")
+
+    def _settings(self, name: str) -> dict[str, Any]:
+        now = self.source.clock.now()
+        store = self.source.actions().store
+        info = next((one for one in store.queue_infos(now) if one.name == name), None)
+        return {"queue": name, "paused": bool(info and info.paused),
+                "limit": None if info is None else info.limit}
+
+    async def cancel(self, request: Request) -> Response:
+        job_id = _job_id(request.path_params["id"])
+        def change(app: App) -> dict[str, Any]:
+            done = app.cancel(job_id)
+            return self._job_outcome(app, job_id, done, "cancelled",
+                                     "it has finished already")
+        return await self._act(request, lambda form: change,
+                               f"{self._base(request)}/jobs/{job_id}")
+
+    async def requeue(self, request: Request) -> Response:
+        job_id = _job_id(request.path_params["id"])
+        def change(app: App) -> dict[str, Any]:
+            done = app.requeue(job_id)
+            return self._job_outcome(
+                app, job_id, done, "requeued",
+                "only dead_lettered, quarantined or cancelled jobs can be requeued")
+        return await self._act(request, lambda form: change,
+                               f"{self._base(request)}/jobs/{job_id}")
+
+    def _job_outcome(self, app: App, job_id: int, done: bool, verb: str,
+                     why_not: str) -> dict[str, Any]:
+        job = app.store.get_job(job_id)
+        if job is None:
+            return {"_status": 404, "error": f"no job {job_id} in {app.store.url}"}
+        if not done:
+            return {"_status": 409, "id": job_id, verb: False, "state": job.state.value,
+                    "error": f"job {job_id} is {job.state.value}: {why_not}"}
+        return {"id": job_id, verb: True, "state": job.state.value,
+                "cancel_requested": job.cancel_requested}
+
+    # -- the application --------------------------------------------------------------------
+
+    def routes(self) -> list[Route | Mount]:
+        def page(path: str, endpoint: Callable[[Request], Any],
+                 methods: list[str] | None = None) -> Route:
+            return Route(path, self._guard(endpoint), methods=methods or ["GET"])
+        return [
+            page("/", self.home),
+            page("/queues", self.queues_page),
+            page("/queues/{name}", self.queue_page),
+            page("/workers", self.workers_page),
+            page("/jobs", self.jobs_page),
+            page("/jobs/{id}", self.job_page),
+            page("/login", self.login_page, ["GET", "POST"]),
+            page("/logout", self.logout, ["POST"]),
+            page("/api/queues", self.api_queues),
+            page("/api/queues/{name}", self.api_queue),
+            page("/api/queues/{name}/pause", self.pause, ["POST"]),
+            page("/api/queues/{name}/resume", self.resume, ["POST"]),
+            page("/api/queues/{name}/limit", self.set_limit, ["POST"]),
+            page("/api/groups", self.api_groups),
+            page("/api/workers", self.api_workers),
+            page("/api/jobs", self.api_jobs),
+            page("/api/jobs/{id}", self.api_job),
+            page("/api/jobs/{id}/cancel", self.cancel, ["POST"]),
+            page("/api/jobs/{id}/requeue", self.requeue, ["POST"]),
+            page("/metrics", self.metrics_text),
+            Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
+        ]
+
+    def _guard(self, endpoint: Callable[[Request], Any]) -> Callable[[Request], Any]:
+        """Expected failures become one clear message (JSON or a page), never a traceback."""
+        async def guarded(request: Request) -> Response:
+            try:
+                response: Response = await endpoint(request)
+                return response
+            except BadInput as error:
+                return self._error(request, str(error), error.status)
+            except (TypeError, ValueError) as error:  # a rule of the App refused the input
+                return self._error(request, str(error), 400)
+            except StoreError as error:
+                return self._error(request, f"the store failed: {error}", 503)
+        return guarded
+
+
+def build(source: str | Store | App, *, token: str | None = None,
+          clock: Clock | None = None, window: timedelta = DEFAULT_WINDOW) -> Starlette:
+    """See `rota.dashboard.create_app`."""
+    opened = Source(source, clock=clock, window=window)
+    try:
+        dashboard = Dashboard(opened, token)
+    except BaseException:
+        opened.close()
+        raise
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            opened.close()
+
+    application = Starlette(routes=dashboard.routes(), lifespan=lifespan)
+    application.state.rota_dashboard = dashboard
+    return application

@@ -1,0 +1,29 @@
+// rota dashboard: small progressive enhancement, plain fetch, no build step.
+// Pages marked data-refresh="N" re-read themselves every N seconds and swap in the new
+// <main>, unless the person is typing in a form (focus inside <main>). Everything works
+// without JavaScript: the pages are complete HTML and the buttons are plain forms.
+(function () {
+  "use strict";
+  var main = document.getElementById("main");
+  if (!main || !main.dataset.refresh) { return; }
+  var seconds = Math.max(2, parseInt(main.dataset.refresh, 10) || 5);
+  function busy() {
+    var active = document.activeElement;
+    return active && main.contains(active) && (active.tagName === "INPUT" || active.tagName === "SELECT");
+  }
+  function refresh() {
+    if (document.hidden || busy()) { return; }
+    fetch(window.location.href, { headers: { "Accept": "text/html" }, credentials: "same-origin" })
+      .then(function (response) { return response.ok ? response.text() : null; })
+      .then(function (html) {
+        if (html === null || busy()) { return; }
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("main");
+        if (fresh) { main.replaceChildren.apply(main, Array.prototype.slice.call(fresh.childNodes)); }
+        var footer = new DOMParser().parseFromString(html, "text/html").querySelector("footer");
+        var old = document.querySelector("footer");
+        if (footer && old) { old.replaceWith(footer); }
+      })
+      .catch(function () { /* the next tick tries again */ });
+  }
+  window.setInterval(refresh, seconds * 1000);
+}());

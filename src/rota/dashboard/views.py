@@ -1,0 +1,234 @@
+"""What the dashboard shows, as plain JSON-ready data: one function per page or endpoint.
+
+The HTML pages and the `/api/` endpoints render the same dicts, so the JSON holds
+everything a page shows. No web framework here: these functions take a store (and the
+facts of `sources.py`) and return data, so they are tested without a server.
+
+Imports rota's public API, the store contract and the pure core only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from rota.core.estimate import StartEstimate, combine, estimate_start
+from rota.core.jobs import JobRecord, JobState
+from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.queue_controls import QueueInfo
+from rota.dashboard.sources import GroupObservation
+
+JSON = dict[str, Any]
+
+
+def _time(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def about(seconds: float | None) -> str:
+    """'about N s' for people (with minutes or hours beside it when long)."""
+    if seconds is None:
+        return "unknown"
+    whole = max(0, round(seconds))
+    if whole < 120:
+        return f"about {whole} s"
+    if whole < 7200:
+        return f"about {whole} s ({whole // 60} min)"
+    return f"about {whole} s ({whole / 3600:.1f} h)"
+
+
+def policy_json(policy: DispatchPolicy) -> JSON:
+    if isinstance(policy, Weighted):
+        return {"kind": "weighted",
+                "queues": [{"queue": q, "weight": w} for q, w in policy.weights]}
+    assert isinstance(policy, Strict)
+    return {"kind": "strict", "queues": [{"queue": q, "weight": None} for q in policy.queues]}
+
+
+def policy_text(policy: DispatchPolicy) -> str:
+    if isinstance(policy, Weighted):
+        return "Weighted " + ", ".join(f"{q}={w}" for q, w in policy.weights)
+    return "Strict " + " > ".join(policy.queues)
+
+
+# -- Queues ---------------------------------------------------------------------------------
+
+
+def estimates_for(
+    info: QueueInfo, infos: Sequence[QueueInfo], groups: Sequence[GroupObservation],
+    position: int | None = None,
+) -> list[StartEstimate]:
+    """Each group's estimate for a job of `info`'s Queue at `position` among its due jobs
+    (default: after all of them, a job enqueued now)."""
+    by_name = {one.name: one for one in infos}
+    estimates: list[StartEstimate] = []
+    for group in groups:
+        if info.name not in group.policy.queues:
+            continue
+        backlog = {q: by_name[q].due for q in group.policy.queues if q in by_name}
+        paused = [q for q in group.policy.queues if q in by_name and by_name[q].paused]
+        limits = {q: by_name[q].limit for q in group.policy.queues
+                  if q in by_name and by_name[q].limit is not None}
+        estimates.append(estimate_start(
+            group=group.name, policy=group.policy, pool_size=group.pool_size,
+            backlog=backlog, queue=info.name,
+            position=info.due if position is None else position,
+            rate_per_s=group.rate_per_s, paused=paused, limits=limits,
+        ))
+    return estimates
+
+
+def estimate_json(estimates: Sequence[StartEstimate]) -> JSON:
+    seconds = combine(estimates)
+    if not estimates:
+        basis = "no Worker Group known to serve this Queue (start a worker, or pass --app)"
+    elif seconds is None:
+        basis = "; ".join(one.basis for one in estimates)
+    elif len(estimates) == 1:
+        basis = estimates[0].basis
+    else:
+        basis = "groups together (their rates add): " + "; ".join(
+            f"{one.group}: {about(one.seconds)}" for one in estimates)
+    return {
+        "seconds": seconds, "text": about(seconds), "basis": basis,
+        "groups": [{
+            "group": one.group, "position": one.position, "ahead": one.ahead,
+            "rate_per_s": one.rate_per_s, "seconds": one.seconds, "text": about(one.seconds),
+            "basis": one.basis,
+        } for one in estimates],
+    }
+
+
+def queue_json(
+    info: QueueInfo, now: datetime, infos: Sequence[QueueInfo],
+    groups: Sequence[GroupObservation],
+) -> JSON:
+    age = None if info.oldest_due_at is None else \
+        max(0.0, (now - info.oldest_due_at).total_seconds())
+    return {
+        "name": info.name, "paused": info.paused, "limit": info.limit,
+        "counts": {state.value: info.counts.get(state, 0) for state in JobState},
+        "due": info.due, "oldest_due_at": _time(info.oldest_due_at),
+        "oldest_due_age_s": age,
+        "groups": sorted(g.name for g in groups if info.name in g.policy.queues),
+        "estimate": estimate_json(estimates_for(info, infos, groups)),
+    }
+
+
+def queues_json(
+    infos: Sequence[QueueInfo], now: datetime, groups: Sequence[GroupObservation],
+) -> list[JSON]:
+    return [queue_json(info, now, infos, groups) for info in infos]
+
+
+# -- Worker Groups (the fairness view) ----------------------------------------------------------
+
+
+def group_json(
+    group: GroupObservation, infos: Sequence[QueueInfo], now: datetime
+) -> JSON:
+    by_name = {one.name: one for one in infos}
+    total_weight = sum(w for _, w in group.policy.weights) if isinstance(
+        group.policy, Weighted) else 0
+    weights = dict(group.policy.weights) if isinstance(group.policy, Weighted) else {}
+    served_total = group.served_total
+    queues: list[JSON] = []
+    for index, queue in enumerate(group.policy.queues):
+        info = by_name.get(queue)
+        waited = None if info is None or info.oldest_due_at is None else \
+            max(0.0, (now - info.oldest_due_at).total_seconds())
+        served = group.served.get(queue, 0)
+        queues.append({
+            "queue": queue,
+            "weight": weights.get(queue),
+            "order": index + 1,
+            "target_share": weights[queue] / total_weight if weights else None,
+            "served": served,
+            "served_share": served / served_total if served_total else None,
+            "due": 0 if info is None else info.due,
+            "paused": False if info is None else info.paused,
+            "longest_wait_s": waited,
+        })
+    capacity = group.pool_size * group.workers
+    return {
+        "name": group.name, "policy": policy_json(group.policy),
+        "policy_text": policy_text(group.policy), "pool_size": group.pool_size,
+        "workers": group.workers, "in_flight": group.in_flight,
+        "pool_use": group.in_flight / capacity if capacity else None,
+        "window_minutes": round(group.window.total_seconds() / 60),
+        "served_total": served_total, "busy_minutes": group.busy_minutes,
+        "rate_per_s": group.rate_per_s, "queues": queues,
+    }
+
+
+def groups_json(
+    groups: Sequence[GroupObservation], infos: Sequence[QueueInfo], now: datetime
+) -> list[JSON]:
+    return [group_json(group, infos, now) for group in groups]
+
+
+# -- Jobs -------------------------------------------------------------------------------------
+
+
+def job_json(job: JobRecord) -> JSON:
+    """Every field of a job (the shape of `rota job --json`)."""
+    return {
+        "id": job.id, "name": job.name, "queue": job.queue, "state": job.state.value,
+        "attempt": job.attempt, "due_at": job.due_at.isoformat(), "args": list(job.args),
+        "kwargs": job.kwargs, "last_error": job.last_error,
+        "created_at": _time(job.created_at), "started_at": _time(job.started_at),
+        "finished_at": _time(job.finished_at),
+        "result": job.result, "cancel_requested": job.cancel_requested,
+        "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
+        **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
+    }
+
+
+def job_estimate_json(
+    job: JobRecord, now: datetime, infos: Sequence[QueueInfo],
+    groups: Sequence[GroupObservation],
+) -> JSON | None:
+    """'When will it run?' for a scheduled job; None for a job in any other state.
+
+    A job due later: the wait until its due time, then the Queue's current estimate. A
+    job due now: at most the time its Queue's whole due backlog takes (its exact place
+    among them is not looked up), stated as such.
+    """
+    if job.state is not JobState.SCHEDULED:
+        return None
+    info = next((one for one in infos if one.name == job.queue), None)
+    if info is None:
+        info = QueueInfo(job.queue, counts=dict.fromkeys(JobState, 0))
+    if job.due_at > now:
+        wait = (job.due_at - now).total_seconds()
+        queue_part = estimate_json(estimates_for(info, infos, groups))
+        seconds = None if queue_part["seconds"] is None else wait + queue_part["seconds"]
+        return {
+            "seconds": seconds, "text": about(seconds) if seconds is not None
+            else f"due in {about(wait)[6:]}, then unknown",
+            "basis": f"due in {about(wait)[6:]}; then, if its Queue's due backlog is the "
+            f"same as now: {queue_part['text']} ({queue_part['basis']})",
+            "groups": queue_part["groups"],
+        }
+    position = max(0, info.due - 1)
+    part = estimate_json(estimates_for(info, infos, groups, position=position))
+    return {**part, "text": "at most " + part["text"] if part["seconds"] is not None
+            else part["text"],
+            "basis": f"due now, one of the {info.due} due job(s) of Queue {info.name}: "
+            f"at most the time the whole due backlog takes. {part['basis']}"}
+
+
+def ago(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    whole = max(0, int(seconds))
+    if whole < 120:
+        return f"{whole} s"
+    if whole < 7200:
+        return f"{whole // 60} min"
+    return f"{whole // 3600} h"
+
+
+def window_of(minutes: int) -> timedelta:
+    return timedelta(minutes=minutes)
