@@ -13,7 +13,7 @@ import logging
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
 from rota.core.clock import Clock, SystemClock
@@ -24,6 +24,7 @@ from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
+from rota.core.workers import GroupFairness, ServedCount, WorkerInfo, fairness, minute_of
 from rota.definition import NO_PRIORITY, JobDefinition
 from rota.store import Store, open_store
 from rota.worker.checkpoint import wal_checkpoint_duty
@@ -586,6 +587,49 @@ class App:
             raise TypeError(f"on_outcome takes a callable(event); got {callback!r}")
         self._outcome_callbacks = (*self._outcome_callbacks, callback)
         return callback
+
+    # -- worker registry (branch registry) -----------------------------------------------
+
+    def workers(self) -> list[WorkerInfo]:
+        """Every worker process registered in the store, as `rota.WorkerInfo` (host, pid,
+        version, groups with policy, pool size and jobs in flight, served counters), by
+        start time. A worker not refreshed for a few lease periods is listed with
+        `alive` False (killed, or cut off from the store) until it is removed an hour
+        later; a worker that stopped gracefully is gone at once."""
+        return self.store.list_workers(self.clock.now())
+
+    def served(self, since: datetime | None = None) -> list[ServedCount]:
+        """Jobs served per minute, Worker Group, Queue and outcome (`rota.ServedCount`,
+        `minute` set), from the store's history: it outlives the workers (kept 24 hours).
+
+        Args:
+            since: the first minute wanted (aware datetime); default: the last hour.
+        """
+        if since is None:
+            since = self.clock.now() - timedelta(hours=1)
+        elif not isinstance(since, datetime) or since.tzinfo is None:
+            raise TypeError(f"since must be a timezone-aware datetime; got {since!r}")
+        return self.store.served_counts(since)
+
+    def fairness(self, window: Duration = 600) -> list[GroupFairness]:
+        """Per Worker Group, the served share of each Queue against its target share
+        (weight / sum of weights) over the last `window` (default 10 minutes), as
+        `rota.GroupFairness`. Read from the store's history, so it covers every worker on
+        the store, and still answers after they all stopped.
+
+        The window is whole minutes: it starts at the minute boundary at or before
+        now - `window`, and includes the minute in progress.
+
+        Raises:
+            ValueError, TypeError: for a window that is not a positive duration.
+        """
+        span = to_timedelta(window, "window")
+        now = self.clock.now()
+        since = minute_of(now - span)
+        return fairness(
+            self.store.worker_groups(), self.store.list_workers(now),
+            self.store.served_counts(since), since,
+        )
 
     def _notify_enqueued(self, queues: Iterable[str]) -> None:
         """Jobs were enqueued through this App: wake the running groups serving them."""

@@ -68,9 +68,19 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store import mask_url
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
 from rota.store.corrupt import quarantine_undecodable
+from rota.store.registry_rows import (
+    group_from_columns,
+    groups_from_json,
+    groups_json,
+    in_flight_json,
+    policy_columns,
+    served_from_json,
+    served_json,
+)
 
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresStore"]
 
@@ -783,6 +793,89 @@ class PostgresStore:
         for listener in listeners:
             listener.stop()
         self._pool.close()
+
+    # -- worker registry (branch registry) -------------------------------------------------
+
+    def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
+        columns = [policy_columns(group) for group in worker.groups]
+        self._execute("register_worker", {
+            "id": worker.id, "host": worker.host, "pid": worker.pid, "version": worker.version,
+            "started_at": _utc(worker.started_at, "started_at"), "now": _utc(now, "now"),
+            "dead_at": _utc(worker.dead_at, "dead_at"), "groups": groups_json(worker.groups),
+            "in_flight": in_flight_json({g.name: g.in_flight for g in worker.groups}),
+            "served": served_json(worker.served),
+            "names": [group.name for group in worker.groups],
+            "kinds": [kind for kind, _, _ in columns],
+            "queue_lists": [queues for _, queues, _ in columns],
+            "weight_lists": [weights for _, _, weights in columns],
+            "pool_sizes": [group.pool_size for group in worker.groups],
+        })
+
+    def refresh_worker(
+        self,
+        worker_id: str,
+        now: datetime,
+        *,
+        dead_at: datetime,
+        in_flight: Mapping[str, int],
+        served: Sequence[ServedCount],
+        new: Sequence[ServedCount] = (),
+    ) -> bool:
+        # One INSERT may not touch a row twice: sum duplicates first.
+        summed: dict[tuple[str, str, str], int] = {}
+        for count in new:
+            key = (count.group, count.queue, count.outcome)
+            summed[key] = summed.get(key, 0) + count.count
+        rows, _ = self._execute("refresh_worker", {
+            "id": worker_id, "now": _utc(now, "now"), "dead_at": _utc(dead_at, "dead_at"),
+            "in_flight": in_flight_json(in_flight), "served": served_json(served),
+            "minute": minute_of(_utc(now, "now")),
+            "grps": [key[0] for key in summed], "queues": [key[1] for key in summed],
+            "outcomes": [key[2] for key in summed], "counts": list(summed.values()),
+        })
+        return bool(rows)
+
+    def unregister_worker(self, worker_id: str) -> bool:
+        _, count = self._execute("unregister_worker", {"id": worker_id})
+        return count == 1
+
+    def remove_dead_workers(self, dead_before: datetime) -> int:
+        _, count = self._execute(
+            "remove_dead_workers", {"dead_before": _utc(dead_before, "dead_before")})
+        return count
+
+    def prune_served(self, before: datetime) -> int:
+        _, count = self._execute("prune_served", {"before": _utc(before, "before")})
+        return count
+
+    def list_workers(self, now: datetime) -> list[WorkerInfo]:
+        rows, _ = self._execute("list_workers", {})
+        moment = _utc(now, "now")
+        return [
+            WorkerInfo(
+                id=worker_id, host=host, pid=pid, version=version, started_at=started_at,
+                last_seen=last_seen, dead_at=dead_at,
+                groups=groups_from_json(groups, in_flight), served=served_from_json(served),
+                alive=moment < dead_at,
+            )
+            for (worker_id, host, pid, version, started_at, last_seen, dead_at, groups,
+                 in_flight, served) in rows
+        ]
+
+    def served_counts(self, since: datetime) -> list[ServedCount]:
+        rows, _ = self._execute(
+            "served_counts", {"since": minute_of(_utc(since, "since"))})
+        return [
+            ServedCount(group=group, queue=queue, outcome=outcome, count=count, minute=minute)
+            for minute, group, queue, outcome, count in rows
+        ]
+
+    def worker_groups(self) -> list[WorkerGroupInfo]:
+        rows, _ = self._execute("worker_groups", {})
+        return [
+            group_from_columns(name, kind, queues, weights, pool_size, seen_at)
+            for name, kind, queues, weights, pool_size, seen_at in rows
+        ]
 
 
 class _Listener:

@@ -24,7 +24,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -54,8 +54,18 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
 from rota.store.corrupt import quarantine_undecodable
+from rota.store.registry_rows import (
+    group_from_columns,
+    groups_from_json,
+    groups_json,
+    in_flight_json,
+    policy_columns,
+    served_from_json,
+    served_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -806,6 +816,94 @@ class SQLiteStore:
                 self._conn.close()
                 self._conn = None
 
+    # -- worker registry (branch registry) -------------------------------------------------
+
+    def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
+        params = {
+            "id": worker.id, "host": worker.host, "pid": worker.pid, "version": worker.version,
+            "started_at": _us(worker.started_at), "now": _us(now),
+            "dead_at": _us(worker.dead_at), "groups": groups_json(worker.groups),
+            "in_flight": in_flight_json({g.name: g.in_flight for g in worker.groups}),
+            "served": served_json(worker.served),
+        }
+        group_rows = []
+        for group in worker.groups:
+            kind, queues, weights = policy_columns(group)
+            group_rows.append({"name": group.name, "kind": kind, "queues": queues,
+                               "weights": weights, "pool_size": group.pool_size,
+                               "now": _us(now)})
+        with self._write("registering a worker") as conn:
+            conn.execute(_sql("register_worker"), params)
+            conn.executemany(_sql("register_worker_group"), group_rows)
+
+    def refresh_worker(
+        self,
+        worker_id: str,
+        now: datetime,
+        *,
+        dead_at: datetime,
+        in_flight: Mapping[str, int],
+        served: Sequence[ServedCount],
+        new: Sequence[ServedCount] = (),
+    ) -> bool:
+        params = {"id": worker_id, "now": _us(now), "dead_at": _us(dead_at),
+                  "in_flight": in_flight_json(in_flight), "served": served_json(served)}
+        minute = _us(minute_of(now))
+        rows = [{"minute": minute, "grp": c.group, "queue": c.queue, "outcome": c.outcome,
+                 "count": c.count} for c in new]
+        with self._write("refreshing a worker") as conn:
+            if conn.execute(_sql("refresh_worker"), params).rowcount != 1:
+                return False
+            if rows:
+                conn.executemany(_sql("add_served"), rows)
+        return True
+
+    def unregister_worker(self, worker_id: str) -> bool:
+        with self._write("unregistering a worker") as conn:
+            return bool(conn.execute(_sql("unregister_worker"), {"id": worker_id}).rowcount)
+
+    def remove_dead_workers(self, dead_before: datetime) -> int:
+        with self._write("removing dead workers") as conn:
+            return int(conn.execute(
+                _sql("remove_dead_workers"), {"dead_before": _us(dead_before)}).rowcount)
+
+    def prune_served(self, before: datetime) -> int:
+        with self._write("pruning the served history") as conn:
+            return int(conn.execute(_sql("prune_served"), {"before": _us(before)}).rowcount)
+
+    def list_workers(self, now: datetime) -> list[WorkerInfo]:
+        with self._read("listing workers") as conn:
+            rows = conn.execute(_sql("list_workers")).fetchall()
+        moment = _us(now)
+        return [
+            WorkerInfo(
+                id=worker_id, host=host, pid=pid, version=version, started_at=_at(started_at),
+                last_seen=_at(last_seen), dead_at=_at(dead_at),
+                groups=groups_from_json(groups, in_flight), served=served_from_json(served),
+                alive=moment < dead_at,
+            )
+            for (worker_id, host, pid, version, started_at, last_seen, dead_at, groups,
+                 in_flight, served) in rows
+        ]
+
+    def served_counts(self, since: datetime) -> list[ServedCount]:
+        with self._read("reading the served history") as conn:
+            rows = conn.execute(
+                _sql("served_counts"), {"since": _us(minute_of(since))}).fetchall()
+        return [
+            ServedCount(group=group, queue=queue, outcome=outcome, count=count,
+                        minute=_at(minute))
+            for minute, group, queue, outcome, count in rows
+        ]
+
+    def worker_groups(self) -> list[WorkerGroupInfo]:
+        with self._read("reading Worker Groups") as conn:
+            rows = conn.execute(_sql("worker_groups")).fetchall()
+        return [
+            group_from_columns(name, kind, queues, weights, pool_size, _at(seen_at))
+            for name, kind, queues, weights, pool_size, seen_at in rows
+        ]
+
 
 def _require_sqlite_with_returning() -> None:
     if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
@@ -877,3 +975,4 @@ class _EnqueueWatcher:
                 self._on_enqueue(str(queue))
             except Exception:
                 log.exception("an on_enqueue callback failed; hint dropped")
+
