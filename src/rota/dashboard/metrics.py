@@ -7,8 +7,16 @@ Gauges from the store (`queue_infos` at the scrape's `now`):
   waited (0 when none is due, so an alert on "> N" stays quiet for an idle Queue).
 - `rota_queue_paused{queue}`: 1 if paused, else 0; `rota_queue_limit{queue}`: the limit,
   for Queues that have one.
-From the worker registry (`sources.observe_groups`): `rota_group_workers{group}`,
+From the worker registry (`sources.observe`): `rota_group_workers{group}`,
 `rota_group_in_flight{group}`, and the counter `rota_jobs_total{group,queue,outcome}`.
+
+`rota_jobs_total` counts attempts served by every worker on the store (all processes
+together), from the store's per-minute served history. That history is pruned (24 h), and
+worker rows come and go, so neither is a counter by itself; `ServedTotals` makes one: at
+every scrape it reads the last minutes of history and adds what each minute bucket grew
+by since the previous scrape. It starts at the last hour's total when the dashboard
+starts, and, like any process's counter, restarts with the dashboard (Prometheus's
+`rate()` and `increase()` handle that).
 
 Each dashboard has its own `CollectorRegistry` (never prometheus_client's global one), so
 mounting two dashboards, or importing rota beside other metrics, never clashes.
@@ -16,8 +24,9 @@ mounting two dashboards, or importing rota beside other metrics, never clashes.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -25,11 +34,44 @@ from prometheus_client.registry import Collector
 
 from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo
+from rota.core.workers import minute_of
 from rota.dashboard.sources import GroupObservation
+from rota.store import Store
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 Snapshot = tuple[datetime, list[QueueInfo], list[GroupObservation], list[tuple[str, str, str, int]]]
+
+
+class ServedTotals:
+    """A monotonic served counter per (group, Queue, outcome) from the pruned history."""
+
+    def __init__(self, lookback: timedelta = timedelta(minutes=10),
+                 first: timedelta = timedelta(hours=1)) -> None:
+        self._lookback = lookback
+        self._first: timedelta | None = first
+        self._seen: dict[tuple[datetime, str, str, str], int] = {}
+        self._totals: dict[tuple[str, str, str], int] = {}
+        self._lock = threading.Lock()
+
+    def update(self, store: Store, now: datetime) -> list[tuple[str, str, str, int]]:
+        """Read the recent history and return the totals (group, Queue, outcome, count)."""
+        with self._lock:
+            since = minute_of(now - (self._first or self._lookback))
+            rows = store.served_counts(since)
+            self._first = None
+            for row in rows:
+                if row.minute is None:
+                    continue
+                key = (row.minute, row.group, row.queue, row.outcome)
+                grown = row.count - self._seen.get(key, 0)
+                if grown > 0:
+                    total = (row.group, row.queue, row.outcome)
+                    self._totals[total] = self._totals.get(total, 0) + grown
+                    self._seen[key] = row.count
+            self._seen = {key: count for key, count in self._seen.items()
+                          if key[0] >= minute_of(now - self._lookback)}
+            return [(*key, count) for key, count in sorted(self._totals.items())]
 
 
 class StoreCollector(Collector):

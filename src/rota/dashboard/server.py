@@ -36,7 +36,7 @@ from rota.core.jobs import MAX_JOB_ID, JobState
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import validate_queue_name
 from rota.dashboard import auth, metrics, views
-from rota.dashboard.sources import GroupObservation, observe_groups
+from rota.dashboard.sources import GroupObservation, Observation, observe
 from rota.store import Store, StoreError, open_store
 
 HERE = Path(__file__).parent
@@ -112,8 +112,11 @@ class Source:
                 self._actions = App(store, clock=self.clock)
             return self._actions
 
+    def observe(self, now: datetime) -> Observation:
+        return observe(self.reads, now, self.window, self.defined)
+
     def groups(self, now: datetime) -> list[GroupObservation]:
-        return observe_groups(self.reads, now, self.window, self.defined)
+        return self.observe(now).groups
 
     def close(self) -> None:
         with self._lock:
@@ -181,6 +184,7 @@ class Dashboard:
             raise ValueError("the dashboard token must not be empty; omit it for no token")
         self.source = source
         self.token = token
+        self.served_totals = metrics.ServedTotals()
         self.templates = jinja2.Environment(
             loader=jinja2.FileSystemLoader(HERE / "templates"),
             autoescape=True, undefined=jinja2.StrictUndefined,
@@ -229,9 +233,13 @@ class Dashboard:
         return self._json({"error": message}, status=status)
 
     async def _snapshot(self) -> tuple[datetime, list[QueueInfo], list[GroupObservation]]:
-        def read() -> tuple[datetime, list[QueueInfo], list[GroupObservation]]:
+        now, infos, seen = await self._observe()
+        return now, infos, seen.groups
+
+    async def _observe(self) -> tuple[datetime, list[QueueInfo], Observation]:
+        def read() -> tuple[datetime, list[QueueInfo], Observation]:
             now = self.source.clock.now()
-            return now, self.source.reads.queue_infos(now), self.source.groups(now)
+            return now, self.source.reads.queue_infos(now), self.source.observe(now)
         return await self._call(read)
 
     async def _form(self, request: Request) -> dict[str, Any]:
@@ -278,10 +286,11 @@ class Dashboard:
                           queue=views.queue_json(info, now, infos, groups))
 
     async def workers_page(self, request: Request) -> Response:
-        now, infos, groups = await self._snapshot()
+        now, infos, seen = await self._observe()
         return self._page(request, "workers.html", title="Worker Groups", now=now,
-                          groups=views.groups_json(groups, infos, now),
-                          workers=await self._workers(now))
+                          groups=views.groups_json(seen.groups, infos, now),
+                          workers=[views.worker_json(w, now) for w in seen.workers],
+                          note=seen.note)
 
     async def jobs_page(self, request: Request) -> Response:
         listing = await self._jobs(request)
@@ -337,8 +346,8 @@ class Dashboard:
         return self._json(views.groups_json(groups, infos, now))
 
     async def api_workers(self, request: Request) -> Response:
-        now = await self._call(self.source.clock.now)
-        return self._json(await self._workers(now))
+        now, _infos, seen = await self._observe()
+        return self._json([views.worker_json(w, now) for w in seen.workers])
 
     async def api_jobs(self, request: Request) -> Response:
         listing = await self._jobs(request)
@@ -352,13 +361,12 @@ class Dashboard:
     async def metrics_text(self, request: Request) -> Response:
         def snapshot() -> metrics.Snapshot:
             now = self.source.clock.now()
-            return now, self.source.reads.queue_infos(now), self.source.groups(now), []
+            seen = self.source.observe(now)
+            served = self.served_totals.update(self.source.reads, now)
+            return now, self.source.reads.queue_infos(now), seen.groups, served
         body = await self._call(lambda: metrics.render(snapshot))
         return Response(body, media_type=metrics.CONTENT_TYPE,
                         headers={"X-Content-Type-Options": "nosniff"})
-
-    async def _workers(self, now: datetime) -> list[dict[str, Any]]:
-        return []
 
     async def _jobs(self, request: Request) -> dict[str, Any]:
         params = request.query_params
@@ -510,17 +518,17 @@ class Dashboard:
         return [
             page("/", self.home),
             page("/queues", self.queues_page),
-            page("/queues/{name}", self.queue_page),
+            page("/queues/{name:path}", self.queue_page),
             page("/workers", self.workers_page),
             page("/jobs", self.jobs_page),
             page("/jobs/{id}", self.job_page),
             page("/login", self.login_page, ["GET", "POST"]),
             page("/logout", self.logout, ["POST"]),
             page("/api/queues", self.api_queues),
-            page("/api/queues/{name}", self.api_queue),
-            page("/api/queues/{name}/pause", self.pause, ["POST"]),
-            page("/api/queues/{name}/resume", self.resume, ["POST"]),
-            page("/api/queues/{name}/limit", self.set_limit, ["POST"]),
+            page("/api/queues/{name:path}", self.api_queue),
+            page("/api/queues/{name:path}/pause", self.pause, ["POST"]),
+            page("/api/queues/{name:path}/resume", self.resume, ["POST"]),
+            page("/api/queues/{name:path}/limit", self.set_limit, ["POST"]),
             page("/api/groups", self.api_groups),
             page("/api/workers", self.api_workers),
             page("/api/jobs", self.api_jobs),

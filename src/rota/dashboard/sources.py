@@ -12,15 +12,20 @@ Imports rota's public API and the store contract only.
 
 from __future__ import annotations
 
+import logging
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rota.core.groups import WorkerGroupOptions
 from rota.core.policy import DispatchPolicy
-from rota.store import Store
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, fairness, minute_of
+from rota.store import Store, StoreError
 
-__all__ = ["GroupObservation", "observe_groups"]
+__all__ = ["GroupObservation", "Observation", "observe"]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +34,8 @@ class GroupObservation:
 
     Attributes:
         name: the group's name.
-        policy: its Dispatch Policy.
+        policy: its Dispatch Policy (as a worker last registered it, or as `--app`
+            defines it); None when only served history names the group.
         pool_size: Workers per process running it.
         workers: live worker processes running it now.
         in_flight: its jobs running now, all those processes together.
@@ -40,7 +46,7 @@ class GroupObservation:
     """
 
     name: str
-    policy: DispatchPolicy
+    policy: DispatchPolicy | None  # None: served Queues on record, but no registration
     pool_size: int
     workers: int = 0
     in_flight: int = 0
@@ -60,20 +66,55 @@ class GroupObservation:
         return self.served_total / (self.busy_minutes * 60.0)
 
 
-def observe_groups(
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What the registry says at one moment: groups, worker rows, and the history rows."""
+
+    groups: list[GroupObservation]
+    workers: list[WorkerInfo]
+    served: list[ServedCount]
+    note: str | None = None  # why the registry could not be read, for people
+
+
+def observe(
     store: Store, now: datetime, window: timedelta,
     defined: Sequence[WorkerGroupOptions] = (),
-) -> list[GroupObservation]:
-    """Every Worker Group known, sorted by name (see module doc).
+) -> Observation:
+    """Every Worker Group known, sorted by name, with the worker rows (see module doc).
 
     Args:
         store: the store the workers use (read-only is enough).
-        now: the current time (served history counts minutes after `now - window`).
+        now: the current time; served counts cover the minutes from `now - window` on
+            (whole minutes, the minute in progress included).
         window: how far back the served counts look.
-        defined: groups of an App given with `--app` (shown even if never run).
+        defined: groups of an App given with `--app` (shown even if never run; a worker's
+            registration of a group of the same name wins).
     """
-    observed: dict[str, GroupObservation] = {}
-    for options in defined:
-        observed.setdefault(options.name, GroupObservation(
-            options.name, options.policy, options.pool_size, window=window))
-    return [observed[name] for name in sorted(observed)]
+    since = minute_of(now - window)
+    note = None
+    try:
+        registered = store.worker_groups()
+        workers = store.list_workers(now)
+        served = store.served_counts(since)
+    except StoreError as error:
+        # A store whose schema predates the registry, opened read-only, cannot be
+        # migrated by the dashboard: show what the App defines, and say why.
+        logger.warning("rota dashboard: cannot read the worker registry: %s", error)
+        registered, workers, served = [], [], []
+        note = f"the worker registry cannot be read: {error}"
+    known = {g.name: WorkerGroupInfo(g.name, g.policy, g.pool_size) for g in defined}
+    known.update({g.name: g for g in registered})
+    busy: defaultdict[str, set[datetime]] = defaultdict(set)
+    for row in served:
+        if row.minute is not None and row.count > 0:
+            busy[row.group].add(row.minute)
+    groups = [
+        GroupObservation(
+            name=view.group, policy=view.policy, pool_size=view.pool_size,
+            workers=view.workers, in_flight=view.in_flight,
+            served={share.queue: share.served for share in view.queues},
+            busy_minutes=len(busy[view.group]), window=window,
+        )
+        for view in fairness(known.values(), workers, served, since)
+    ]
+    return Observation(groups, workers, served, note)

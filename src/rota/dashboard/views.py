@@ -17,6 +17,7 @@ from rota.core.estimate import StartEstimate, combine, estimate_start
 from rota.core.jobs import JobRecord, JobState
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.queue_controls import QueueInfo
+from rota.core.workers import WorkerInfo
 from rota.dashboard.sources import GroupObservation
 
 JSON = dict[str, Any]
@@ -26,16 +27,19 @@ def _time(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
 
-def about(seconds: float | None) -> str:
-    """'about N s' for people (with minutes or hours beside it when long)."""
-    if seconds is None:
-        return "unknown"
+def duration(seconds: float) -> str:
+    """'N s' for people (with minutes or hours beside it when long)."""
     whole = max(0, round(seconds))
     if whole < 120:
-        return f"about {whole} s"
+        return f"{whole} s"
     if whole < 7200:
-        return f"about {whole} s ({whole // 60} min)"
-    return f"about {whole} s ({whole / 3600:.1f} h)"
+        return f"{whole} s ({whole // 60} min)"
+    return f"{whole} s ({whole / 3600:.1f} h)"
+
+
+def about(seconds: float | None) -> str:
+    """'about N s', or 'unknown'."""
+    return "unknown" if seconds is None else f"about {duration(seconds)}"
 
 
 def policy_json(policy: DispatchPolicy) -> JSON:
@@ -64,7 +68,8 @@ def estimates_for(
     by_name = {one.name: one for one in infos}
     estimates: list[StartEstimate] = []
     for group in groups:
-        if info.name not in group.policy.queues:
+        if group.policy is None or info.name not in group.policy.queues \
+                or group.pool_size < 1:
             continue
         backlog = {q: by_name[q].due for q in group.policy.queues if q in by_name}
         paused = [q for q in group.policy.queues if q in by_name and by_name[q].paused]
@@ -111,7 +116,8 @@ def queue_json(
         "counts": {state.value: info.counts.get(state, 0) for state in JobState},
         "due": info.due, "oldest_due_at": _time(info.oldest_due_at),
         "oldest_due_age_s": age,
-        "groups": sorted(g.name for g in groups if info.name in g.policy.queues),
+        "groups": sorted(g.name for g in groups
+                         if g.policy is not None and info.name in g.policy.queues),
         "estimate": estimate_json(estimates_for(info, infos, groups)),
     }
 
@@ -129,12 +135,14 @@ def group_json(
     group: GroupObservation, infos: Sequence[QueueInfo], now: datetime
 ) -> JSON:
     by_name = {one.name: one for one in infos}
-    total_weight = sum(w for _, w in group.policy.weights) if isinstance(
-        group.policy, Weighted) else 0
-    weights = dict(group.policy.weights) if isinstance(group.policy, Weighted) else {}
+    policy = group.policy
+    total_weight = sum(w for _, w in policy.weights) if isinstance(policy, Weighted) else 0
+    weights = dict(policy.weights) if isinstance(policy, Weighted) else {}
     served_total = group.served_total
     queues: list[JSON] = []
-    for index, queue in enumerate(group.policy.queues):
+    order = list(policy.queues) if policy is not None else []
+    order += sorted(queue for queue in group.served if queue not in order)
+    for index, queue in enumerate(order):
         info = by_name.get(queue)
         waited = None if info is None or info.oldest_due_at is None else \
             max(0.0, (now - info.oldest_due_at).total_seconds())
@@ -143,7 +151,7 @@ def group_json(
             "queue": queue,
             "weight": weights.get(queue),
             "order": index + 1,
-            "target_share": weights[queue] / total_weight if weights else None,
+            "target_share": weights[queue] / total_weight if queue in weights else None,
             "served": served,
             "served_share": served / served_total if served_total else None,
             "due": 0 if info is None else info.due,
@@ -152,8 +160,10 @@ def group_json(
         })
     capacity = group.pool_size * group.workers
     return {
-        "name": group.name, "policy": policy_json(group.policy),
-        "policy_text": policy_text(group.policy), "pool_size": group.pool_size,
+        "name": group.name,
+        "policy": None if policy is None else policy_json(policy),
+        "policy_text": "policy unknown" if policy is None else policy_text(policy),
+        "pool_size": group.pool_size,
         "workers": group.workers, "in_flight": group.in_flight,
         "pool_use": group.in_flight / capacity if capacity else None,
         "window_minutes": round(group.window.total_seconds() / 60),
@@ -166,6 +176,22 @@ def groups_json(
     groups: Sequence[GroupObservation], infos: Sequence[QueueInfo], now: datetime
 ) -> list[JSON]:
     return [group_json(group, infos, now) for group in groups]
+
+
+def worker_json(worker: WorkerInfo, now: datetime) -> JSON:
+    """One worker process of the registry."""
+    return {
+        "id": worker.id, "host": worker.host, "pid": worker.pid, "version": worker.version,
+        "started_at": worker.started_at.isoformat(), "last_seen": worker.last_seen.isoformat(),
+        "last_seen_ago_s": max(0.0, (now - worker.last_seen).total_seconds()),
+        "dead_at": worker.dead_at.isoformat(), "alive": worker.alive,
+        "in_flight": worker.in_flight,
+        "groups": [{"name": g.name, "policy": policy_json(g.policy),
+                    "policy_text": policy_text(g.policy), "pool_size": g.pool_size,
+                    "in_flight": g.in_flight, "owner": g.owner} for g in worker.groups],
+        "served": [{"group": c.group, "queue": c.queue, "outcome": c.outcome,
+                    "count": c.count} for c in worker.served],
+    }
 
 
 # -- Jobs -------------------------------------------------------------------------------------
@@ -206,8 +232,8 @@ def job_estimate_json(
         seconds = None if queue_part["seconds"] is None else wait + queue_part["seconds"]
         return {
             "seconds": seconds, "text": about(seconds) if seconds is not None
-            else f"due in {about(wait)[6:]}, then unknown",
-            "basis": f"due in {about(wait)[6:]}; then, if its Queue's due backlog is the "
+            else f"due in {duration(wait)}, then unknown",
+            "basis": f"due in {duration(wait)}; then, if its Queue's due backlog is the "
             f"same as now: {queue_part['text']} ({queue_part['basis']})",
             "groups": queue_part["groups"],
         }

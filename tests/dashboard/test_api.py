@@ -1,0 +1,287 @@
+"""The dashboard's JSON API, actions and /metrics, over a real server, on every store."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+import rota
+from tests.dashboard.conftest import NOW, Seeded, ServedDashboard
+
+TOKEN = "s3cret-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+Serve = Callable[..., ServedDashboard]
+
+
+def test_api_queues_shows_counts_due_backlog_oldest_age_paused_and_limit(
+    seeded: Seeded, serve: Serve
+) -> None:
+    # Given the seeded store, served
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    # When /api/queues is read
+    reply = dashboard.get("/api/queues")
+    # Then every Queue is there, by name, with what a person needs
+    assert reply.status == 200
+    queues = {q["name"]: q for q in reply.json()}
+    assert sorted(queues) == ["a", "b", "c", "emails", "paused-q"]
+    a = queues["a"]
+    assert a["counts"] == {"scheduled": 5, "leased": 0, "succeeded": 1, "dead_lettered": 0,
+                           "quarantined": 0, "cancelled": 0}
+    assert a["due"] == 5 and a["oldest_due_age_s"] == pytest.approx(90.0)
+    assert (a["paused"], a["limit"]) == (False, None)
+    assert queues["c"]["due"] == 0 and queues["c"]["oldest_due_age_s"] is None
+    assert queues["emails"]["counts"]["dead_lettered"] == 1
+    assert (queues["paused-q"]["paused"], queues["paused-q"]["limit"]) == (True, 2)
+    # And the estimate of a job enqueued now into a: group fair served 100 jobs in one
+    # busy minute; the replay puts 5 of a and 3 of b before it (8 jobs, 6:3 shares)
+    estimate = a["estimate"]
+    assert a["groups"] == ["fair"]
+    assert estimate["groups"][0]["ahead"] == 8
+    assert estimate["seconds"] == pytest.approx(8 / (100 / 60))
+    assert estimate["text"] == "about 5 s" and "Weighted 6:3:1" in estimate["basis"]
+
+
+def test_api_groups_shows_target_and_served_shares(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    groups = {g["name"]: g for g in dashboard.get("/api/groups").json()}
+    fair = groups["fair"]
+    assert fair["policy"] == {"kind": "weighted", "queues": [
+        {"queue": "a", "weight": 6}, {"queue": "b", "weight": 3}, {"queue": "c", "weight": 1}]}
+    assert (fair["workers"], fair["in_flight"], fair["pool_size"]) == (1, 2, 4)
+    assert fair["pool_use"] == pytest.approx(0.5)
+    shares = {q["queue"]: (q["target_share"], q["served_share"], q["served"])
+              for q in fair["queues"]}
+    assert shares == {"a": (pytest.approx(0.6), pytest.approx(0.6), 60),
+                      "b": (pytest.approx(0.3), pytest.approx(0.3), 30),
+                      "c": (pytest.approx(0.1), pytest.approx(0.1), 10)}
+    assert fair["queues"][0]["longest_wait_s"] == pytest.approx(90.0)
+
+
+def test_api_workers_lists_the_registry(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    [worker] = dashboard.get("/api/workers").json()
+    assert (worker["id"], worker["host"], worker["pid"], worker["alive"]) == (
+        "host:1:tok", "host", 1, True)
+    assert worker["groups"][0]["name"] == "fair" and worker["groups"][0]["in_flight"] == 2
+    assert worker["last_seen_ago_s"] == pytest.approx(60.0)
+
+
+def test_api_jobs_newest_first_with_filters_and_paging(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    # Newest first
+    listing = dashboard.get("/api/jobs").json()
+    ids = [job["id"] for job in listing["jobs"]]
+    assert ids == sorted(ids, reverse=True) and len(ids) == 12
+    # Filters: Queue, state, name, and combined
+    assert [j["id"] for j in dashboard.get("/api/jobs?queue=b").json()["jobs"]] \
+        == seeded.ids["b"][::-1]
+    assert [j["id"] for j in dashboard.get("/api/jobs?state=dead_lettered").json()["jobs"]] \
+        == seeded.ids["failed"]
+    by_name = dashboard.get("/api/jobs?name=send-mail&state=scheduled").json()["jobs"]
+    assert [j["id"] for j in by_name] == (seeded.ids["a"] + seeded.ids["c"])[::-1]
+    # Paging
+    first = dashboard.get("/api/jobs?queue=a&state=scheduled&limit=2").json()
+    assert [j["id"] for j in first["jobs"]] == seeded.ids["a"][::-1][:2]
+    assert first["next_offset"] == 2
+    last = dashboard.get("/api/jobs?queue=a&state=scheduled&limit=2&offset=4").json()
+    assert [j["id"] for j in last["jobs"]] == [seeded.ids["a"][0]]
+    assert last["next_offset"] is None
+
+
+@pytest.mark.parametrize(("query", "words"), [
+    ("state=sleeping", "state must be one of"),
+    ("queue=has%20space", "Queue name must not contain whitespace"),
+    ("limit=-1", "limit must be a whole number"),
+    ("offset=abc", "offset must be a whole number"),
+    ("limit=100000", "limit must be a whole number from 0 to 500"),
+])
+def test_api_jobs_refuses_bad_filters(seeded: Seeded, serve: Serve, query: str,
+                                      words: str) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    reply = dashboard.get(f"/api/jobs?{query}")
+    assert reply.status == 400 and words in reply.json()["error"]
+
+
+def test_api_job_detail_and_its_estimate(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    [done] = seeded.ids["done"]
+    job = dashboard.get(f"/api/jobs/{done}").json()
+    assert (job["state"], job["attempt"], job["result"]) == ("succeeded", 1, {"sent": 1})
+    assert job["args"] == ["done@example.com"] and job["estimate"] is None
+    assert job["started_at"] is not None and job["finished_at"] is not None
+    [failed] = seeded.ids["failed"]
+    assert dashboard.get(f"/api/jobs/{failed}").json()["last_error"] == "RuntimeError: boom"
+    # A scheduled job due later: the wait until due, then its Queue's estimate
+    later = dashboard.get(f"/api/jobs/{seeded.ids['c'][0]}").json()
+    assert later["kwargs"] == {}
+    assert later["estimate"]["basis"].startswith("due in 3510 s (58 min); then")
+    assert later["estimate"]["seconds"] >= 3600 - 90
+
+
+@pytest.mark.parametrize(("job_id", "status"), [
+    ("0", 400), ("abc", 400), ("-1", 400), (str(2**63), 400), ("1e3", 400), ("999999", 404),
+])
+def test_api_job_checks_the_id(seeded: Seeded, serve: Serve, job_id: str, status: int) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    reply = dashboard.get(f"/api/jobs/{job_id}")
+    assert reply.status == status
+    assert ("no job" if status == 404 else "job ids are whole numbers") in reply.json()["error"]
+
+
+def test_actions_need_the_token_and_change_nothing_without_it(
+    seeded: Seeded, serve: Serve
+) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock, token=TOKEN)
+    job_id = seeded.ids["a"][0]
+    attempts = [
+        ("/api/queues/a/pause", {}), ("/api/queues/paused-q/resume", {}),
+        ("/api/queues/a/limit", {"limit": "3"}), (f"/api/jobs/{job_id}/cancel", {}),
+        (f"/api/jobs/{seeded.ids['failed'][0]}/requeue", {}),
+    ]
+    for path, form in attempts:
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN},
+                        {"Cookie": "rota_dashboard=" + TOKEN}):
+            reply = dashboard.post(path, data=form, headers=headers)
+            assert reply.status == 401, (path, headers)
+            assert "needs its token" in reply.json()["error"]
+            assert reply.headers["WWW-Authenticate"].startswith("Bearer")
+    # Nothing changed
+    a, paused = seeded.queue("a"), seeded.queue("paused-q")
+    assert a is not None and (a.paused, a.limit) == (False, None)
+    assert paused is not None and paused.paused
+    assert seeded.job(job_id).state is rota.JobState.SCHEDULED
+    assert seeded.job(seeded.ids["failed"][0]).state is rota.JobState.DEAD_LETTERED
+
+
+def test_queue_actions_with_the_token(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock, token=TOKEN)
+    # Pause, then resume
+    reply = dashboard.post("/api/queues/a/pause", headers=AUTH)
+    assert reply.status == 200 and reply.json() == {"queue": "a", "paused": True, "limit": None}
+    assert seeded.queue("a").paused  # type: ignore[union-attr]
+    assert dashboard.post("/api/queues/a/resume", headers=AUTH).json()["paused"] is False
+    assert not seeded.queue("a").paused  # type: ignore[union-attr]
+    # Limit as a form field and as JSON; none clears it
+    assert dashboard.post("/api/queues/a/limit", data={"limit": "3"}, headers=AUTH).json() \
+        == {"queue": "a", "paused": False, "limit": 3}
+    assert dashboard.post("/api/queues/a/limit", body={"limit": 5}, headers=AUTH) \
+        .json()["limit"] == 5
+    assert seeded.queue("a").limit == 5  # type: ignore[union-attr]
+    assert dashboard.post("/api/queues/a/limit", body={"limit": None}, headers=AUTH) \
+        .json()["limit"] is None
+    # A Queue with no jobs yet can be paused (settings may precede jobs)
+    assert dashboard.post("/api/queues/new-one/pause", headers=AUTH).json()["paused"]
+
+
+@pytest.mark.parametrize("limit", [-1, "-1", "many", 1.5, True, [], "3x"])
+def test_a_bad_limit_is_refused_and_changes_nothing(
+    seeded: Seeded, serve: Serve, limit: object
+) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    reply = dashboard.post("/api/queues/a/limit", body={"limit": limit})
+    assert reply.status == 400 and "limit" in reply.json()["error"]
+    assert seeded.queue("a").limit is None  # type: ignore[union-attr]
+
+
+def test_bad_queue_names_and_bodies_are_refused(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    assert dashboard.post("/api/queues/a%20b/pause").status == 400
+    assert dashboard.post(f"/api/queues/{'x' * 201}/pause").status == 400
+    assert dashboard.post("/api/queues/a/limit").json()["error"].startswith("give the limit")
+    reply = dashboard.post("/api/queues/a/limit", body=[1])
+    assert reply.status == 400 and "object" in reply.json()["error"]
+    assert not any(q.paused for q in seeded.app.queues() if q.name != "paused-q")
+
+
+def test_job_actions_cancel_and_requeue(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    job_id = seeded.ids["a"][0]
+    reply = dashboard.post(f"/api/jobs/{job_id}/cancel")
+    assert reply.status == 200 and reply.json()["cancelled"] is True
+    assert seeded.job(job_id).state is rota.JobState.CANCELLED
+    # Cancelling it again: 409, with the reason
+    again = dashboard.post(f"/api/jobs/{job_id}/cancel")
+    assert again.status == 409 and "cancelled" in again.json()["error"]
+    # Requeue the cancelled and the dead-lettered job
+    assert dashboard.post(f"/api/jobs/{job_id}/requeue").json()["requeued"] is True
+    [failed] = seeded.ids["failed"]
+    assert dashboard.post(f"/api/jobs/{failed}/requeue").json()["state"] == "scheduled"
+    assert seeded.job(failed).state is rota.JobState.SCHEDULED
+    # A scheduled job cannot be requeued; an unknown one is 404
+    assert dashboard.post(f"/api/jobs/{failed}/requeue").status == 409
+    assert dashboard.post("/api/jobs/999999/cancel").status == 404
+    assert dashboard.post("/api/jobs/x/cancel").status == 400
+
+
+def test_a_post_from_another_sites_page_is_refused(seeded: Seeded, serve: Serve) -> None:
+    # Given a dashboard without a token (anyone on the machine may act)
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    # When a page of another site makes the browser post to it
+    for headers in ({"Origin": "http://evil.example"}, {"Origin": "null"},
+                    {"Sec-Fetch-Site": "cross-site"}):
+        reply = dashboard.post("/api/queues/a/pause", headers=headers)
+        # Then it is refused and nothing changes
+        assert reply.status == 403, headers
+    assert not seeded.queue("a").paused  # type: ignore[union-attr]
+    # While the dashboard's own pages may post
+    own = dashboard.url
+    assert dashboard.post("/api/queues/a/pause", headers={"Origin": own}).status == 200
+
+
+def test_metrics_in_the_prometheus_text_format(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    reply = dashboard.get("/metrics")
+    assert reply.status == 200 and reply.headers["Content-Type"].startswith("text/plain")
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(reply.text)
+               for s in family.samples}
+    assert samples[("rota_queue_jobs", (("queue", "a"), ("state", "scheduled")))] == 5
+    assert samples[("rota_queue_jobs", (("queue", "a"), ("state", "succeeded")))] == 1
+    assert samples[("rota_queue_jobs", (("queue", "emails"), ("state", "dead_lettered")))] == 1
+    assert samples[("rota_queue_oldest_due_age_seconds", (("queue", "a"),))] \
+        == pytest.approx(90.0)
+    assert samples[("rota_queue_oldest_due_age_seconds", (("queue", "c"),))] == 0
+    assert samples[("rota_queue_paused", (("queue", "paused-q"),))] == 1
+    assert samples[("rota_queue_limit", (("queue", "paused-q"),))] == 2
+    key = (("group", "fair"), ("outcome", "succeeded"), ("queue", "a"))
+    assert samples[("rota_jobs_total", key)] == 60
+    assert samples[("rota_group_workers", (("group", "fair"),))] == 1
+    # The counter grows with the history, and only by what was added
+    from rota.core.workers import ServedCount
+    more = [ServedCount("fair", "a", "succeeded", 7)]
+    seeded.app.store.refresh_worker("host:1:tok", NOW, dead_at=NOW + (NOW - NOW.replace(
+        hour=0)), in_flight={}, served=more, new=more)
+    again = {(s.name, tuple(sorted(s.labels.items()))): s.value
+             for family in text_string_to_metric_families(dashboard.get("/metrics").text)
+             for s in family.samples}
+    assert again[("rota_jobs_total", key)] == 67
+
+
+def test_pages_render_and_escape_hostile_names(seeded: Seeded, serve: Serve) -> None:
+    # Given a Queue and a job whose names are HTML
+    hostile = "<script>alert(1)</script>"
+    seeded.app.store.pause_queue("<b>q</b>")
+    from rota.core.jobs import NewJob
+    [job_id] = seeded.app.store.enqueue(
+        [NewJob(name=hostile, queue="a", due_at=NOW, args_json='["<img src=x onerror=1>"]')],
+        NOW)
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    for path in ("/queues", "/workers", "/jobs", f"/jobs/{job_id}", "/queues/a",
+                 "/queues/%3Cb%3Eq%3C/b%3E"):
+        reply = dashboard.get(path, headers={"Accept": "text/html"})
+        assert reply.status == 200, path
+        assert "<script>alert" not in reply.text and "<b>q</b>" not in reply.text
+        assert "<img src=x" not in reply.text
+        assert "script-src 'self'" in reply.headers["Content-Security-Policy"]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dashboard.get(f"/jobs/{job_id}").text
+
+
+def test_static_assets_come_from_the_package(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    assert dashboard.get("/static/dashboard.css").status == 200
+    assert "fetch(" in dashboard.get("/static/dashboard.js").text
+    page = dashboard.get("/queues").text
+    assert "http://" not in page.split("<body>")[0]  # no CDN: nothing loaded from elsewhere
