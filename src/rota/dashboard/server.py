@@ -206,6 +206,7 @@ class Dashboard:
     def _page(self, request: Request, template: str, status: int = 200,
               **context: Any) -> HTMLResponse:
         base = self._base(request)
+        context.setdefault("title", str(context.get("status_code", "rota")))
         html = self.templates.get_template(template).render(
             base=base, store_url=self.source.url, token_set=self.token is not None,
             logged_in=self._may_act(request), path=request.url.path,

@@ -1,0 +1,181 @@
+"""The dashboard in a real headless Chromium: what a person sees, and what a click does.
+
+Runs against the seeded SQLite store (tests/dashboard/conftest.py), served by a real
+uvicorn. Screenshots of every page go to tests/output/screenshots/. With
+ROTA_UPDATE_README_SCREENSHOT=1 the fairness view is also written to
+docs/img/fairness.png (the README's picture).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import rota
+from tests.conftest import _fresh_store_url
+from tests.dashboard import browser
+from tests.dashboard.conftest import Seeded, ServedDashboard, seed
+
+pytestmark = pytest.mark.slow
+
+README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "fairness.png"
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    browser.require_browser()
+    yield from browser.open_driver()
+
+
+@pytest.fixture
+def sqlite_seeded(tmp_path: Path, clock: rota.VirtualClock,
+                  request: pytest.FixtureRequest) -> Iterator[Seeded]:
+    url = next(_fresh_store_url("sqlite", tmp_path, request))
+    app = rota.App(url, clock=clock)
+    try:
+        yield Seeded(app, url, clock, seed(app, clock))
+    finally:
+        app.close()
+
+
+def by_css(driver: Any, selector: str) -> Any:
+    from selenium.webdriver.common.by import By
+    return driver.find_element(By.CSS_SELECTOR, selector)
+
+
+def all_css(driver: Any, selector: str) -> list[Any]:
+    from selenium.webdriver.common.by import By
+    return list(driver.find_elements(By.CSS_SELECTOR, selector))
+
+
+def wait_for(driver: Any, condition: Callable[[Any], Any]) -> Any:
+    """Wait (on the browser, up to 30 s) until `condition(driver)` holds; elements of a
+    page being replaced (a form post, the auto-refresh) are looked up again."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+    return WebDriverWait(driver, 30, ignored_exceptions=(
+        NoSuchElementException, StaleElementReferenceException)).until(
+        condition, message=f"the page never showed it; it shows: {driver.page_source[:2000]}")
+
+
+def test_queues_page_shows_the_rows_and_pause_pauses_the_queue(
+    driver: Any, sqlite_seeded: Seeded, serve: Callable[..., ServedDashboard]
+) -> None:
+    # Given the seeded store, served
+    dashboard = serve(sqlite_seeded.source, clock=sqlite_seeded.clock)
+    # When a person opens the Queues page
+    driver.get(f"{dashboard.url}/queues")
+    # Then they see one row per Queue, with its counts, due backlog and oldest due age
+    rows = {row.get_attribute("data-queue"): row for row in all_css(driver, "tr[data-queue]")}
+    assert sorted(rows) == ["a", "b", "c", "emails", "paused-q"]
+    a = rows["a"]
+    assert by_css(a, "[data-state=scheduled]").text == "5"
+    assert by_css(a, "[data-state=succeeded]").text == "1"
+    assert by_css(a, ".due-cell").text == "5" and by_css(a, ".age-cell").text == "90 s"
+    assert by_css(a, ".estimate-cell").text == "about 5 s"
+    assert by_css(rows["paused-q"], ".paused-cell").text == "paused"
+    assert by_css(rows["paused-q"], ".limit-cell").text == "2"
+    driver.save_screenshot(str(browser.screenshot_path("queues")))
+    # When they click "pause" on Queue a
+    by_css(a, "button.pause").click()
+    # Then the page comes back with a paused, and the store says so
+    wait_for(driver, lambda d: by_css(d, "tr[data-queue=a] .paused-cell").text == "paused")
+    info = sqlite_seeded.queue("a")
+    assert info is not None and info.paused
+    # And setting a limit in the row's form sets it in the store
+    field = by_css(driver, "tr[data-queue=b] input[name=limit]")
+    field.clear()
+    field.send_keys("7")
+    by_css(driver, "tr[data-queue=b] button.set-limit").click()
+    wait_for(driver, lambda d: by_css(d, "tr[data-queue=b] .limit-cell").text == "7")
+    assert sqlite_seeded.queue("b").limit == 7  # type: ignore[union-attr]
+    driver.save_screenshot(str(browser.screenshot_path("queues-after-pause")))
+
+
+def test_worker_groups_page_draws_target_against_served_shares(
+    driver: Any, sqlite_seeded: Seeded, serve: Callable[..., ServedDashboard]
+) -> None:
+    dashboard = serve(sqlite_seeded.source, clock=sqlite_seeded.clock)
+    driver.get(f"{dashboard.url}/workers")
+    group = by_css(driver, "section.group[data-group=fair]")
+    assert "Weighted a=6, b=3, c=1" in by_css(group, "h2").text
+    assert "1 live worker(s)" in group.text
+    # The chart: one pair of bars per Queue, target and served, with the right shares
+    bars = {g.get_attribute("data-queue"): g for g in all_css(group, "svg.fairness g.share")}
+    assert sorted(bars) == ["a", "b", "c"]
+    for queue, share in (("a", "60%"), ("b", "30%"), ("c", "10%")):
+        assert by_css(bars[queue], ".target-pct").text == share
+        assert by_css(bars[queue], ".served-pct").text == share
+    widths = {q: float(by_css(bars[q], "rect.served-bar").get_attribute("width")) for q in bars}
+    assert widths["a"] == pytest.approx(2 * widths["b"]) == pytest.approx(6 * widths["c"])
+    path = browser.screenshot_path("workers")
+    driver.save_screenshot(str(path))
+    group.screenshot(str(browser.screenshot_path("fairness")))
+    if os.environ.get("ROTA_UPDATE_README_SCREENSHOT") == "1":
+        README_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        group.screenshot(str(README_SCREENSHOT))
+
+
+def test_jobs_page_filters_and_the_detail_view(
+    driver: Any, sqlite_seeded: Seeded, serve: Callable[..., ServedDashboard]
+) -> None:
+    dashboard = serve(sqlite_seeded.source, clock=sqlite_seeded.clock)
+    driver.get(f"{dashboard.url}/jobs")
+    ids = [int(row.get_attribute("data-job")) for row in all_css(driver, "tr[data-job]")]
+    assert ids == sorted(ids, reverse=True) and len(ids) == 12
+    # Filter by state through the form
+    from selenium.webdriver.support.ui import Select
+    Select(by_css(driver, "select[name=state]")).select_by_value("dead_lettered")
+    by_css(driver, "form.filters button").click()
+    wait_for(driver, lambda d: len(all_css(d, "tr[data-job]")) == 1)
+    [failed] = sqlite_seeded.ids["failed"]
+    # Open the job: its detail shows its arguments, attempts and last error
+    by_css(driver, f"tr[data-job='{failed}'] a").click()
+    wait_for(driver, lambda d: d.current_url.endswith(f"/jobs/{failed}"))
+    assert by_css(driver, ".job-name").text == "always-fails"
+    assert by_css(driver, ".attempt").text == "1"
+    assert by_css(driver, ".last-error").text == "RuntimeError: boom"
+    driver.save_screenshot(str(browser.screenshot_path("job-dead-lettered")))
+    # Requeue it from the detail view
+    by_css(driver, "button.requeue").click()
+    wait_for(driver, lambda d: by_css(d, "h1 .state").text == "scheduled")
+    assert sqlite_seeded.job(failed).state is rota.JobState.SCHEDULED
+    # A succeeded job shows its result and arguments
+    [done] = sqlite_seeded.ids["done"]
+    driver.get(f"{dashboard.url}/jobs/{done}")
+    assert '"sent": 1' in by_css(driver, ".result").text
+    assert "done@example.com" in by_css(driver, ".args").text
+    # A scheduled job shows when it will run, with the basis
+    driver.get(f"{dashboard.url}/jobs/{sqlite_seeded.ids['b'][0]}")
+    assert by_css(driver, ".estimate-text").text.startswith("at most about")
+    assert "Weighted 6:3:1" in by_css(driver, ".estimate .basis").text
+    driver.save_screenshot(str(browser.screenshot_path("job-scheduled")))
+
+
+def test_with_a_token_the_buttons_need_a_login(
+    driver: Any, sqlite_seeded: Seeded, serve: Callable[..., ServedDashboard]
+) -> None:
+    dashboard = serve(sqlite_seeded.source, clock=sqlite_seeded.clock, token="t0ken")
+    driver.delete_all_cookies()
+    driver.get(f"{dashboard.url}/queues")
+    # Clicking pause without logging in: 401, and the Queue is not paused
+    by_css(driver, "tr[data-queue=a] button.pause").click()
+    wait_for(driver, lambda d: by_css(d, "h1").text == "401")
+    assert not sqlite_seeded.queue("a").paused  # type: ignore[union-attr]
+    # Log in with a wrong token, then the right one
+    driver.get(f"{dashboard.url}/login?next=/queues")
+    by_css(driver, "input[name=token]").send_keys("wrong")
+    by_css(driver, ".login-form button").click()
+    wait_for(driver, lambda d: "not the token" in by_css(d, "main").text)
+    by_css(driver, "input[name=token]").send_keys("t0ken")
+    by_css(driver, ".login-form button").click()
+    wait_for(driver, lambda d: d.current_url.endswith("/queues"))
+    # Now the button works
+    by_css(driver, "tr[data-queue=a] button.pause").click()
+    wait_for(driver, lambda d: by_css(d, "tr[data-queue=a] .paused-cell").text == "paused")
+    assert sqlite_seeded.queue("a").paused  # type: ignore[union-attr]
+    driver.delete_all_cookies()
