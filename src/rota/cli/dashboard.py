@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
-import sys
 
 from rota.cli.common import CommandError, UsageError, add_store_options, load_app
 from rota.store import StoreConfigError, StoreError
@@ -90,5 +90,14 @@ def _serve(source: object, token: str | None, listener: socket.socket) -> int:
           flush=True)
     config = uvicorn.Config(application, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
+    # uvicorn stops gracefully on SIGINT/SIGTERM, then re-raises the signal to the handler
+    # that was there before it: make that one ask for the same stop (it is also what
+    # answers a signal that comes before uvicorn installs its own), so a stop exits 0,
+    # like `rota worker`.
+    def stop(_signum: int, _frame: object) -> None:
+        server.should_exit = True
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
     server.run(sockets=[listener])
-    return 0 if sys.exc_info()[0] is None else 1
+    return 0
