@@ -37,8 +37,9 @@ from rota.worker.group import (
     retry_policy,
     sweep_expired_leases,
 )
+from rota.worker.registry import RegistryDuty
 from rota.worker.retention import RetentionDuty, purge_finished
-from rota.worker.runtime import Duty, Runtime
+from rota.worker.runtime import Duty, Runtime, RuntimeObserver
 
 logger = logging.getLogger("rota")
 
@@ -115,6 +116,8 @@ class App:
         # Replaced, never mutated, so enqueuing threads may iterate them without a lock.
         self._outcome_callbacks: tuple[OutcomeCallback, ...] = ()
         self._enqueue_listeners: tuple[Callable[[str], None], ...] = ()
+        # Told of every real-time runtime's start, stop and claims (rota.metrics).
+        self._runtime_observers: tuple[RuntimeObserver, ...] = ()
 
     def __repr__(self) -> str:
         return f"App({self.store.url!r})"
@@ -434,7 +437,7 @@ class App:
             store=self.store, clock=self.clock, runners=runners, handlers=self._handlers,
             retry_for=self._retry_policy_for, outcome_callbacks=self._outcome_callbacks,
             grace_s=None if grace_s is None else grace_s.total_seconds(),
-            duties=self._duties(),
+            duties=self._duties(), observers=self._runtime_observers,
         )
 
     def _duties(self) -> list[Duty]:
@@ -448,6 +451,7 @@ class App:
             duties.append(RetentionDuty(self.retention, self.store, self.clock))
         if (checkpoints := wal_checkpoint_duty(self.store)) is not None:
             duties.append(checkpoints)
+        duties.append(RegistryDuty(self.store))
         return duties
 
     @contextlib.asynccontextmanager
@@ -630,6 +634,11 @@ class App:
             self.store.worker_groups(), self.store.list_workers(now),
             self.store.served_counts(since), since,
         )
+
+    def _observe_runtimes(self, observer: RuntimeObserver) -> None:
+        """Tell `observer` about every real-time runtime this App starts from now on
+        (`rota.metrics.serve_metrics` uses it; register before starting the worker)."""
+        self._runtime_observers = (*self._runtime_observers, observer)
 
     def _notify_enqueued(self, queues: Iterable[str]) -> None:
         """Jobs were enqueued through this App: wake the running groups serving them."""

@@ -34,9 +34,13 @@ __all__ = [
     "WorkerInfo",
     "dead_after",
     "fairness",
+    "fairness_to_json",
+    "group_to_json",
     "minute_of",
     "policy_from_parts",
     "policy_parts",
+    "served_to_json",
+    "worker_to_json",
 ]
 
 # The outcome names a served count can carry (rota.OutcomeKind's values).
@@ -281,3 +285,52 @@ def fairness(
             served=group_total, since=since, queues=shares,
         ))
     return views
+
+
+# -- JSON shapes (`rota workers --json`; the dashboard's /api/workers uses the same) ------
+
+
+def _time(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def group_to_json(group: WorkerGroupInfo) -> dict[str, object]:
+    kind, queues, weights = policy_parts(group.policy)
+    return {
+        "name": group.name, "policy": kind, "queues": list(queues),
+        "weights": None if weights is None else list(weights),
+        "pool_size": group.pool_size, "in_flight": group.in_flight, "owner": group.owner,
+        "seen_at": _time(group.seen_at),
+    }
+
+
+def served_to_json(count: ServedCount) -> dict[str, object]:
+    return {"group": count.group, "queue": count.queue, "outcome": count.outcome,
+            "count": count.count, "minute": _time(count.minute)}
+
+
+def worker_to_json(worker: WorkerInfo) -> dict[str, object]:
+    return {
+        "id": worker.id, "host": worker.host, "pid": worker.pid, "version": worker.version,
+        "alive": worker.alive, "started_at": _time(worker.started_at),
+        "last_seen": _time(worker.last_seen), "dead_at": _time(worker.dead_at),
+        "in_flight": worker.in_flight,
+        "groups": [group_to_json(group) for group in worker.groups],
+        "served": [served_to_json(count) for count in worker.served],
+    }
+
+
+def fairness_to_json(view: GroupFairness) -> dict[str, object]:
+    kind: str | None = None
+    if view.policy is not None:
+        kind = policy_parts(view.policy)[0]
+    return {
+        "group": view.group, "policy": kind, "pool_size": view.pool_size,
+        "workers": view.workers, "in_flight": view.in_flight, "served": view.served,
+        "since": _time(view.since),
+        "queues": [
+            {"queue": q.queue, "weight": q.weight, "target_share": q.target_share,
+             "served": q.served, "served_share": q.served_share, "outcomes": q.outcomes}
+            for q in view.queues
+        ],
+    }

@@ -60,10 +60,11 @@ import contextlib
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from rota.core.clock import Clock
 from rota.core.dispatch import PassPlan
@@ -82,6 +83,7 @@ from rota.worker.group import (
     record_successes,
     sweep_expired_leases,
 )
+from rota.worker.registry import OUTCOME_NAMES
 from rota.worker.supervision import supervise
 from rota.worker.threads import DaemonPool
 
@@ -93,6 +95,28 @@ T = TypeVar("T")
 # started with the runtime, cancelled when it stops. It owns its cadence and must survive
 # its own errors; it gets the runtime for `store_call`, `sleep_unless_stopping`, `stopping`.
 Duty = Callable[["Runtime"], Coroutine[Any, Any, None]]
+
+
+class RuntimeObserver(Protocol):
+    """Watches a runtime for metrics (`rota.metrics`): told when it starts and stops, and
+    after every pass's claims how long they took (store round trips included) and how
+    many jobs they returned. Called on the loop thread; keep it quick."""
+
+    def runtime_started(self, runtime: Runtime, /) -> None: ...
+
+    def runtime_stopped(self, runtime: Runtime, /) -> None: ...
+
+    def claimed(self, group: str, round_trip_s: float, jobs: int, /) -> None: ...
+
+
+@runtime_checkable
+class StoppingDuty(Protocol):
+    """A duty with work to do at a graceful stop, after the groups stopped (the store
+    threads still run): `at_stop` is awaited, bounded by FLUSH_TIMEOUT_S. Not at abort."""
+
+    def __call__(self, runtime: Runtime, /) -> Coroutine[Any, Any, None]: ...
+
+    async def at_stop(self, runtime: Runtime, /) -> None: ...
 
 # Store errors are retried after this backoff, doubling up to the cap.
 STORE_RETRY_FIRST_S = 0.05
@@ -160,6 +184,7 @@ class Runtime:
         outcome_callbacks: called with an `OutcomeEvent` after every attempt.
         grace_s: overrides every group's `grace_period` (seconds), or None.
         duties: housekeeping tasks to run while the runtime runs (see `Duty`).
+        observers: told of starts, stops and claim round trips (see `RuntimeObserver`).
     """
 
     def __init__(
@@ -173,8 +198,10 @@ class Runtime:
         outcome_callbacks: Sequence[OutcomeCallback] = (),
         grace_s: float | None = None,
         duties: Sequence[Duty] = (),
+        observers: Sequence[RuntimeObserver] = (),
     ) -> None:
         self.store = store
+        self.observers = tuple(observers)
         self.clock = clock
         self.handlers = handlers
         self.retry_for = retry_for
@@ -229,6 +256,8 @@ class Runtime:
         ]
         if isinstance(self.store, WakeupSource):
             await self._listen(self.store)
+        for observer in self.observers:
+            observer.runtime_started(self)
         logger.debug(
             "runtime started: groups %s on %s",
             ", ".join(g.runner.name for g in self.groups), self.store.url,
@@ -262,8 +291,22 @@ class Runtime:
             try:
                 await asyncio.gather(*(g.shutdown(override) for g in self.groups))
             finally:
+                await self._stop_duties()
                 self._finish()
         await self._stopped.wait()
+
+    async def _stop_duties(self) -> None:
+        """Cancel the duties, then give those with an `at_stop` (the worker registry's
+        last refresh) a bounded time to finish, while the store threads still run."""
+        for task in self._duty_tasks:
+            task.cancel()
+        await asyncio.gather(*self._duty_tasks, return_exceptions=True)
+        for duty in self._duties:
+            if isinstance(duty, StoppingDuty):
+                try:
+                    await asyncio.wait_for(duty.at_stop(self), FLUSH_TIMEOUT_S)
+                except Exception:
+                    logger.warning("stopping duty %r failed", duty, exc_info=True)
 
     def abort(self) -> None:
         """Stop at once: cancel every task, hand nothing back (the leases will expire and
@@ -290,6 +333,8 @@ class Runtime:
             except Exception:
                 logger.warning("stopping the wake-up listener failed", exc_info=True)
         self._store_threads.close()
+        for observer in self.observers:
+            observer.runtime_stopped(self)
         self._stopped.set()
         logger.debug("runtime stopped")
 
@@ -426,6 +471,10 @@ class GroupLoop:
         self._claiming = 0
         # Loop thread. The batch the outcome writer is writing now (set and cleared by it).
         self._in_write: list[_Finished] | None = None
+        # Loop thread. Attempts whose outcomes were written, per (Queue, outcome name),
+        # since the group started: counted by the outcome writer, read by the worker
+        # registry's refresh (rota.worker.registry) and metrics.
+        self.served: dict[tuple[str, str], int] = {}
         self._wake = asyncio.Event()  # set by any trigger; cleared by the pass task
         # Created by start(), cancelled or awaited by shutdown()/abort().
         self._pass_task: asyncio.Task[None] | None = None
@@ -440,6 +489,11 @@ class GroupLoop:
     def running(self) -> int:
         """Jobs whose handlers are running now (Workers busy)."""
         return self._running
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs the group holds: running, waiting to run alone, or outcome unwritten."""
+        return len(self._held)
 
     def start(self) -> None:
         self._pass_task = self._spawn(self._pass_forever, "passes",
@@ -501,6 +555,8 @@ class GroupLoop:
                 continue
             now = self.runtime.clock.now()
             self._claiming = free
+            observers = self.runtime.observers
+            began = time.perf_counter() if observers else 0.0
             try:
                 # Whatever a claim raises, claim_pass returns (or, for an error outside
                 # the claims, hands back) what it had claimed; an exception that gets out
@@ -510,6 +566,10 @@ class GroupLoop:
                 )
             finally:
                 self._claiming = 0
+            if observers:
+                round_trip_s = time.perf_counter() - began
+                for observer in observers:
+                    observer.claimed(self.name, round_trip_s, len(jobs))
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug("group %s: pass claimed %d of %d free", self.name, len(jobs),
                              free)
@@ -748,8 +808,11 @@ class GroupLoop:
                     self._in_write = None
                 done = {id(item) for item in written}
                 self._finished = [item for item in self._finished if id(item) not in done]
+                served = self.served
                 for item in written:
                     self._held.pop(item.held.job.id, None)
+                    key = (item.held.job.queue, OUTCOME_NAMES[type(item.outcome)])
+                    served[key] = served.get(key, 0) + 1
                 if self.runtime._suspect is not None:
                     self.runtime.after_outcomes_written()
                 if error is not None and not isinstance(error, StoreError):
