@@ -2,13 +2,15 @@
 
 Runs against the seeded SQLite store (tests/dashboard/conftest.py), served by a real
 uvicorn. Screenshots of every page go to tests/output/screenshots/. With
-ROTA_UPDATE_README_SCREENSHOT=1 the fairness view is also written to
-docs/img/fairness.png (the README's picture).
+ROTA_UPDATE_README_SCREENSHOT=1 the fairness view after a `rota demo` run is also written
+to docs/img/fairness.png (the README's picture).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -115,9 +117,35 @@ def test_worker_groups_page_draws_target_against_served_shares(
     path = browser.screenshot_path("workers")
     driver.save_screenshot(str(path))
     group.screenshot(str(browser.screenshot_path("fairness")))
+
+
+def test_after_rota_demo_the_fairness_view_shows_its_served_shares(
+    driver: Any, tmp_path: Path, serve: Callable[..., ServedDashboard]
+) -> None:
+    # Given a finished `rota demo` run (its workers have stopped)
+    db = tmp_path / "rota-demo.db"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    subprocess.run([sys.executable, "-m", "rota.cli", "demo", "--seconds", "2", "--db",
+                    str(db)], env=env, check=True, capture_output=True, timeout=300)
+    # When the dashboard shows its store
+    dashboard = serve(f"sqlite:///{db}")
+    driver.get(f"{dashboard.url}/workers")
+    # Then the Weighted group's served shares stand beside its weights 6:3:1
+    fair = by_css(driver, "section.group[data-group=fair]")
+    assert "0 live worker(s)" in fair.text
+    bars = {g.get_attribute("data-queue"): g for g in all_css(fair, "svg.fairness g.share")}
+    for queue, target in (("a", 0.6), ("b", 0.3), ("c", 0.1)):
+        assert float(bars[queue].get_attribute("data-target")) == pytest.approx(target)
+        assert float(bars[queue].get_attribute("data-served")) == pytest.approx(target, abs=0.02)
+    # And the Strict group shows critical served before bulk, without targets
+    priority = by_css(driver, "section.group[data-group=priority]")
+    assert {g.get_attribute("data-queue") for g in all_css(priority, "g.share")} == {
+        "critical", "bulk"}
+    driver.save_screenshot(str(browser.screenshot_path("demo-workers")))
+    fair.screenshot(str(browser.screenshot_path("demo-fairness")))
     if os.environ.get("ROTA_UPDATE_README_SCREENSHOT") == "1":
         README_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        group.screenshot(str(README_SCREENSHOT))
+        fair.screenshot(str(README_SCREENSHOT))
 
 
 def test_jobs_page_filters_and_the_detail_view(

@@ -151,7 +151,8 @@ def estimate_start(
     return StartEstimate(
         group, queue, position, ahead, rate_per_s, seconds,
         f"{position} due job(s) ahead in Queue {queue}; {replay}; group {group} served "
-        f"{rate_per_s:.1f} job(s)/s while busy; assumes no new jobs and the same rate")
+        f"{rate_per_s:.1f} job(s)/s over the minutes it was busy; assumes no new jobs and "
+        "the same rate")
 
 
 def combine(estimates: Sequence[StartEstimate]) -> float | None:

@@ -60,7 +60,8 @@ class GroupObservation:
 
     @property
     def rate_per_s(self) -> float | None:
-        """Jobs served per second while busy; None without history."""
+        """Jobs served per second over the minutes in which it served any; None without
+        history (whole minutes: a group busy for part of a minute reads slower)."""
         if self.busy_minutes <= 0 or self.served_total <= 0:
             return None
         return self.served_total / (self.busy_minutes * 60.0)
