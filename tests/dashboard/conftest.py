@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from email.message import Message
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,6 +108,17 @@ def seeded(store_url: str, clock: rota.VirtualClock) -> Iterator[Seeded]:
         ids = seed(app, clock)
         # memory:// is one store object per process: the dashboard gets that object.
         yield Seeded(app, shared if shared is not None else store_url, clock, ids)
+    finally:
+        app.close()
+
+
+@pytest.fixture
+def sqlite_seeded(tmp_path: Path, clock: rota.VirtualClock) -> Iterator[Seeded]:
+    """The same contents in an SQLite file only (browser and read-only tests)."""
+    url = f"sqlite:///{tmp_path / 'rota.db'}"
+    app = rota.App(url, clock=clock)
+    try:
+        yield Seeded(app, url, clock, seed(app, clock))
     finally:
         app.close()
 

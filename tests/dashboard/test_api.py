@@ -285,3 +285,50 @@ def test_static_assets_come_from_the_package(seeded: Seeded, serve: Serve) -> No
     assert "fetch(" in dashboard.get("/static/dashboard.js").text
     page = dashboard.get("/queues").text
     assert "http://" not in page.split("<body>")[0]  # no CDN: nothing loaded from elsewhere
+
+
+def test_reads_use_a_read_only_store_and_actions_a_writable_one(
+    sqlite_seeded: Seeded, serve: Serve
+) -> None:
+    # Given an SQLite store (read-only opening is an SQLite matter)
+    dashboard = serve(sqlite_seeded.source, clock=sqlite_seeded.clock)
+    source = dashboard.asgi.state.rota_dashboard.source
+    # Pages read without ever opening a writable connection
+    for path in ("/queues", "/workers", "/jobs", "/api/queues", "/metrics"):
+        assert dashboard.get(path).status == 200
+    assert len(source._owned) == 1
+    with pytest.raises(rota.StoreError):
+        source.reads.pause_queue("a")
+    # The first action opens the writable one
+    assert dashboard.post("/api/queues/a/pause").status == 200
+    assert len(source._owned) == 2
+
+
+def test_an_apps_groups_show_before_any_worker_ran(serve: Serve,
+                                                   clock: rota.VirtualClock) -> None:
+    from rota.store.memory import MemoryStore
+    app = rota.App(MemoryStore(), clock=clock)
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="notifications", policy=rota.Strict("emails", "reports"), pool_size=3))
+    dashboard = serve(app)
+    [group] = dashboard.get("/api/groups").json()
+    assert (group["name"], group["workers"], group["served_total"]) == ("notifications", 0, 0)
+    assert group["policy"]["kind"] == "strict" and group["pool_size"] == 3
+    assert [q["queue"] for q in group["queues"]] == ["emails", "reports"]
+    # The Queue page explains that there is no rate yet
+    estimate = dashboard.get("/api/queues/emails").json()["estimate"]
+    assert estimate["seconds"] is None and "no served history" in estimate["basis"]
+
+
+def test_a_registry_that_cannot_be_read_is_said_on_the_page(
+    serve: Serve, clock: rota.VirtualClock
+) -> None:
+    from rota.store.memory import MemoryStore
+
+    class NoRegistry(MemoryStore):
+        def worker_groups(self) -> list[rota.WorkerGroupInfo]:
+            raise rota.StoreError("no such table: rota_worker_groups")
+
+    dashboard = serve(NoRegistry(), clock=clock)
+    assert dashboard.get("/api/groups").json() == []
+    assert "the worker registry cannot be read: no such table" in dashboard.get("/workers").text

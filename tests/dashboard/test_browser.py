@@ -18,9 +18,8 @@ from typing import Any
 import pytest
 
 import rota
-from tests.conftest import _fresh_store_url
 from tests.dashboard import browser
-from tests.dashboard.conftest import Seeded, ServedDashboard, seed
+from tests.dashboard.conftest import Seeded, ServedDashboard
 
 pytestmark = pytest.mark.slow
 
@@ -31,17 +30,6 @@ README_SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "img" / "fair
 def driver() -> Iterator[Any]:
     browser.require_browser()
     yield from browser.open_driver()
-
-
-@pytest.fixture
-def sqlite_seeded(tmp_path: Path, clock: rota.VirtualClock,
-                  request: pytest.FixtureRequest) -> Iterator[Seeded]:
-    url = next(_fresh_store_url("sqlite", tmp_path, request))
-    app = rota.App(url, clock=clock)
-    try:
-        yield Seeded(app, url, clock, seed(app, clock))
-    finally:
-        app.close()
 
 
 def by_css(driver: Any, selector: str) -> Any:

@@ -227,6 +227,8 @@ class Dashboard:
 
     def _error(self, request: Request, message: str, status: int) -> Response:
         """A page for people (pages, and form posts from them), JSON for the API."""
+        if request.url.path == f"{self._base(request)}/metrics":
+            return Response(f"# {message}\n", status_code=status, media_type="text/plain")
         page = not request.url.path.startswith(f"{self._base(request)}/api/")
         if page or (request.method == "POST" and self._wants_html(request)):
             return self._page(request, "error.html", status=status, message=message,

@@ -17,9 +17,10 @@
       .then(function (response) { return response.ok ? response.text() : null; })
       .then(function (html) {
         if (html === null || busy()) { return; }
-        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("main");
+        var page = new DOMParser().parseFromString(html, "text/html");
+        var fresh = page.getElementById("main");
         if (fresh) { main.replaceChildren.apply(main, Array.prototype.slice.call(fresh.childNodes)); }
-        var footer = new DOMParser().parseFromString(html, "text/html").querySelector("footer");
+        var footer = page.querySelector("footer");
         var old = document.querySelector("footer");
         if (footer && old) { old.replaceWith(footer); }
       })
