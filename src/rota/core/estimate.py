@@ -28,7 +28,7 @@ __all__ = ["MAX_REPLAYED_JOBS", "StartEstimate", "combine", "estimate_start"]
 # The replay dispatches at most this many jobs; larger backlogs are scaled down to it (in
 # proportion, the Queue's position too) and the count scaled back up, which keeps the
 # shares and so the estimate while bounding the work of one page view.
-MAX_REPLAYED_JOBS = 20_000
+MAX_REPLAYED_JOBS = 5_000
 
 
 @dataclass(frozen=True, slots=True)
