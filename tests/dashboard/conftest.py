@@ -9,7 +9,8 @@ The known contents (`seeded`), at the virtual clock's START + 90 s:
 - Queue paused-q: paused, limit 2, no jobs.
 - The registry: one live worker `host:1:tok` running group `fair` (Weighted a=6, b=3, c=1,
   pool 4, 2 in flight), which served a=60, b=30, c=10 in the last minutes (shares 60 %,
-  30 %, 10 %, against targets 60 %, 30 %, 10 %).
+  30 %, 10 %, against targets 60 %, 30 %, 10 %), and a dead one, `host:2:old`, which
+  stopped refreshing 6.5 minutes before NOW.
 """
 
 from __future__ import annotations
@@ -91,6 +92,13 @@ def seed(app: rota.App, clock: rota.VirtualClock) -> dict[str, list[int]]:
                         started_at=START, last_seen=START, dead_at=START + timedelta(hours=1),
                         groups=(group,))
     app.store.register_worker(worker, START)
+    # And a worker that stopped refreshing: dead at NOW (shown as dead, not counted)
+    gone = WorkerInfo(id="host:2:old", host="host", pid=2, version=rota.__version__,
+                      started_at=START - timedelta(minutes=5),
+                      last_seen=START - timedelta(minutes=5), dead_at=START,
+                      groups=(WorkerGroupInfo(name="fair", policy=FAIR, pool_size=4,
+                                              in_flight=1, owner="fair@host:2:old"),))
+    app.store.register_worker(gone, START - timedelta(minutes=5))
     served = [ServedCount("fair", q, "succeeded", n) for q, n in (("a", 60), ("b", 30),
                                                                  ("c", 10))]
     app.store.refresh_worker("host:1:tok", START + timedelta(seconds=30),
@@ -141,9 +149,14 @@ class ServedDashboard:
     """A dashboard served by uvicorn in a thread, on a free port of 127.0.0.1."""
 
     def __init__(self, source: str | rota.App | rota.Store, *, token: str | None = None,
-                 clock: rota.Clock | None = None) -> None:
+                 clock: rota.Clock | None = None, mount: str | None = None) -> None:
         self.asgi = create_app(source, token=token, clock=clock)
-        self.server = uvicorn.Server(uvicorn.Config(self.asgi, log_level="warning",
+        served: Any = self.asgi
+        if mount is not None:  # inside a user's own Starlette app, at a prefix
+            from starlette.applications import Starlette
+            from starlette.routing import Mount
+            served = Starlette(routes=[Mount(mount, app=self.asgi)])
+        self.server = uvicorn.Server(uvicorn.Config(served, log_level="warning",
                                                     lifespan="on"))
         self.socket = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"

@@ -8,7 +8,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import rota
-from tests.dashboard.conftest import NOW, Seeded, ServedDashboard
+from rota.store.memory import MemoryStore
+from tests.dashboard.conftest import NOW, Seeded, ServedDashboard, seed
 
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -62,7 +63,8 @@ def test_api_groups_shows_target_and_served_shares(seeded: Seeded, serve: Serve)
 
 def test_api_workers_lists_the_registry(seeded: Seeded, serve: Serve) -> None:
     dashboard = serve(seeded.source, clock=seeded.clock)
-    [worker] = dashboard.get("/api/workers").json()
+    dead, worker = dashboard.get("/api/workers").json()  # by start time
+    assert (dead["id"], dead["alive"]) == ("host:2:old", False)
     assert (worker["id"], worker["host"], worker["pid"], worker["alive"]) == (
         "host:1:tok", "host", 1, True)
     assert worker["groups"][0]["name"] == "fair" and worker["groups"][0]["in_flight"] == 2
@@ -332,3 +334,23 @@ def test_a_registry_that_cannot_be_read_is_said_on_the_page(
     dashboard = serve(NoRegistry(), clock=clock)
     assert dashboard.get("/api/groups").json() == []
     assert "the worker registry cannot be read: no such table" in dashboard.get("/workers").text
+
+
+def test_mounted_under_a_prefix_every_link_and_redirect_keeps_it(
+    serve: Serve, clock: rota.VirtualClock
+) -> None:
+    # Given the dashboard mounted at /ops/rota in the user's own Starlette app
+    app = rota.App(MemoryStore(), clock=clock)
+    seed(app, clock)
+    served = serve(app.store, clock=clock, mount="/ops/rota")
+    # Then its pages answer under the prefix and link under it
+    page = served.get("/ops/rota/queues")
+    assert page.status == 200
+    assert 'href="/ops/rota/static/dashboard.css"' in page.text
+    assert 'action="/ops/rota/api/queues/a/pause"' in page.text
+    assert served.get("/ops/rota/static/dashboard.js").status == 200
+    # And a form post comes back to the page under the prefix
+    reply = served.post("/ops/rota/api/queues/a/pause", data={"next": "/ops/rota/queues"},
+                        headers={"Accept": "text/html"})
+    assert reply.status == 200 and "paused" in reply.text
+    assert next(q for q in app.queues() if q.name == "a").paused

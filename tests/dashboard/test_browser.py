@@ -101,6 +101,10 @@ def test_worker_groups_page_draws_target_against_served_shares(
         assert by_css(bars[queue], ".target-pct").text == share
         assert by_css(bars[queue], ".served-pct").text == share
     widths = {q: float(by_css(bars[q], "rect.served-bar").get_attribute("width")) for q in bars}
+    # The worker processes: the live one and the dead one, marked
+    states = {row.find_elements("css selector", "td")[0].text: row.get_attribute("class")
+              for row in all_css(driver, "table.workers tbody tr")}
+    assert states == {"host:1:tok": "alive", "host:2:old": "dead"}
     assert widths["a"] == pytest.approx(2 * widths["b"]) == pytest.approx(6 * widths["c"])
     path = browser.screenshot_path("workers")
     driver.save_screenshot(str(path))

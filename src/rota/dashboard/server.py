@@ -87,7 +87,7 @@ class Source:
             self.reads = open_store(source, read_only=True)
             self._owned.append(self.reads)
             if source.split("://", 1)[0].lower() == "memory":
-                self._actions = App(self.reads)  # one in-process store for both
+                self._actions = App(self.reads, clock=clock)  # one in-process store for both
             self.clock = clock or SystemClock()
         elif isinstance(source, Store):
             self.reads = source
