@@ -99,15 +99,19 @@ Duty = Callable[["Runtime"], Coroutine[Any, Any, None]]
 
 
 class RuntimeObserver(Protocol):
-    """Watches a runtime for metrics (`rota.metrics`): told when it starts and stops, and
+    """Watches a runtime for metrics (`rota.metrics`): told when it starts and stops,
     after every pass's claims how long they took (store round trips included) and how
-    many jobs they returned. Called on the loop thread; keep it quick."""
+    many jobs they returned, and after every handler how long it ran (perf_counter
+    seconds). Called on the loop thread, per job for `job_ran`: keep them quick. Without
+    observers the runtime reads no timer at all."""
 
     def runtime_started(self, runtime: Runtime, /) -> None: ...
 
     def runtime_stopped(self, runtime: Runtime, /) -> None: ...
 
     def claimed(self, group: str, round_trip_s: float, jobs: int, /) -> None: ...
+
+    def job_ran(self, group: str, queue: str, ran_s: float, /) -> None: ...
 
 
 @runtime_checkable
@@ -670,6 +674,8 @@ class GroupLoop:
         job = held.job
         held.current = current = CurrentJob(job)
         runtime = self.runtime
+        observers = runtime.observers
+        began = time.perf_counter() if observers else 0.0
         try:
             handler = runtime.handlers.get(job.name)
             if handler is not None and handler.timeout is None and handler.is_async and (
@@ -689,6 +695,10 @@ class GroupLoop:
             handler = self.runtime.handlers.get(job.name)
             outcome = self.runner.outcome_of_error(job, handler, error, self.runtime.clock.now())
         held.running = False
+        if observers:
+            ran_s = time.perf_counter() - began
+            for observer in observers:
+                observer.job_ran(self.name, job.queue, ran_s)
         if not held.overran:  # _worker_freed, inline (per job)
             self._running -= 1
             self._wake.set()  # refill this Worker's slot at once
