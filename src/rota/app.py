@@ -40,6 +40,7 @@ from rota.worker.group import (
 from rota.worker.registry import RegistryDuty
 from rota.worker.retention import RetentionDuty, purge_finished
 from rota.worker.runtime import Duty, Runtime, RuntimeObserver
+from rota.worker.tracing import Tracing
 
 logger = logging.getLogger("rota")
 
@@ -402,6 +403,7 @@ class App:
 
     async def _drain_inline(self, runners: list[GroupRunner]) -> int:
         executions = 0
+        tracing = Tracing.active()
         while True:
             now = self.clock.now()
             sweep_expired_leases(self.store, now, self._retry_policy_for)
@@ -414,7 +416,13 @@ class App:
                     plan.serve()
                     started_at = self.clock.now()
                     try:
-                        outcome = await execute(job, self._handlers, runner, self.clock)
+                        if tracing is None:
+                            outcome = await execute(job, self._handlers, runner, self.clock)
+                        else:
+                            with tracing.attempt(job, runner.name) as span:
+                                outcome = await execute(job, self._handlers, runner,
+                                                        self.clock)
+                                tracing.record(span, outcome)
                     except BaseException:
                         # KeyboardInterrupt, SystemExit, cancellation: hand this job and
                         # the rest of the pass back (attempt not counted), then let it out.

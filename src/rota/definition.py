@@ -21,6 +21,7 @@ from rota.core.durations import Duration, due_after, to_timedelta
 from rota.core.jobs import NewJob, encode_arguments
 from rota.core.queues import validate_queue_name
 from rota.core.retry import RetryPolicy
+from rota.worker.tracing import current_trace_context
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -59,7 +60,7 @@ class ConfiguredJob(Generic[P, R]):
 
     def _new_job(
         self, args: Sequence[object], kwargs: Mapping[str, object], now: datetime,
-        due_at: datetime | None = None,
+        due_at: datetime | None = None, trace_context: str | None = None,
     ) -> NewJob:
         args_json, kwargs_json = encode_arguments(
             args, kwargs, self._definition.app.max_payload_bytes
@@ -67,7 +68,7 @@ class ConfiguredJob(Generic[P, R]):
         return NewJob(
             name=self._definition.name, queue=self.queue,
             due_at=self._due_at(now) if due_at is None else due_at,
-            args_json=args_json, kwargs_json=kwargs_json,
+            args_json=args_json, kwargs_json=kwargs_json, trace_context=trace_context,
         )
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
@@ -80,7 +81,8 @@ class ConfiguredJob(Generic[P, R]):
         """
         app = self._definition.app
         now = app.clock.now()
-        job_id = app.store.enqueue([self._new_job(args, kwargs, now)], now)[0]
+        job = self._new_job(args, kwargs, now, trace_context=current_trace_context())
+        job_id = app.store.enqueue([job], now)[0]
         app._notify_enqueued((self.queue,))
         return job_id
 
@@ -88,7 +90,7 @@ class ConfiguredJob(Generic[P, R]):
         """`enqueue` from async code: the store call runs in a thread, off the event loop."""
         app = self._definition.app
         now = app.clock.now()
-        job = self._new_job(args, kwargs, now)
+        job = self._new_job(args, kwargs, now, trace_context=current_trace_context())
         ids = await asyncio.to_thread(app.store.enqueue, [job], now)
         app._notify_enqueued((self.queue,))
         return ids[0]
@@ -106,6 +108,7 @@ class ConfiguredJob(Generic[P, R]):
         app = self._definition.app
         now = app.clock.now()
         due_at = self._due_at(now)  # the same for every entry of the call
+        trace_context = current_trace_context()  # likewise (OpenTelemetry, when installed)
         jobs: list[NewJob] = []
         args: Sequence[object]
         kwargs: Mapping[str, object]
@@ -128,7 +131,7 @@ class ConfiguredJob(Generic[P, R]):
             else:
                 args, kwargs = entry, {}
             try:
-                jobs.append(self._new_job(args, kwargs, now, due_at))
+                jobs.append(self._new_job(args, kwargs, now, due_at, trace_context))
             except TypeError as error:
                 raise TypeError(f"enqueue_many entry {index}: {error}") from None
         if not jobs:

@@ -9,8 +9,8 @@ Metrics (this process only; the dashboard's `/metrics` shows the store-wide view
   read at scrape time from the groups' served counters (the ones the worker registry
   refreshes), so counting costs the drain nothing beyond the registry's own increment.
 - `rota_job_duration_seconds{group,queue}` (histogram): handler run time of each
-  attempt, from the App's outcome events (`app.on_outcome`). This is the one per-job cost
-  metrics add: with a listener registered the runtime reads the clock at every job's start.
+  attempt (two `perf_counter` reads and a bisect per job: the one per-job cost metrics add;
+  without metrics the runtime reads no timer).
 - `rota_claim_round_trip_seconds{group}` (histogram): a pass's claims, store round trips
   included, for passes that claimed.
 - `rota_pool_in_use{group}` and `rota_pool_size{group}` (gauges): Workers busy / pool size.
@@ -21,11 +21,11 @@ An outer room: imports rota's App and runtime; nothing in core, store or worker 
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from rota.app import App
-from rota.worker.events import OutcomeEvent
 from rota.worker.runtime import Runtime
 
 if TYPE_CHECKING:
@@ -51,11 +51,48 @@ def _prometheus() -> Any:
     return prometheus_client
 
 
+class _Histogram:
+    """A histogram kept as plain lists per label set: `observe` is a bisect and two
+    additions on the loop thread (prometheus_client's Histogram takes a lock and walks
+    every bucket: measured at several microseconds per job in a drain). Exposed at scrape
+    time as a HistogramMetricFamily."""
+
+    def __init__(self, name: str, documentation: str, labels: list[str],
+                 buckets: tuple[float, ...]) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labels = labels
+        self.buckets = buckets
+        # label values -> [count per bucket (last: above every bound)..., sum]
+        self._series: dict[tuple[str, ...], tuple[list[int], list[float]]] = {}
+
+    def observe(self, labels: tuple[str, ...], value: float) -> None:
+        series = self._series.get(labels)
+        if series is None:
+            series = self._series[labels] = ([0] * (len(self.buckets) + 1), [0.0])
+        series[0][bisect_left(self.buckets, value)] += 1
+        series[1][0] += value
+
+    def family(self) -> Any:
+        from prometheus_client.core import HistogramMetricFamily
+
+        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labels)
+        for labels, (counts, total) in sorted(dict(self._series).items()):
+            counts = list(counts)  # a copy: the loop thread goes on counting
+            cumulative, running = [], 0
+            for bound, count in zip((*self.buckets, float("inf")), counts, strict=True):
+                running += count
+                cumulative.append(("+Inf" if bound == float("inf") else repr(bound),
+                                   running))
+            family.add_metric(list(labels), cumulative, sum_value=total[0])
+        return family
+
+
 class WorkerMetrics:
     """The metrics of one worker process, in their own `CollectorRegistry` (`registry`).
 
     Args:
-        app: the App whose runtimes to watch; register before the worker starts.
+        app: the App whose runtimes to watch; create it before the worker starts.
 
     Raises:
         RuntimeError: if prometheus_client is not installed (the message says how).
@@ -64,25 +101,20 @@ class WorkerMetrics:
     def __init__(self, app: App) -> None:
         client = _prometheus()
         self.registry: CollectorRegistry = client.CollectorRegistry()
+        self.server: Any = None  # the HTTP server, once serve_metrics started it
         self._runtimes: list[Runtime] = []
         self._lock = threading.Lock()
-        self._durations = client.Histogram(
+        self.durations = _Histogram(
             "rota_job_duration_seconds", "Handler run time of each job attempt, seconds.",
-            ["group", "queue"], buckets=DURATION_BUCKETS, registry=self.registry,
-        )
-        self._claims = client.Histogram(
+            ["group", "queue"], DURATION_BUCKETS)
+        self.claims = _Histogram(
             "rota_claim_round_trip_seconds",
             "Time of a pass's claims, store round trips included, seconds.",
-            ["group"], buckets=CLAIM_BUCKETS, registry=self.registry,
-        )
-        self.server: Any = None  # the HTTP server, once serve_metrics started it
-        self._duration_children: dict[tuple[str, str], Any] = {}
-        self._claim_children: dict[str, Any] = {}
-        self.registry.register(_RuntimeCollector(self, client))
-        app.on_outcome(self.on_outcome)
+            ["group"], CLAIM_BUCKETS)
+        self.registry.register(_RuntimeCollector(self))
         app._observe_runtimes(self)
 
-    # -- what the runtime tells -------------------------------------------------------------
+    # -- what the runtime tells (loop thread) ---------------------------------------------
 
     def runtime_started(self, runtime: Runtime) -> None:
         with self._lock:
@@ -92,19 +124,11 @@ class WorkerMetrics:
         pass  # its counters stay on the page until the process exits
 
     def claimed(self, group: str, round_trip_s: float, jobs: int) -> None:
-        if not jobs:
-            return  # idle polls would drown the claims that matter
-        child = self._claim_children.get(group)
-        if child is None:
-            child = self._claim_children[group] = self._claims.labels(group)
-        child.observe(round_trip_s)
+        if jobs:  # idle polls would drown the claims that matter
+            self.claims.observe((group,), round_trip_s)
 
-    def on_outcome(self, event: OutcomeEvent) -> None:
-        key = (event.group, event.queue)
-        child = self._duration_children.get(key)
-        if child is None:
-            child = self._duration_children[key] = self._durations.labels(*key)
-        child.observe(event.duration.total_seconds())
+    def job_ran(self, group: str, queue: str, ran_s: float) -> None:
+        self.durations.observe((group, queue), ran_s)
 
     def runtimes(self) -> list[Runtime]:
         with self._lock:
@@ -124,11 +148,10 @@ class WorkerMetrics:
 
 
 class _RuntimeCollector:
-    """Reads the served counters and pool use of the watched runtimes at scrape time."""
+    """Reads the served counters, pool use and histograms at scrape time."""
 
-    def __init__(self, metrics: WorkerMetrics, client: Any) -> None:
+    def __init__(self, metrics: WorkerMetrics) -> None:
         self._metrics = metrics
-        self._client = client
 
     def collect(self) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -160,6 +183,8 @@ class _RuntimeCollector:
             in_use.add_metric([group_name], running)
             size.add_metric([group_name], pool)
         yield jobs
+        yield self._metrics.durations.family()
+        yield self._metrics.claims.family()
         yield in_use
         yield size
 

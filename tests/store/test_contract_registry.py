@@ -205,3 +205,18 @@ def test_hostile_names_round_trip(store: Store) -> None:
     assert listed.host == "h\u00f6st" and listed.served[0].queue == "q'; DROP TABLE x;--"
     assert store.worker_groups()[0].policy == group.policy
     assert store.served_counts(T0)[0].group == name
+
+
+def test_a_claim_returns_the_trace_context_stored_at_enqueue(store: Store) -> None:
+    # Given one batch with a job enqueued inside a span and one outside, and a plain batch
+    from rota.core.jobs import NewJob
+
+    carrier = '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}'
+    traced = store.enqueue([NewJob("job", "q", T0, trace_context=carrier),
+                            NewJob("job", "q", T0)], T0)
+    plain = store.enqueue([NewJob("job", "q", T0)], T0)
+    # When they are claimed
+    claimed = store.claim(["q"], 10, now=T0, owner="w", lease_expires_at=T0 + DEAD_AFTER)
+    # Then each carries what was stored with it
+    assert [(job.id, job.trace_context) for job in claimed] == [
+        (traced[0], carrier), (traced[1], None), (plain[0], None)]

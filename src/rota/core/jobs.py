@@ -142,6 +142,8 @@ class JobRecord:
     # Set when the row's stored arguments cannot be decoded (corrupted outside rota): then
     # `args` is () and `kwargs` {}, and this says why. A claim quarantines such a job.
     arguments_error: str | None = None
+    # The enqueuing span's trace context (NewJob.trace_context); set on claimed records.
+    trace_context: str | None = None
 
     @property
     def lease(self) -> Lease:
@@ -173,6 +175,9 @@ class NewJob:
     due_at: datetime
     args_json: str = "[]"
     kwargs_json: str = "{}"
+    # W3C trace context (JSON of the propagator's carrier) of the span the enqueue ran in;
+    # None outside a span or without OpenTelemetry (rota.worker.tracing).
+    trace_context: str | None = None
 
 
 # The most encoded JSON (UTF-8 bytes) a job's arguments, or its result, may take: the

@@ -82,6 +82,7 @@ class MemoryStore:
                 self._jobs[job_id] = JobRecord(
                     id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
                     attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
+                    trace_context=job.trace_context,
                 )
                 heapq.heappush(self._due[job.queue], (job.due_at, job_id))
                 ids.append(job_id)

@@ -249,14 +249,14 @@ def _leased_record(
 ) -> JobRecord:
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at) = row
+     created_at, trace_context) = row
     args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=JobState.LEASED, attempt=attempt,
         due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
         created_at=created_at, lease_owner=owner, lease_expires_at=lease_expires_at,
         started_at=started_at,
-        arguments_error=arguments_error,
+        arguments_error=arguments_error, trace_context=trace_context,
     )
 
 
@@ -541,7 +541,7 @@ class PostgresStore:
         # Array parameters are sent in binary (%(name)b): 10x cheaper to encode than text.
         for job in jobs:
             _utc(job.due_at, "due_at")
-        rows, _ = self._execute("enqueue", {
+        params: dict[str, object] = {
             "now": _utc(now, "now"),
             "names": [job.name for job in jobs],
             "queues": [job.queue for job in jobs],
@@ -549,7 +549,12 @@ class PostgresStore:
             "args": [job.args_json for job in jobs],
             "kwargs": [job.kwargs_json for job in jobs],
             "channel": self.channel,
-        })
+        }
+        statement = "enqueue"
+        if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
+            statement = "enqueue_traced"
+            params["trace_contexts"] = [job.trace_context for job in jobs]
+        rows, _ = self._execute(statement, params)
         return [row[0] for row in rows]
 
     def claim(

@@ -191,7 +191,7 @@ def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
     """The record of a row the claim just leased (claim.sql's RETURNING columns): what the
     claim set comes from its parameters rather than back from the row."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
-     result, cancel_requested, finished_at) = row
+     result, cancel_requested, finished_at, trace_context) = row
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     if (due := times.get(due_at)) is None:
         due = times[due_at] = _at(due_at)
@@ -201,7 +201,7 @@ def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
         job_id, name, queue, JobState.LEASED, attempt, due, args, kwargs, last_error,
         created, None if finished_at is None else _at(finished_at), owner, expires, started,
         None if result is None else decode_result(result), bool(cancel_requested),
-        arguments_error,
+        arguments_error, trace_context,
     )
 
 
@@ -538,14 +538,18 @@ class SQLiteStore:
             return []
         check_new_jobs(jobs)  # the same jobs refused on every store
         created_at = _us(now)
-        rows = []
+        rows: list[tuple[object, ...]] = []
         for job in jobs:
             decode_arguments(job.args_json, job.kwargs_json)  # bad JSON fails before writing
             rows.append(
                 (job.name, job.queue, _us(job.due_at), job.args_json, job.kwargs_json, created_at)
             )
+        statement, params = "enqueue", rows
+        if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
+            statement = "enqueue_traced"
+            params = [(*row, job.trace_context) for row, job in zip(rows, jobs, strict=True)]
         with self._write("enqueueing") as conn:
-            conn.executemany(_sql("enqueue"), rows)
+            conn.executemany(_sql(statement), params)
             (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
         # AUTOINCREMENT under the write lock hands one batch consecutive ids.
         return list(range(last_id - len(rows) + 1, last_id + 1))

@@ -86,6 +86,7 @@ from rota.worker.group import (
 from rota.worker.registry import OUTCOME_NAMES
 from rota.worker.supervision import supervise
 from rota.worker.threads import DaemonPool
+from rota.worker.tracing import Tracing
 
 logger = logging.getLogger("rota")
 
@@ -98,15 +99,19 @@ Duty = Callable[["Runtime"], Coroutine[Any, Any, None]]
 
 
 class RuntimeObserver(Protocol):
-    """Watches a runtime for metrics (`rota.metrics`): told when it starts and stops, and
+    """Watches a runtime for metrics (`rota.metrics`): told when it starts and stops,
     after every pass's claims how long they took (store round trips included) and how
-    many jobs they returned. Called on the loop thread; keep it quick."""
+    many jobs they returned, and after every handler how long it ran (perf_counter
+    seconds). Called on the loop thread, per job for `job_ran`: keep them quick. Without
+    observers the runtime reads no timer at all."""
 
     def runtime_started(self, runtime: Runtime, /) -> None: ...
 
     def runtime_stopped(self, runtime: Runtime, /) -> None: ...
 
     def claimed(self, group: str, round_trip_s: float, jobs: int, /) -> None: ...
+
+    def job_ran(self, group: str, queue: str, ran_s: float, /) -> None: ...
 
 
 @runtime_checkable
@@ -153,7 +158,7 @@ class _Held:
 
     job: JobRecord
     started_at: datetime
-    task: asyncio.Task[None] | None = None
+    task: asyncio.Task[Outcome | None] | None = None
     running: bool = True  # its handler occupies a Worker (set False by its job task)
     waiting: bool = False  # a suspect claimed but not started: it waits to run alone
     lost: bool = False  # a heartbeat found the lease gone (set by the heartbeat task)
@@ -202,6 +207,8 @@ class Runtime:
     ) -> None:
         self.store = store
         self.observers = tuple(observers)
+        # OpenTelemetry, when installed and a tracer provider is set (read at start).
+        self.tracing: Tracing | None = None
         self.clock = clock
         self.handlers = handlers
         self.retry_for = retry_for
@@ -239,6 +246,7 @@ class Runtime:
             raise RuntimeError("a Runtime starts once; build a new one to run again")
         self._state = "running"
         self._loop = asyncio.get_running_loop()
+        self.tracing = Tracing.active()
         for group in self.groups:
             group.start()
         self._sweeper = asyncio.create_task(
@@ -602,6 +610,7 @@ class GroupLoop:
         held_jobs = self._held
         create_task = asyncio.create_task
         held_back: list[JobRecord] = []
+        run_job = self._run_job if self.runtime.tracing is None else self._run_job_traced
         index = 0
         try:
             for index, job in enumerate(jobs):
@@ -624,7 +633,7 @@ class GroupLoop:
                 held = _Held(job, clock.now() if timed else now)
                 held_jobs[job.id] = held
                 self._running += 1
-                held.task = create_task(self._run_job(held))
+                held.task = create_task(run_job(held))
                 if debug:
                     logger.debug("group %s: job %s (%s) attempt %s started from %s",
                                  self.name, job.id, job.name, job.attempt, job.queue)
@@ -644,12 +653,29 @@ class GroupLoop:
         held.running = True
         held.started_at = self.runtime.clock.now()
         self._running += 1
-        held.task = asyncio.create_task(self._run_job(held))
+        run_job = self._run_job if self.runtime.tracing is None else self._run_job_traced
+        held.task = asyncio.create_task(run_job(held))
 
-    async def _run_job(self, held: _Held) -> None:
+    async def _run_job_traced(self, held: _Held) -> Outcome | None:
+        """`_run_job` inside the attempt's span (rota.worker.tracing)."""
+        tracing = self.runtime.tracing
+        assert tracing is not None
+        with tracing.attempt(held.job, self.name) as span:
+            outcome = None
+            try:
+                outcome = await self._run_job(held)
+            finally:
+                tracing.record(span, outcome)
+        return outcome
+
+    async def _run_job(self, held: _Held) -> Outcome | None:
+        """Run the job's handler and queue its outcome for the writer; returns the
+        outcome (None if the job was handed back)."""
         job = held.job
         held.current = current = CurrentJob(job)
         runtime = self.runtime
+        observers = runtime.observers
+        began = time.perf_counter() if observers else 0.0
         try:
             handler = runtime.handlers.get(job.name)
             if handler is not None and handler.timeout is None and handler.is_async and (
@@ -669,16 +695,21 @@ class GroupLoop:
             handler = self.runtime.handlers.get(job.name)
             outcome = self.runner.outcome_of_error(job, handler, error, self.runtime.clock.now())
         held.running = False
+        if observers:
+            ran_s = time.perf_counter() - began
+            for observer in observers:
+                observer.job_ran(self.name, job.queue, ran_s)
         if not held.overran:  # _worker_freed, inline (per job)
             self._running -= 1
             self._wake.set()  # refill this Worker's slot at once
         if held.handed_back:
-            return
+            return None
         self._finished.append(_Finished(held, outcome))
         self._all_written.clear()
         self._finished_ready.set()
         if self.runtime.outcome_callbacks:
             self.runtime.report(self.name, held, outcome, self.runtime.clock.now())
+        return outcome
 
     def _overran(self, held: _Held, thread: asyncio.Future[object]) -> None:
         """A sync handler past its timeout: its attempt fails now, but its Worker stays
@@ -867,7 +898,8 @@ class GroupLoop:
                 self._held.pop(held.job.id, None)
         await self._flush()
         self._cancel_tasks()
-        tasks = [t for t in (self._heartbeat_task, self._writer_task) if t is not None]
+        tasks: list[asyncio.Task[Any]] = [
+            t for t in (self._heartbeat_task, self._writer_task) if t is not None]
         tasks += [h.task for h in unfinished if h.task is not None]
         await asyncio.gather(*tasks, return_exceptions=True)
         self._workers.close()
