@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Callable
 
 import pytest
@@ -354,3 +357,36 @@ def test_mounted_under_a_prefix_every_link_and_redirect_keeps_it(
                         headers={"Accept": "text/html"})
     assert reply.status == 200 and "paused" in reply.text
     assert next(q for q in app.queues() if q.name == "a").paused
+
+
+def test_queue_names_with_slashes_and_form_redirects_stay_on_this_site(
+    seeded: Seeded, serve: Serve
+) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    # A Queue name may hold '/': its routes still find it
+    assert dashboard.post("/api/queues/team/emails/pause").json() == {
+        "queue": "team/emails", "paused": True, "limit": None}
+    assert dashboard.get("/api/queues/team/emails").json()["paused"] is True
+    assert dashboard.get("/queues/team/emails").status == 200
+    # A form's `next` may only name a path of this site
+    for target, expected in (
+        ("//evil.example/x", "/queues"), ("https://evil.example", "/queues"),
+        ("/\\evil.example", "/queues"), ("/jobs?state=leased", "/jobs?state=leased"),
+    ):
+        request = urllib.request.Request(
+            f"{dashboard.url}/api/queues/a/resume", method="POST",
+            data=urllib.parse.urlencode({"next": target}).encode(),
+            headers={"Accept": "text/html",
+                     "Content-Type": "application/x-www-form-urlencoded"})
+        opener = urllib.request.build_opener(NoRedirect)
+        try:
+            opener.open(request, timeout=30)
+            raise AssertionError("expected a redirect")
+        except urllib.error.HTTPError as error:
+            with error:
+                assert error.code == 303 and error.headers["Location"] == expected, target
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None

@@ -199,3 +199,18 @@ def test_with_a_token_the_buttons_need_a_login(
     wait_for(driver, lambda d: by_css(d, "tr[data-queue=a] .paused-cell").text == "paused")
     assert sqlite_seeded.queue("a").paused  # type: ignore[union-attr]
     driver.delete_all_cookies()
+
+
+def test_the_pages_refresh_themselves(
+    driver: Any, sqlite_seeded: Seeded, serve: Callable[..., ServedDashboard]
+) -> None:
+    # Given the Queues page open in the browser
+    dashboard = serve(sqlite_seeded.source, clock=sqlite_seeded.clock)
+    driver.get(f"{dashboard.url}/queues")
+    assert by_css(driver, "tr[data-queue=b] .paused-cell").text == ""
+    # When someone else pauses Queue b and enqueues into a (another process, the CLI, ...)
+    sqlite_seeded.app.pause_queue("b")
+    sqlite_seeded.app.jobs["send-mail"].enqueue("late@example.com")
+    # Then the open page shows it without a reload (its script re-reads it every 5 s)
+    wait_for(driver, lambda d: by_css(d, "tr[data-queue=b] .paused-cell").text == "paused")
+    wait_for(driver, lambda d: by_css(d, "tr[data-queue=a] [data-state=scheduled]").text == "6")
