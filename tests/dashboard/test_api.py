@@ -390,3 +390,25 @@ def test_queue_names_with_slashes_and_form_redirects_stay_on_this_site(
 class NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args: object, **kwargs: object) -> None:
         return None
+
+
+def test_the_served_rate_prefers_fully_busy_minutes() -> None:
+    from datetime import timedelta
+
+    from rota.dashboard.sources import GroupObservation, busy_minutes
+
+    # Given a group that served in minutes 0..4, the last one in progress, the first partial
+    t0 = NOW.replace(second=0, microsecond=0) - timedelta(minutes=4)
+    per_minute = {t0 + timedelta(minutes=i): n for i, n in enumerate([30, 600, 600, 600, 90])}
+    # Then minutes 1..3 are full: 1,800 jobs in 180 s
+    assert busy_minutes(per_minute, NOW) == (5, 3, 1800)
+    group = GroupObservation("g", FAIR_POLICY, 4, served={"a": 1920}, busy_minutes=5,
+                             full_minutes=3, full_served=1800)
+    assert group.rate_per_s == pytest.approx(10.0) and "3 fully busy" in group.rate_note
+    # And a group with no full minute falls back to a lower bound, and says so
+    short = GroupObservation("g", FAIR_POLICY, 4, served={"a": 120}, busy_minutes=1)
+    assert short.rate_per_s == pytest.approx(2.0) and "lower bound" in short.rate_note
+    assert busy_minutes({t0: 5}, NOW) == (1, 0, 0)
+
+
+FAIR_POLICY = rota.Weighted([("a", 6), ("b", 3), ("c", 1)])

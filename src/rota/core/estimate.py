@@ -102,6 +102,7 @@ def estimate_start(
     rate_per_s: float | None,
     paused: Sequence[str] = (),
     limits: Mapping[str, int | None] | None = None,
+    rate_note: str = "while busy",
 ) -> StartEstimate:
     """Estimate when `group` starts the job at `position` among `queue`'s due jobs.
 
@@ -111,6 +112,8 @@ def estimate_start(
             now).
         rate_per_s: the group's served rate, all its Queues together; None if unknown.
         paused, limits: the Queues' controls, applied as the stores apply them.
+        rate_note: how the rate was measured, for the basis (e.g. "over its 12 fully
+            busy minutes").
 
     Raises:
         ValueError: if the group does not serve `queue`, or for a negative position or a
@@ -151,8 +154,7 @@ def estimate_start(
     return StartEstimate(
         group, queue, position, ahead, rate_per_s, seconds,
         f"{position} due job(s) ahead in Queue {queue}; {replay}; group {group} served "
-        f"{rate_per_s:.1f} job(s)/s over the minutes it was busy; assumes no new jobs and "
-        "the same rate")
+        f"{rate_per_s:.1f} job(s)/s {rate_note}; assumes no new jobs and the same rate")
 
 
 def combine(estimates: Sequence[StartEstimate]) -> float | None:

@@ -42,6 +42,9 @@ class GroupObservation:
         served: jobs it served per Queue over the window (every outcome counts).
         busy_minutes: minutes of the window in which it served at least one job (the
             served rate divides by these, so an idle stretch does not dilute it).
+        full_minutes, full_served: the busy minutes that were busy from start to end
+            (a busy minute before and after, and not the minute in progress), and what
+            the group served in them: the rate's best evidence.
         window: how far back `served` looks.
     """
 
@@ -52,6 +55,8 @@ class GroupObservation:
     in_flight: int = 0
     served: dict[str, int] = field(default_factory=dict)
     busy_minutes: int = 0
+    full_minutes: int = 0
+    full_served: int = 0
     window: timedelta = timedelta(minutes=60)
 
     @property
@@ -60,11 +65,36 @@ class GroupObservation:
 
     @property
     def rate_per_s(self) -> float | None:
-        """Jobs served per second over the minutes in which it served any; None without
-        history (whole minutes: a group busy for part of a minute reads slower)."""
+        """Jobs served per second: over its full busy minutes when it has any, else over
+        every minute it served in (then a lower bound: the history is per whole minute,
+        and a group busy for part of one reads slower); None without history."""
+        if self.full_minutes > 0:
+            return self.full_served / (self.full_minutes * 60.0)
         if self.busy_minutes <= 0 or self.served_total <= 0:
             return None
         return self.served_total / (self.busy_minutes * 60.0)
+
+    @property
+    def rate_note(self) -> str:
+        """How `rate_per_s` was measured, for people."""
+        if self.full_minutes > 0:
+            return f"over its {self.full_minutes} fully busy minute(s) of the last " \
+                f"{round(self.window.total_seconds() / 60)}"
+        return "over the minutes it served in; a lower bound, with no fully busy minute " \
+            "on record"
+
+
+def busy_minutes(per_minute: dict[datetime, int], now: datetime) -> tuple[int, int, int]:
+    """(busy minutes, full minutes, served in the full ones) of one group's history.
+
+    A minute counts as full when the minutes before and after it were busy too and it is
+    not the minute in progress: the group served from its start to its end.
+    """
+    busy = {minute for minute, count in per_minute.items() if count > 0}
+    step = timedelta(minutes=1)
+    current = minute_of(now)
+    full = [m for m in busy if m != current and m - step in busy and m + step in busy]
+    return len(busy), len(full), sum(per_minute[m] for m in full)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,17 +135,18 @@ def observe(
         note = f"the worker registry cannot be read: {error}"
     known = {g.name: WorkerGroupInfo(g.name, g.policy, g.pool_size) for g in defined}
     known.update({g.name: g for g in registered})
-    busy: defaultdict[str, set[datetime]] = defaultdict(set)
+    per_minute: defaultdict[str, defaultdict[datetime, int]] = defaultdict(
+        lambda: defaultdict(int))
     for row in served:
-        if row.minute is not None and row.count > 0:
-            busy[row.group].add(row.minute)
-    groups = [
-        GroupObservation(
+        if row.minute is not None and row.minute >= since:
+            per_minute[row.group][row.minute] += row.count
+    groups = []
+    for view in fairness(known.values(), workers, served, since):
+        busy, full, full_served = busy_minutes(per_minute[view.group], now)
+        groups.append(GroupObservation(
             name=view.group, policy=view.policy, pool_size=view.pool_size,
             workers=view.workers, in_flight=view.in_flight,
             served={share.queue: share.served for share in view.queues},
-            busy_minutes=len(busy[view.group]), window=window,
-        )
-        for view in fairness(known.values(), workers, served, since)
-    ]
+            busy_minutes=busy, full_minutes=full, full_served=full_served, window=window,
+        ))
     return Observation(groups, workers, served, note)

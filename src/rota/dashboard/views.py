@@ -80,6 +80,7 @@ def estimates_for(
             backlog=backlog, queue=info.name,
             position=info.due if position is None else position,
             rate_per_s=group.rate_per_s, paused=paused, limits=limits,
+            rate_note=group.rate_note,
         ))
     return estimates
 
@@ -168,7 +169,8 @@ def group_json(
         "pool_use": group.in_flight / capacity if capacity else None,
         "window_minutes": round(group.window.total_seconds() / 60),
         "served_total": served_total, "busy_minutes": group.busy_minutes,
-        "rate_per_s": group.rate_per_s, "queues": queues,
+        "full_minutes": group.full_minutes, "rate_per_s": group.rate_per_s,
+        "rate_note": group.rate_note, "queues": queues,
     }
 
 
