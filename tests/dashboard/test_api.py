@@ -412,3 +412,13 @@ def test_the_served_rate_prefers_fully_busy_minutes() -> None:
 
 
 FAIR_POLICY = rota.Weighted([("a", 6), ("b", 3), ("c", 1)])
+
+
+def test_the_fairness_window_is_chosen_per_request(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    # The seeded history is in the minute of START; NOW is 90 s later
+    assert dashboard.get("/api/groups?minutes=60").json()[0]["served_total"] == 100
+    assert dashboard.get("/api/groups?minutes=1").json()[0]["window_minutes"] == 1
+    assert dashboard.get("/api/groups?minutes=5000").status == 400
+    assert "1440" in dashboard.get("/api/groups?minutes=x").json()["error"]
+    assert dashboard.get("/workers?minutes=15").status == 200

@@ -42,6 +42,7 @@ from rota.store import Store, StoreError, open_store
 HERE = Path(__file__).parent
 DEFAULT_WINDOW = timedelta(minutes=60)
 PAGE_SIZE = 50
+MAX_WINDOW_MINUTES = 24 * 60  # the served history is kept 24 hours
 MAX_PAGE_SIZE = 500
 
 T = TypeVar("T")
@@ -112,8 +113,8 @@ class Source:
                 self._actions = App(store, clock=self.clock)
             return self._actions
 
-    def observe(self, now: datetime) -> Observation:
-        return observe(self.reads, now, self.window, self.defined)
+    def observe(self, now: datetime, window: timedelta | None = None) -> Observation:
+        return observe(self.reads, now, window or self.window, self.defined)
 
     def groups(self, now: datetime) -> list[GroupObservation]:
         return self.observe(now).groups
@@ -239,11 +240,19 @@ class Dashboard:
         now, infos, seen = await self._observe()
         return now, infos, seen.groups
 
-    async def _observe(self) -> tuple[datetime, list[QueueInfo], Observation]:
+    async def _observe(
+        self, window: timedelta | None = None
+    ) -> tuple[datetime, list[QueueInfo], Observation]:
         def read() -> tuple[datetime, list[QueueInfo], Observation]:
             now = self.source.clock.now()
-            return now, self.source.reads.queue_infos(now), self.source.observe(now)
+            return now, self.source.reads.queue_infos(now), self.source.observe(now, window)
         return await self._call(read)
+
+    def _window(self, request: Request) -> timedelta:
+        """The fairness view's window: `?minutes=N` (1 to 1440), else the dashboard's."""
+        default = round(self.source.window.total_seconds() / 60)
+        return timedelta(minutes=_count(request.query_params.get("minutes"), "minutes",
+                                        default, MAX_WINDOW_MINUTES) or default)
 
     async def _form(self, request: Request) -> dict[str, Any]:
         """The body of a POST: JSON, or a URL-encoded form (one value per field)."""
@@ -289,7 +298,7 @@ class Dashboard:
                           queue=views.queue_json(info, now, infos, groups))
 
     async def workers_page(self, request: Request) -> Response:
-        now, infos, seen = await self._observe()
+        now, infos, seen = await self._observe(self._window(request))
         return self._page(request, "workers.html", title="Worker Groups", now=now,
                           groups=views.groups_json(seen.groups, infos, now),
                           workers=[views.worker_json(w, now) for w in seen.workers],
@@ -345,8 +354,8 @@ class Dashboard:
         return self._json(views.queue_json(info, now, infos, groups))
 
     async def api_groups(self, request: Request) -> Response:
-        now, infos, groups = await self._snapshot()
-        return self._json(views.groups_json(groups, infos, now))
+        now, infos, seen = await self._observe(self._window(request))
+        return self._json(views.groups_json(seen.groups, infos, now))
 
     async def api_workers(self, request: Request) -> Response:
         now, _infos, seen = await self._observe()
