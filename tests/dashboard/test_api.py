@@ -119,6 +119,10 @@ def test_api_job_detail_and_its_estimate(seeded: Seeded, serve: Serve) -> None:
     assert job["started_at"] is not None and job["finished_at"] is not None
     [failed] = seeded.ids["failed"]
     assert dashboard.get(f"/api/jobs/{failed}").json()["last_error"] == "RuntimeError: boom"
+    # A due job: its place among its Queue's due jobs, then the policy's replay
+    third = dashboard.get(f"/api/jobs/{seeded.ids['a'][2]}").json()["estimate"]
+    assert third["basis"].startswith("due now, number 3 of the 5 due job(s) of Queue a")
+    assert third["groups"][0]["position"] == 2 and third["groups"][0]["ahead"] == 3
     # A scheduled job due later: the wait until due, then its Queue's estimate
     later = dashboard.get(f"/api/jobs/{seeded.ids['c'][0]}").json()
     assert later["kwargs"] == {}

@@ -419,7 +419,9 @@ class Dashboard:
             estimate = None
             if job.state is JobState.SCHEDULED:
                 estimate = views.job_estimate_json(
-                    job, now, self.source.reads.queue_infos(now), self.source.groups(now))
+                    job, now, self.source.reads.queue_infos(now), self.source.groups(now),
+                    self.source.reads.due_position(job_id, now) if job.due_at <= now
+                    else None)
             return {"job": views.job_json(job), "estimate": estimate, "now": now}
         return await self._call(read)
 

@@ -215,13 +215,14 @@ def job_json(job: JobRecord) -> JSON:
 
 def job_estimate_json(
     job: JobRecord, now: datetime, infos: Sequence[QueueInfo],
-    groups: Sequence[GroupObservation],
+    groups: Sequence[GroupObservation], position: int | None = None,
 ) -> JSON | None:
     """'When will it run?' for a scheduled job; None for a job in any other state.
 
-    A job due later: the wait until its due time, then the Queue's current estimate. A
-    job due now: at most the time its Queue's whole due backlog takes (its exact place
-    among them is not looked up), stated as such.
+    A job due later: the wait until its due time, then the Queue's current estimate (as
+    if enqueued then). A job due now: from `position`, its place among its Queue's due
+    jobs (`Store.due_position`); without it, at most the time the Queue's whole due
+    backlog takes, stated as such.
     """
     if job.state is not JobState.SCHEDULED:
         return None
@@ -239,6 +240,10 @@ def job_estimate_json(
             f"same as now: {queue_part['text']} ({queue_part['basis']})",
             "groups": queue_part["groups"],
         }
+    if position is not None:
+        part = estimate_json(estimates_for(info, infos, groups, position=position))
+        return {**part, "basis": f"due now, number {position + 1} of the {info.due} due "
+                f"job(s) of Queue {info.name} in claim order. {part['basis']}"}
     position = max(0, info.due - 1)
     part = estimate_json(estimates_for(info, infos, groups, position=position))
     return {**part, "text": "at most " + part["text"] if part["seconds"] is not None

@@ -212,6 +212,14 @@ class Store(Protocol):
         """How many jobs each (Queue, state) pair holds; pairs with none are left out."""
         ...
 
+    # -- the dashboard's "when will it run?" (branch dashboard) --------------------------
+
+    def due_position(self, job_id: int, now: datetime) -> int | None:
+        """How many due jobs of its Queue a claim takes before the scheduled job `job_id`
+        (claim order: due time, then id; 0: it is next); None if the job is unknown, not
+        scheduled, or not due at `now`."""
+        ...
+
     def pause_queue(self, queue: str) -> QueueSettings:
         """Claims take nothing from `queue` until it is resumed; leased jobs finish
         normally. Returns the Queue's settings after the change.

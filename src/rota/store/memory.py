@@ -399,6 +399,20 @@ class MemoryStore:
                 counts[(job.queue, job.state)] += 1
         return dict(counts)
 
+    # -- the dashboard's "when will it run?" (branch dashboard) --------------------------
+
+    def due_position(self, job_id: int, now: datetime) -> int | None:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            if job is None or job.state is not JobState.SCHEDULED or job.due_at > now:
+                return None
+            key = (job.due_at, job.id)
+            return sum(
+                1 for other in self._jobs.values()
+                if other.queue == job.queue and other.state is JobState.SCHEDULED
+                and (other.due_at, other.id) < key
+            )
+
     def close(self) -> None:
         pass
 

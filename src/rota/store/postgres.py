@@ -760,6 +760,12 @@ class PostgresStore:
         rows, _ = self._execute("count_jobs", {})
         return {(queue, JobState(state)): count for queue, state, count in rows}
 
+    # -- the dashboard's "when will it run?" (branch dashboard) --------------------------
+
+    def due_position(self, job_id: int, now: datetime) -> int | None:
+        rows, _ = self._execute("due_position", {"id": job_id, "now": _utc(now, "now")})
+        return int(rows[0][0]) if rows else None
+
     # -- wake-up hints --------------------------------------------------------------------
 
     def listen(self, on_enqueue: Callable[[str], None]) -> Callable[[], None]:

@@ -772,6 +772,13 @@ class SQLiteStore:
             rows = conn.execute(_sql("count_jobs")).fetchall()
         return {(queue, _STATES[state]): count for queue, state, count in rows}
 
+    # -- the dashboard's "when will it run?" (branch dashboard) --------------------------
+
+    def due_position(self, job_id: int, now: datetime) -> int | None:
+        with self._read("finding a job's place among the due jobs") as conn:
+            row = conn.execute(_sql("due_position"), {"id": job_id, "now": _us(now)}).fetchone()
+        return None if row is None else int(row[0])
+
     def listen(self, on_enqueue: Callable[[str], None]) -> Callable[[], None]:
         """Wake-up hints for enqueues made by other processes sharing the file.
 
