@@ -309,6 +309,8 @@ class Runtime:
         for task in self._duty_tasks:
             task.cancel()
         await asyncio.gather(*self._duty_tasks, return_exceptions=True)
+        if self._state == "stopped":
+            return  # aborted meanwhile (a second signal): exit at once, no farewells
         for duty in self._duties:
             if isinstance(duty, StoppingDuty):
                 try:
