@@ -426,3 +426,26 @@ def test_the_fairness_window_is_chosen_per_request(seeded: Seeded, serve: Serve)
     assert dashboard.get("/api/groups?minutes=5000").status == 400
     assert "1440" in dashboard.get("/api/groups?minutes=x").json()["error"]
     assert dashboard.get("/workers?minutes=15").status == 200
+
+
+def test_login_sets_a_strict_http_only_cookie_that_is_not_the_token(
+    seeded: Seeded, serve: Serve
+) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock, token=TOKEN)
+    opener = urllib.request.build_opener(NoRedirect)
+    request = urllib.request.Request(
+        f"{dashboard.url}/login", method="POST",
+        data=urllib.parse.urlencode({"token": TOKEN, "next": "/jobs"}).encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        opener.open(request, timeout=30)
+    with caught.value as reply:
+        assert reply.code == 303 and reply.headers["Location"] == "/jobs"
+        cookie = reply.headers["Set-Cookie"]
+    assert cookie.startswith("rota_dashboard=") and TOKEN not in cookie
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+    # The cookie acts; a wrong token is 401 and sets nothing
+    value = cookie.split(";")[0]
+    assert dashboard.post("/api/queues/a/pause", headers={"Cookie": value}).status == 200
+    wrong = dashboard.post("/login", data={"token": "nope"})
+    assert wrong.status == 401 and wrong.headers["Set-Cookie"] is None
