@@ -52,6 +52,23 @@ def wait_for(driver: Any, condition: Callable[[Any], Any]) -> Any:
         condition, message=f"the page never showed it; it shows: {driver.page_source[:2000]}")
 
 
+def queue_rows(driver: Any) -> dict[str, dict[str, str]]:
+    """What the Queues table shows, read in one go (retried by `wait_for` if the page
+    refreshed itself meanwhile)."""
+    cells = {"scheduled": "[data-state=scheduled]", "succeeded": "[data-state=succeeded]",
+             "due": ".due-cell", "age": ".age-cell", "estimate": ".estimate-cell",
+             "paused": ".paused-cell", "limit": ".limit-cell"}
+    return {row.get_attribute("data-queue"): {k: by_css(row, css).text for k, css in
+                                              cells.items()}
+            for row in all_css(driver, "tr[data-queue]")}
+
+
+def act(driver: Any, do: Callable[[Any], object]) -> None:
+    """Do something to a page that may refresh itself meanwhile (the Queues page swaps its
+    <main> every 5 s): `do(driver)` is retried on the new elements if the old went stale."""
+    wait_for(driver, lambda d: do(d) or True)
+
+
 def test_queues_page_shows_the_rows_and_pause_pauses_the_queue(
     driver: Any, sqlite_seeded: Seeded, serve: Callable[..., ServedDashboard]
 ) -> None:
@@ -60,30 +77,52 @@ def test_queues_page_shows_the_rows_and_pause_pauses_the_queue(
     # When a person opens the Queues page
     driver.get(f"{dashboard.url}/queues")
     # Then they see one row per Queue, with its counts, due backlog and oldest due age
-    rows = {row.get_attribute("data-queue"): row for row in all_css(driver, "tr[data-queue]")}
+    rows = wait_for(driver, queue_rows)
     assert sorted(rows) == ["a", "b", "c", "emails", "paused-q"]
     a = rows["a"]
-    assert by_css(a, "[data-state=scheduled]").text == "5"
-    assert by_css(a, "[data-state=succeeded]").text == "1"
-    assert by_css(a, ".due-cell").text == "5" and by_css(a, ".age-cell").text == "90 s"
-    assert by_css(a, ".estimate-cell").text == "about 5 s"
-    assert by_css(rows["paused-q"], ".paused-cell").text == "paused"
-    assert by_css(rows["paused-q"], ".limit-cell").text == "2"
+    assert (a["scheduled"], a["succeeded"], a["due"], a["age"]) == ("5", "1", "5", "90 s")
+    assert a["estimate"] == "about 5 s"
+    assert (rows["paused-q"]["paused"], rows["paused-q"]["limit"]) == ("paused", "2")
     driver.save_screenshot(str(browser.screenshot_path("queues")))
     # When they click "pause" on Queue a
-    by_css(a, "button.pause").click()
+    act(driver, lambda d: by_css(d, "tr[data-queue=a] button.pause").click())
     # Then the page comes back with a paused, and the store says so
     wait_for(driver, lambda d: by_css(d, "tr[data-queue=a] .paused-cell").text == "paused")
     info = sqlite_seeded.queue("a")
     assert info is not None and info.paused
     # And setting a limit in the row's form sets it in the store
-    field = by_css(driver, "tr[data-queue=b] input[name=limit]")
-    field.clear()
-    field.send_keys("7")
-    by_css(driver, "tr[data-queue=b] button.set-limit").click()
+    def set_limit(d: Any) -> None:
+        field = by_css(d, "tr[data-queue=b] input[name=limit]")
+        field.clear()
+        field.send_keys("7")
+        by_css(d, "tr[data-queue=b] button.set-limit").click()
+
+    act(driver, set_limit)
     wait_for(driver, lambda d: by_css(d, "tr[data-queue=b] .limit-cell").text == "7")
     assert sqlite_seeded.queue("b").limit == 7  # type: ignore[union-attr]
     driver.save_screenshot(str(browser.screenshot_path("queues-after-pause")))
+
+
+def group_view(driver: Any, name: str) -> dict[str, Any]:
+    """What a Worker Group's section shows, read in one go (retried by `wait_for` if the
+    page refreshed itself meanwhile): its heading, its facts, and per Queue of the chart
+    the printed shares, the bars' data and the served bar's width."""
+    group = by_css(driver, f"section.group[data-group={name}]")
+    bars = {}
+    for bar in all_css(group, "svg.fairness g.share"):
+        printed = all_css(bar, ".target-pct")
+        bars[bar.get_attribute("data-queue")] = {
+            "target": bar.get_attribute("data-target"),
+            "served": bar.get_attribute("data-served"),
+            "target_text": printed[0].text if printed else None,
+            "served_text": by_css(bar, ".served-pct").text,
+            "width": float(by_css(bar, "rect.served-bar").get_attribute("width")),
+        }
+    return {"heading": by_css(group, "h2").text, "text": group.text, "bars": bars}
+
+
+def screenshot(driver: Any, selector: str, path: Path) -> None:
+    act(driver, lambda d: by_css(d, selector).screenshot(str(path)))
 
 
 def test_worker_groups_page_draws_target_against_served_shares(
@@ -91,24 +130,23 @@ def test_worker_groups_page_draws_target_against_served_shares(
 ) -> None:
     dashboard = serve(sqlite_seeded.source, clock=sqlite_seeded.clock)
     driver.get(f"{dashboard.url}/workers")
-    group = by_css(driver, "section.group[data-group=fair]")
-    assert "Weighted a=6, b=3, c=1" in by_css(group, "h2").text
-    assert "1 live worker(s)" in group.text
+    fair = wait_for(driver, lambda d: group_view(d, "fair"))
+    assert "Weighted a=6, b=3, c=1" in fair["heading"]
+    assert "1 live worker(s)" in fair["text"]
     # The chart: one pair of bars per Queue, target and served, with the right shares
-    bars = {g.get_attribute("data-queue"): g for g in all_css(group, "svg.fairness g.share")}
+    bars = fair["bars"]
     assert sorted(bars) == ["a", "b", "c"]
     for queue, share in (("a", "60%"), ("b", "30%"), ("c", "10%")):
-        assert by_css(bars[queue], ".target-pct").text == share
-        assert by_css(bars[queue], ".served-pct").text == share
-    widths = {q: float(by_css(bars[q], "rect.served-bar").get_attribute("width")) for q in bars}
-    # The worker processes: the live one and the dead one, marked
-    states = {row.find_elements("css selector", "td")[0].text: row.get_attribute("class")
-              for row in all_css(driver, "table.workers tbody tr")}
-    assert states == {"host:1:tok": "alive", "host:2:old": "dead"}
+        assert (bars[queue]["target_text"], bars[queue]["served_text"]) == (share, share)
+    widths = {queue: bar["width"] for queue, bar in bars.items()}
     assert widths["a"] == pytest.approx(2 * widths["b"]) == pytest.approx(6 * widths["c"])
-    path = browser.screenshot_path("workers")
-    driver.save_screenshot(str(path))
-    group.screenshot(str(browser.screenshot_path("fairness")))
+    # The worker processes: the live one and the dead one, marked
+    states = wait_for(driver, lambda d: {
+        by_css(row, "td").text: row.get_attribute("class")
+        for row in all_css(d, "table.workers tbody tr")})
+    assert states == {"host:1:tok": "alive", "host:2:old": "dead"}
+    driver.save_screenshot(str(browser.screenshot_path("workers")))
+    screenshot(driver, "section.group[data-group=fair]", browser.screenshot_path("fairness"))
 
 
 def test_after_rota_demo_the_fairness_view_shows_its_served_shares(
@@ -123,21 +161,21 @@ def test_after_rota_demo_the_fairness_view_shows_its_served_shares(
     dashboard = serve(f"sqlite:///{db}")
     driver.get(f"{dashboard.url}/workers")
     # Then the Weighted group's served shares stand beside its weights 6:3:1
-    fair = by_css(driver, "section.group[data-group=fair]")
-    assert "0 live worker(s)" in fair.text
-    bars = {g.get_attribute("data-queue"): g for g in all_css(fair, "svg.fairness g.share")}
+    fair = wait_for(driver, lambda d: group_view(d, "fair"))
+    assert "0 live worker(s)" in fair["text"]
     for queue, target in (("a", 0.6), ("b", 0.3), ("c", 0.1)):
-        assert float(bars[queue].get_attribute("data-target")) == pytest.approx(target)
-        assert float(bars[queue].get_attribute("data-served")) == pytest.approx(target, abs=0.02)
-    # And the Strict group shows critical served before bulk, without targets
-    priority = by_css(driver, "section.group[data-group=priority]")
-    assert {g.get_attribute("data-queue") for g in all_css(priority, "g.share")} == {
-        "critical", "bulk"}
+        assert float(fair["bars"][queue]["target"]) == pytest.approx(target)
+        assert float(fair["bars"][queue]["served"]) == pytest.approx(target, abs=0.02)
+    # And the Strict group shows both its Queues, without targets
+    priority = wait_for(driver, lambda d: group_view(d, "priority"))
+    assert set(priority["bars"]) == {"critical", "bulk"}
+    assert all(bar["target"] == "" for bar in priority["bars"].values())
     driver.save_screenshot(str(browser.screenshot_path("demo-workers")))
-    fair.screenshot(str(browser.screenshot_path("demo-fairness")))
+    selector = "section.group[data-group=fair]"
+    screenshot(driver, selector, browser.screenshot_path("demo-fairness"))
     if os.environ.get("ROTA_UPDATE_README_SCREENSHOT") == "1":
         README_SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        fair.screenshot(str(README_SCREENSHOT))
+        screenshot(driver, selector, README_SCREENSHOT)
 
 
 def test_jobs_page_filters_and_the_detail_view(
@@ -185,7 +223,7 @@ def test_with_a_token_the_buttons_need_a_login(
     driver.delete_all_cookies()
     driver.get(f"{dashboard.url}/queues")
     # Clicking pause without logging in: 401, and the Queue is not paused
-    by_css(driver, "tr[data-queue=a] button.pause").click()
+    act(driver, lambda d: by_css(d, "tr[data-queue=a] button.pause").click())
     wait_for(driver, lambda d: by_css(d, "h1").text == "401")
     assert not sqlite_seeded.queue("a").paused  # type: ignore[union-attr]
     # Log in with a wrong token, then the right one
@@ -197,7 +235,7 @@ def test_with_a_token_the_buttons_need_a_login(
     by_css(driver, ".login-form button").click()
     wait_for(driver, lambda d: d.current_url.endswith("/queues"))
     # Now the button works
-    by_css(driver, "tr[data-queue=a] button.pause").click()
+    act(driver, lambda d: by_css(d, "tr[data-queue=a] button.pause").click())
     wait_for(driver, lambda d: by_css(d, "tr[data-queue=a] .paused-cell").text == "paused")
     assert sqlite_seeded.queue("a").paused  # type: ignore[union-attr]
     driver.delete_all_cookies()
