@@ -353,6 +353,7 @@ def test_mounted_under_a_prefix_every_link_and_redirect_keeps_it(
     # Then its pages answer under the prefix and link under it
     page = served.get("/ops/rota/queues")
     assert page.status == 200
+    assert 'name="next" value="/ops/rota/queues"' in page.text
     assert 'href="/ops/rota/static/dashboard.css"' in page.text
     assert 'action="/ops/rota/api/queues/a/pause"' in page.text
     assert served.get("/ops/rota/static/dashboard.js").status == 200
@@ -449,3 +450,13 @@ def test_login_sets_a_strict_http_only_cookie_that_is_not_the_token(
     assert dashboard.post("/api/queues/a/pause", headers={"Cookie": value}).status == 200
     wrong = dashboard.post("/login", data={"token": "nope"})
     assert wrong.status == 401 and wrong.headers["Set-Cookie"] is None
+
+
+def test_a_body_over_64_kib_is_refused_unread(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    reply = dashboard.post("/api/queues/a/limit", body={"limit": 1, "pad": "x" * 70_000})
+    assert reply.status == 413 and "64 KiB" in reply.json()["error"]
+    assert seeded.queue("a").limit is None  # type: ignore[union-attr]
+    reply = dashboard.post("/api/queues/a/limit", data={"limit": "1"},
+                           headers={"Content-Type": "text/csv"})
+    assert reply.status == 415

@@ -42,6 +42,7 @@ from rota.store import Store, StoreError, open_store
 HERE = Path(__file__).parent
 DEFAULT_WINDOW = timedelta(minutes=60)
 PAGE_SIZE = 50
+MAX_BODY_BYTES = 64 * 1024
 MAX_WINDOW_MINUTES = 24 * 60  # the served history is kept 24 hours
 MAX_PAGE_SIZE = 500
 
@@ -256,9 +257,14 @@ class Dashboard:
 
     async def _form(self, request: Request) -> dict[str, Any]:
         """The body of a POST: JSON, or a URL-encoded form (one value per field)."""
-        body = await request.body()
-        if len(body) > 64 * 1024:
-            raise BadInput("request body too large (64 KiB at most)", status=413)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():  # never more than the cap in memory
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise BadInput("request body too large (64 KiB at most)", status=413)
+            chunks.append(chunk)
+        body = b"".join(chunks)
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if not body:
             return {}
