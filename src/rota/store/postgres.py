@@ -46,6 +46,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 import psycopg_pool
 from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 
 from rota.core.jobs import (
@@ -168,6 +169,15 @@ def _parse_url(url: str) -> tuple[str, dict[str, str]]:
         else:
             theirs.append((key, value))
     conninfo = urlunsplit(parts._replace(scheme="postgresql", query=urlencode(theirs)))
+    try:
+        # libpq's own parser: an unknown parameter (?foo=bar) is a usage error now, with
+        # the URL named, not a failure at first connect.
+        conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError as error:
+        message = str(error).strip() or type(error).__name__
+        bad(f"{message}; the query parameters rota takes are schema, pool_min_size and "
+            "pool_max_size, and libpq's own connection parameters (e.g. sslmode, "
+            "connect_timeout, application_name)")
     return conninfo, ours
 
 
@@ -390,16 +400,19 @@ class PostgresStore:
 
     def _fail(self, doing: str, error: BaseException) -> NoReturn:
         """Raise `error` as a StoreError naming the masked URL."""
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        # The cause is named in the message itself: the CLI prints one line and no
+        # traceback, so "see the cause below" would point at nothing.
+        lines = [part.strip() for part in str(error).strip().splitlines() if part.strip()]
+        detail = f"{type(error).__name__}: {' '.join(lines)}" if lines else type(error).__name__
         if isinstance(error, psycopg.OperationalError | psycopg_pool.PoolTimeout):
             hint = (
-                "check that PostgreSQL is running and reachable at this URL "
+                "; check that PostgreSQL is running and reachable at this URL "
                 f"({EXPECTED_FORM})"
             )
         else:
-            hint = "see the cause below"
+            hint = ""
         raise StoreError(
-            f"PostgreSQL store {self._url!r} failed to {doing}: {detail}; {hint}"
+            f"PostgreSQL store {self._url!r} failed to {doing}: {detail}{hint}"
         ) from error
 
     def _query(self, name: str) -> str:
