@@ -12,6 +12,7 @@ argument that is not JSON fails with a clear error and leaves the store untouche
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
@@ -61,6 +62,7 @@ class ConfiguredJob(Generic[P, R]):
         self, args: Sequence[object], kwargs: Mapping[str, object], now: datetime,
         due_at: datetime | None = None,
     ) -> NewJob:
+        self._definition._check_arguments(args, kwargs)
         args_json, kwargs_json = encode_arguments(
             args, kwargs, self._definition.app.max_payload_bytes
         )
@@ -74,7 +76,8 @@ class ConfiguredJob(Generic[P, R]):
         """Store one job; return its id.
 
         Raises:
-            TypeError: naming an argument that is not JSON-serialisable (nothing stored).
+            TypeError: if the arguments do not fit the handler's signature, or naming an
+                argument that is not JSON-serialisable (nothing stored).
             rota.PayloadTooLarge: (a ValueError) if the arguments encode to more JSON than
                 the App's `max_payload_bytes` (nothing stored).
         """
@@ -100,8 +103,9 @@ class ConfiguredJob(Generic[P, R]):
         `{"args": [...], "kwargs": {...}}`.
 
         Raises:
-            TypeError: naming the entry and argument that is not JSON-serialisable; nothing
-                is stored.
+            TypeError: naming the entry whose arguments do not fit the handler's signature,
+                or the entry and argument that is not JSON-serialisable; nothing of the
+                batch is stored.
         """
         app = self._definition.app
         now = app.clock.now()
@@ -138,6 +142,15 @@ class ConfiguredJob(Generic[P, R]):
         return ids
 
 
+def _readable_signature(func: Callable[..., object]) -> inspect.Signature | None:
+    """The handler's signature, read once at registration (binding against it costs about
+    a microsecond per enqueue); None when Python cannot read it."""
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+
+
 class JobDefinition(ConfiguredJob[P, R]):
     """A registered job. Call it to run the handler directly; `enqueue` to run it later."""
 
@@ -151,6 +164,33 @@ class JobDefinition(ConfiguredJob[P, R]):
         super().__init__(self, queue, None, None)
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
+        self._signature = _readable_signature(func)
+
+    def _check_arguments(self, args: Sequence[object], kwargs: Mapping[str, object]) -> None:
+        """Check that the handler could be called with `args` and `kwargs`.
+
+        Handlers whose signature Python cannot read (some builtins and C extensions) are
+        not checked.
+
+        Raises:
+            TypeError: naming the job, its signature and what does not fit.
+        """
+        signature = self._signature
+        if signature is None:
+            return
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as error:
+            plain = signature.replace(
+                parameters=[p.replace(annotation=inspect.Parameter.empty)
+                            for p in signature.parameters.values()],
+                return_annotation=inspect.Signature.empty,
+            )
+            raise TypeError(
+                f"job {self.name!r}: the arguments do not fit its handler "
+                f"{getattr(self.func, '__name__', 'handler')}{plain}: {error}; "
+                "nothing was stored"
+            ) from None
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.func(*args, **kwargs)
