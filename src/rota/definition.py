@@ -44,12 +44,24 @@ class ConfiguredJob(Generic[P, R]):
 
     def __init__(
         self, definition: JobDefinition[P, R], queue: str, due: datetime | None,
-        delay: timedelta | None,
+        delay: timedelta | None, connection: object | None = None,
     ) -> None:
         self._definition = definition
         self.queue = validate_queue_name(queue)
         self._due = due
         self._delay = delay
+        self._connection = connection
+
+    def _store_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        """Store `jobs`: on the caller's connection when one was configured (woken on
+        commit, by the database: nothing to notify here, as a hint now would come before
+        the jobs are visible), else through the store, waking this process's groups."""
+        app = self._definition.app
+        if self._connection is not None:
+            return app.store.enqueue_on(self._connection, jobs, now)
+        ids = app.store.enqueue(jobs, now)
+        app._notify_enqueued((self.queue,))
+        return ids
 
     def _due_at(self, now: datetime) -> datetime:
         if self._due is not None:
@@ -81,19 +93,18 @@ class ConfiguredJob(Generic[P, R]):
             rota.PayloadTooLarge: (a ValueError) if the arguments encode to more JSON than
                 the App's `max_payload_bytes` (nothing stored).
         """
-        app = self._definition.app
-        now = app.clock.now()
-        job_id = app.store.enqueue([self._new_job(args, kwargs, now)], now)[0]
-        app._notify_enqueued((self.queue,))
-        return job_id
+        now = self._definition.app.clock.now()
+        return self._store_jobs([self._new_job(args, kwargs, now)], now)[0]
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """`enqueue` from async code: the store call runs in a thread, off the event loop."""
-        app = self._definition.app
-        now = app.clock.now()
+        """`enqueue` from async code: the store call runs in a thread, off the event loop
+        (on a configured `connection=` it runs inline: a sqlite3 connection belongs to
+        its thread)."""
+        now = self._definition.app.clock.now()
         job = self._new_job(args, kwargs, now)
-        ids = await asyncio.to_thread(app.store.enqueue, [job], now)
-        app._notify_enqueued((self.queue,))
+        if self._connection is not None:
+            return self._store_jobs([job], now)[0]
+        ids = await asyncio.to_thread(self._store_jobs, [job], now)
         return ids[0]
 
     def enqueue_many(self, entries: Iterable[ManyEntry]) -> list[int]:
@@ -137,9 +148,7 @@ class ConfiguredJob(Generic[P, R]):
                 raise TypeError(f"enqueue_many entry {index}: {error}") from None
         if not jobs:
             return []
-        ids = app.store.enqueue(jobs, now)
-        app._notify_enqueued((self.queue,))
-        return ids
+        return self._store_jobs(jobs, now)
 
 
 def _readable_signature(func: Callable[..., object]) -> inspect.Signature | None:
@@ -201,17 +210,25 @@ class JobDefinition(ConfiguredJob[P, R]):
         queue: str | None = None,
         due: datetime | None = None,
         delay: Duration | None = None,
+        connection: object | None = None,
         **unknown: object,
     ) -> ConfiguredJob[P, R]:
-        """Override the Queue or the due time for enqueues made through the result.
+        """Override the Queue or the due time for enqueues made through the result, or
+        enqueue inside the caller's own database transaction.
 
         Args:
             queue: the Queue to put the jobs on (default: the definition's Queue).
             due: an aware datetime when the jobs become due.
             delay: a timedelta or seconds from now; not together with `due`.
+            connection: the caller's open database connection: the jobs are written on it,
+                inside its current transaction, and exist if and only if that transaction
+                commits; workers are woken on commit. A `psycopg.Connection` for a
+                PostgreSQL store, a `sqlite3.Connection` to the store's file for a SQLite
+                store (docs/integrations.md). rota never commits or rolls it back.
 
         Raises:
-            TypeError: for an unknown option (`priority` included: rota has none).
+            TypeError: for an unknown option (`priority` included: rota has none). A
+                connection of the wrong kind is a TypeError at enqueue.
             ValueError: for a bad Queue name, a naive `due`, a negative delay, or both
                 `due` and `delay`.
         """
@@ -219,8 +236,8 @@ class JobDefinition(ConfiguredJob[P, R]):
             raise TypeError(NO_PRIORITY)
         if unknown:
             raise TypeError(
-                f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due= "
-                "and delay="
+                f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due=, "
+                "delay= and connection="
             )
         if due is not None and delay is not None:
             raise ValueError("give configure() either due= or delay=, not both")
@@ -229,6 +246,7 @@ class JobDefinition(ConfiguredJob[P, R]):
             self.queue if queue is None else queue,
             None if due is None else ensure_utc(due, "due"),
             None if delay is None else to_timedelta(delay, "delay", allow_zero=True),
+            connection,
         )
 
     def __repr__(self) -> str:
