@@ -47,7 +47,7 @@ import psycopg
 import psycopg_pool
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import TupleRow
+from psycopg.rows import TupleRow, tuple_row
 
 from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
@@ -538,13 +538,18 @@ class PostgresStore:
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
+        rows, _ = self._execute("enqueue", self._enqueue_params(jobs, now))
+        return [row[0] for row in rows]
+
+    def _enqueue_params(self, jobs: Sequence[NewJob], now: datetime) -> dict[str, object]:
+        """enqueue.sql's parameters, after the checks every store makes."""
         check_new_jobs(jobs)  # the same jobs refused on every store
         # Arguments are JSON text from encode_arguments; the statement's ::json cast checks
         # them again, atomically (decoding them here too cost ~40% of enqueue time).
         # Array parameters are sent in binary (%(name)b): 10x cheaper to encode than text.
         for job in jobs:
             _utc(job.due_at, "due_at")
-        rows, _ = self._execute("enqueue", {
+        return {
             "now": _utc(now, "now"),
             "names": [job.name for job in jobs],
             "queues": [job.queue for job in jobs],
@@ -552,8 +557,7 @@ class PostgresStore:
             "args": [job.args_json for job in jobs],
             "kwargs": [job.kwargs_json for job in jobs],
             "channel": self.channel,
-        })
-        return [row[0] for row in rows]
+        }
 
     def claim(
         self,
@@ -795,6 +799,41 @@ class PostgresStore:
         for listener in listeners:
             listener.stop()
         self._pool.close()
+
+    # -- transactional enqueue (branch integrate) -------------------------------------------
+
+    def enqueue_on(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """Store `jobs` on the caller's `psycopg.Connection` (psycopg 3), inside its current
+        transaction: they exist if and only if the caller commits. The wake-up NOTIFY is
+        part of that transaction, so PostgreSQL delivers it to the workers at commit, and
+        not at all on rollback. An autocommit connection has no transaction to join: the
+        jobs commit at once, like any statement run on it.
+
+        The connection must reach the store's database; the store's schema is migrated
+        first if needed (on the store's own connection).
+
+        Raises:
+            TypeError: `connection` is not a `psycopg.Connection` (an `AsyncConnection`
+                included: enqueue from sync code, or through the store's own pool).
+            psycopg.Error: from the caller's connection, unchanged (the caller's
+                transaction is then aborted, as after any failed statement: roll it back).
+        """
+        if not isinstance(connection, psycopg.Connection):
+            raise TypeError(
+                f"PostgreSQL store {self._url!r} enqueues on a psycopg.Connection (psycopg "
+                f"3, sync); got {type(connection).__module__}.{type(connection).__qualname__}"
+            )
+        if not jobs:
+            return []
+        params = self._enqueue_params(jobs, now)
+        if self._closed:
+            raise StoreError(f"PostgreSQL store {self._url!r} is closed; open a new one")
+        self._ensure_ready()  # migrated: the statement needs the schema
+        with connection.cursor(row_factory=tuple_row) as cursor:
+            cursor.execute(self._query("enqueue"), params)
+            return [row[0] for row in cursor.fetchall()]
 
 
 class _Listener:
