@@ -49,6 +49,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_STORE_URL = "sqlite:///rota.db"
+DEFAULT_RETENTION = Retention()
 STORE_ENV = "ROTA_STORE"  # the store URL when App() is given none (the CLI reads it too)
 
 
@@ -76,7 +77,6 @@ def store_location(store: Store) -> str:
     if isinstance(path, str) and store.url.lower().startswith("sqlite:"):
         return f"sqlite:///{os.path.abspath(path)}"
     return mask_url(store.url)
-DEFAULT_RETENTION = Retention()
 
 
 def _job_id(job_id: object) -> int | None:
