@@ -268,6 +268,27 @@ def test_an_unknown_postgres_url_parameter_is_a_usage_error(
     open_store("postgresql://u@127.0.0.1:1/db?sslmode=disable&schema=s").close()
 
 
+@pytest.mark.parametrize("command", ["worker", "queues"])
+def test_an_app_module_whose_url_is_refused_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    pytest.importorskip("psycopg")
+    # Given an App module whose store URL carries an unknown parameter
+    (tmp_path / "bad_param_app.py").write_text(
+        "import rota\n"
+        "app = rota.App('postgresql://u:hunter2@127.0.0.1:1/db?foo=bar')\n"
+        "app.add_worker_group(rota.WorkerGroupOptions(name='g', policy=rota.Strict('q')))\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # When a command loads it, Then one line and exit 2, as for --store, no traceback
+    argv = [command, "bad_param_app:app"] if command == "worker" else [
+        command, "--app", "bad_param_app:app"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and '"foo"' in err and "hunter2" not in err
+
+
 def test_a_store_error_names_its_cause_in_the_message() -> None:
     psycopg = pytest.importorskip("psycopg")
     from rota.store import StoreError

@@ -169,13 +169,15 @@ def _parse_url(url: str) -> tuple[str, dict[str, str]]:
         else:
             theirs.append((key, value))
     conninfo = urlunsplit(parts._replace(scheme="postgresql", query=urlencode(theirs)))
+    # libpq's own parser: an unknown parameter (?foo=bar) is a usage error now, with the
+    # URL named, not a failure at first connect.
+    problem = None
     try:
-        # libpq's own parser: an unknown parameter (?foo=bar) is a usage error now, with
-        # the URL named, not a failure at first connect.
         conninfo_to_dict(conninfo)
     except psycopg.ProgrammingError as error:
-        message = str(error).strip() or type(error).__name__
-        bad(f"{message}; the query parameters rota takes are schema, pool_min_size and "
+        problem = str(error).strip() or type(error).__name__
+    if problem is not None:
+        bad(f"{problem}; the query parameters rota takes are schema, pool_min_size and "
             "pool_max_size, and libpq's own connection parameters (e.g. sslmode, "
             "connect_timeout, application_name)")
     return conninfo, ours
