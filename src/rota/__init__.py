@@ -12,7 +12,7 @@ from rota.core.jobs import JobRecord, JobState, PayloadTooLarge
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.queue_controls import QueueInfo
 from rota.core.retention import Retention
-from rota.core.retry import RetryPolicy
+from rota.core.retry import Retry, RetryPolicy
 from rota.core.workers import (
     GroupFairness,
     QueueShare,
@@ -43,6 +43,7 @@ __all__ = [
     "QueueInfo",
     "QueueShare",
     "Retention",
+    "Retry",
     "RetryPolicy",
     "SchemaTooNew",
     "ServedCount",

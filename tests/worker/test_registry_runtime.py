@@ -132,3 +132,28 @@ def test_registry_failures_never_stop_the_worker(store: Store) -> None:
     asyncio.run(scenario())
     assert served_by(app) == {("a", "succeeded"): 3}
     app.close()
+
+
+def test_a_starting_worker_removes_rows_dead_for_over_an_hour(store: Store) -> None:
+    # Given two rows left by killed workers: one dead for two hours, one for a minute
+    from datetime import UTC, datetime, timedelta
+
+    from rota.core.workers import WorkerInfo
+
+    now = datetime.now(UTC)
+    for worker_id, dead_for in (("old:1:x", timedelta(hours=2)),
+                                ("recent:2:y", timedelta(minutes=1))):
+        store.register_worker(WorkerInfo(
+            id=worker_id, host="h", pid=1, version="0", started_at=now - dead_for,
+            last_seen=now - dead_for, dead_at=now - dead_for), now - dead_for)
+    app, _ = make_app(store)
+
+    async def scenario() -> None:
+        async with app.serve():
+            # Then the new worker's registration cleans up only the long-dead one
+            await until(lambda: len([w for w in app.workers() if w.alive]) == 1)
+            await until(lambda: "old:1:x" not in {w.id for w in app.workers()})
+            assert "recent:2:y" in {w.id for w in app.workers()}
+
+    asyncio.run(scenario())
+    app.close()

@@ -112,3 +112,28 @@ def test_the_realtime_runtime_traces_attempts_too(
     assert span.attributes["rota.group"] == "g"  # type: ignore[index]
     assert [link.context.trace_id for link in span.links] == [
         request.get_span_context().trace_id]
+
+
+def test_an_enqueue_on_the_callers_connection_stores_the_trace_context_too(
+    spans: InMemorySpanExporter, tmp_path: object
+) -> None:
+    import sqlite3
+    from datetime import timedelta
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "rota.db"
+    app = rota.App(f"sqlite:///{path}")
+    app.job("traced")(lambda: None)
+    conn = sqlite3.connect(path)
+    try:
+        with trace.get_tracer("test").start_as_current_span("request") as request:
+            job_id = app.jobs["traced"].configure(connection=conn).enqueue()
+        conn.commit()
+        now = app.clock.now()
+        [claimed] = app.store.claim(["default"], 1, now=now, owner="w",
+                                    lease_expires_at=now + timedelta(minutes=1))
+        assert claimed.id == job_id and claimed.trace_context is not None
+        assert format(request.get_span_context().trace_id, "032x") in claimed.trace_context
+    finally:
+        conn.close()
+        app.close()
