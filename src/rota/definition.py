@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from rota.core.clock import ensure_utc
 from rota.core.durations import Duration, due_after, to_timedelta
-from rota.core.jobs import NewJob, encode_arguments
+from rota.core.jobs import NewJob, encode_arguments, validate_job_key
 from rota.core.queues import validate_queue_name
 from rota.core.retry import RetryPolicy
 
@@ -44,13 +44,14 @@ class ConfiguredJob(Generic[P, R]):
 
     def __init__(
         self, definition: JobDefinition[P, R], queue: str, due: datetime | None,
-        delay: timedelta | None, connection: object | None = None,
+        delay: timedelta | None, connection: object | None = None, key: str | None = None,
     ) -> None:
         self._definition = definition
         self.queue = validate_queue_name(queue)
         self._due = due
         self._delay = delay
         self._connection = connection
+        self._key = None if key is None else validate_job_key(key)
 
     def _store_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         """Store `jobs`: on the caller's connection when one was configured (woken on
@@ -72,7 +73,7 @@ class ConfiguredJob(Generic[P, R]):
 
     def _new_job(
         self, args: Sequence[object], kwargs: Mapping[str, object], now: datetime,
-        due_at: datetime | None = None,
+        due_at: datetime | None = None, key: str | None = None,
     ) -> NewJob:
         self._definition._check_arguments(args, kwargs)
         args_json, kwargs_json = encode_arguments(
@@ -82,6 +83,7 @@ class ConfiguredJob(Generic[P, R]):
             name=self._definition.name, queue=self.queue,
             due_at=self._due_at(now) if due_at is None else due_at,
             args_json=args_json, kwargs_json=kwargs_json,
+            key=self._key if key is None else key,
         )
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
@@ -111,7 +113,10 @@ class ConfiguredJob(Generic[P, R]):
         """Store many jobs in one round trip, all or none; return their ids in order.
 
         Each entry is a sequence of positional arguments (`("a@x", "hi")`), or a mapping
-        `{"args": [...], "kwargs": {...}}`.
+        `{"args": [...], "kwargs": {...}, "key": "..."}` (each part optional; `key` makes
+        that entry a unique job, overriding `configure(key=...)`). Entries with the same
+        key as a live job, or as an earlier entry of the batch, store nothing: their id
+        is that job's (the earlier entry's arguments win).
 
         Raises:
             TypeError: naming the entry whose arguments do not fit the handler's signature,
@@ -125,16 +130,22 @@ class ConfiguredJob(Generic[P, R]):
         args: Sequence[object]
         kwargs: Mapping[str, object]
         for index, entry in enumerate(entries):
+            key: str | None = None
             if type(entry) is tuple:  # the common form, without the ABC checks below
                 args, kwargs = entry, {}
             elif isinstance(entry, Mapping):
-                unknown = set(entry) - {"args", "kwargs"}
+                unknown = set(entry) - {"args", "kwargs", "key"}
                 if unknown:
                     raise TypeError(
-                        f"enqueue_many entry {index}: a mapping takes only 'args' and "
-                        f"'kwargs'; got {sorted(unknown)}"
+                        f"enqueue_many entry {index}: a mapping takes only 'args', "
+                        f"'kwargs' and 'key'; got {sorted(unknown)}"
                     )
                 args, kwargs = entry.get("args", ()), entry.get("kwargs", {})
+                if entry.get("key") is not None:
+                    try:
+                        key = validate_job_key(entry["key"])
+                    except ValueError as error:
+                        raise ValueError(f"enqueue_many entry {index}: {error}") from None
             elif isinstance(entry, str | bytes) or not isinstance(entry, Sequence):
                 raise TypeError(
                     f"enqueue_many entry {index} must be a tuple of arguments or a mapping "
@@ -143,7 +154,7 @@ class ConfiguredJob(Generic[P, R]):
             else:
                 args, kwargs = entry, {}
             try:
-                jobs.append(self._new_job(args, kwargs, now, due_at))
+                jobs.append(self._new_job(args, kwargs, now, due_at, key))
             except TypeError as error:
                 raise TypeError(f"enqueue_many entry {index}: {error}") from None
         if not jobs:
@@ -211,6 +222,7 @@ class JobDefinition(ConfiguredJob[P, R]):
         due: datetime | None = None,
         delay: Duration | None = None,
         connection: object | None = None,
+        key: str | None = None,
         **unknown: object,
     ) -> ConfiguredJob[P, R]:
         """Override the Queue or the due time for enqueues made through the result, or
@@ -225,19 +237,22 @@ class JobDefinition(ConfiguredJob[P, R]):
                 commits; workers are woken on commit. A `psycopg.Connection` for a
                 PostgreSQL store, a `sqlite3.Connection` to the store's file for a SQLite
                 store (docs/integrations.md). rota never commits or rolls it back.
+            key: makes the jobs unique: while a job of this job name and key is scheduled
+                or leased, an enqueue stores nothing and returns that job's id. A str of
+                1 to 200 printable characters.
 
         Raises:
             TypeError: for an unknown option (`priority` included: rota has none). A
                 connection of the wrong kind is a TypeError at enqueue.
-            ValueError: for a bad Queue name, a naive `due`, a negative delay, or both
-                `due` and `delay`.
+            ValueError: for a bad Queue name, a naive `due`, a negative delay, both `due`
+                and `delay`, or a bad key.
         """
         if "priority" in unknown:
             raise TypeError(NO_PRIORITY)
         if unknown:
             raise TypeError(
                 f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due=, "
-                "delay= and connection="
+                "delay=, key= and connection="
             )
         if due is not None and delay is not None:
             raise ValueError("give configure() either due= or delay=, not both")
@@ -247,6 +262,7 @@ class JobDefinition(ConfiguredJob[P, R]):
             None if due is None else ensure_utc(due, "due"),
             None if delay is None else to_timedelta(delay, "delay", allow_zero=True),
             connection,
+            key,
         )
 
     def __repr__(self) -> str:

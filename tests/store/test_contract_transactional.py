@@ -182,3 +182,24 @@ def test_postgres_wake_up_is_sent_on_commit_only(postgres_url: str) -> None:
     finally:
         stop()
         store.close()
+
+
+def test_unique_keys_hold_on_the_callers_connection(store_url: str, store: Store) -> None:
+    # Given a committed live job with key k
+    (live,) = store.enqueue([NewJob("job", "q", T0, key="k")], T0)
+    with callers_connection(store_url) as conn:
+        # When the caller enqueues k again, and k2 twice, in its transaction
+        ids = store.enqueue_on(conn, [NewJob("job", "q", T0, key="k"),
+                                      NewJob("job", "q", T0, key="k2"),
+                                      NewJob("job", "q", T0, key="k2")], T0)
+        conn.commit()
+    # Then k answers the live job and k2 made one job
+    assert ids[0] == live and ids[1] == ids[2] != live
+    assert sum(store.count_jobs().values()) == 2
+    with callers_connection(store_url) as conn:
+        # And a rolled-back keyed job holds nothing afterwards
+        (rolled,) = store.enqueue_on(conn, [NewJob("job", "q", T0, key="k3")], T0)
+        conn.rollback()
+    (k3,) = store.enqueue([NewJob("job", "q", T0, key="k3")], T0)
+    assert store.get_job(k3) is not None and sum(store.count_jobs().values()) == 3
+    assert rolled  # an id was answered inside the transaction

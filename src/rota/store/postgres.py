@@ -525,8 +525,67 @@ class PostgresStore:
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
-        rows, _ = self._execute("enqueue", self._enqueue_params(jobs, now))
-        return [row[0] for row in rows]
+        params = self._enqueue_params(jobs, now)
+        if all(job.key is None for job in jobs):
+            rows, _ = self._execute("enqueue", params)
+            return [row[0] for row in rows]
+        # Unique jobs: a few statements, so one transaction on the pooled connection.
+        with self._cursor("enqueue") as cursor, cursor.connection.transaction():
+            return self._enqueue_keyed(cursor, jobs, params)
+
+    def _enqueue_keyed(
+        self, cursor: psycopg.Cursor[TupleRow], jobs: Sequence[NewJob],
+        params: dict[str, object],
+    ) -> list[int]:
+        """Enqueue a batch that has keys (inside a transaction); the ids in input order, a
+        job not inserted because a live job holds its name and key getting that job's id.
+
+        Under READ COMMITTED each statement sees what committed before it started. The
+        INSERT waits for a concurrent enqueuer of the same key and then skips its job;
+        live_keys.sql, a later statement, sees that job. If the live job finished in
+        between (the key is free again), the job is inserted in another round."""
+        ids: list[int | None] = [None] * len(jobs)
+        pending = list(range(len(jobs)))
+        for _round in range(10):
+            batch = [jobs[index] for index in pending]
+            keyed_params = {
+                **params,
+                "names": [job.name for job in batch],
+                "queues": [job.queue for job in batch],
+                "due_ats": [job.due_at for job in batch],
+                "args": [job.args_json for job in batch],
+                "kwargs": [job.kwargs_json for job in batch],
+                "keys": [job.key for job in batch],
+            }
+            cursor.execute(self._query("enqueue_keyed"), keyed_params)
+            inserted = cursor.fetchall()  # (id, name, key) in input order
+            keyless = iter([row[0] for row in inserted if row[2] is None])
+            by_key = {(row[1], row[2]): row[0] for row in inserted if row[2] is not None}
+            missing: dict[tuple[str, str], list[int]] = {}
+            for index in pending:
+                job = jobs[index]
+                if job.key is None:
+                    ids[index] = next(keyless)
+                elif (job.name, job.key) in by_key:
+                    ids[index] = by_key[(job.name, job.key)]
+                else:
+                    missing.setdefault((job.name, job.key), []).append(index)
+            if not missing:
+                return [job_id for job_id in ids if job_id is not None]
+            cursor.execute(self._query("live_keys"), {
+                "names": [name for name, _ in missing],
+                "keys": [key for _, key in missing],
+            })
+            for name, key, job_id in cursor.fetchall():
+                for index in missing.pop((name, key), []):
+                    ids[index] = job_id
+            pending = sorted(index for indexes in missing.values() for index in indexes)
+            if not pending:
+                return [job_id for job_id in ids if job_id is not None]
+        raise StoreError(
+            f"PostgreSQL store {self._url!r}: unique jobs kept finishing while being "
+            "enqueued (10 rounds); retry the enqueue"
+        )
 
     def _enqueue_params(self, jobs: Sequence[NewJob], now: datetime) -> dict[str, object]:
         """enqueue.sql's parameters, after the checks every store makes."""
@@ -666,7 +725,15 @@ class PostgresStore:
         return count == 1
 
     def requeue(self, job_id: int, now: datetime) -> bool:
-        _, count = self._execute("requeue", {"id": job_id, "now": _utc(now, "now")})
+        try:
+            _, count = self._execute("requeue", {"id": job_id, "now": _utc(now, "now")})
+        except StoreError as error:
+            # Unique jobs: a job of the same name and key was enqueued (committed) while
+            # this statement ran; its NOT EXISTS saw the snapshot before. Refused, as if
+            # that job had been there first.
+            if isinstance(error.__cause__, psycopg.errors.UniqueViolation):
+                return False
+            raise
         return count == 1
 
     def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
@@ -819,8 +886,13 @@ class PostgresStore:
             raise StoreError(f"PostgreSQL store {self._url!r} is closed; open a new one")
         self._ensure_ready()  # migrated: the statement needs the schema
         with connection.cursor(row_factory=tuple_row) as cursor:
-            cursor.execute(self._query("enqueue"), params)
-            return [row[0] for row in cursor.fetchall()]
+            if all(job.key is None for job in jobs):
+                cursor.execute(self._query("enqueue"), params)
+                return [row[0] for row in cursor.fetchall()]
+            if connection.autocommit:  # no transaction of the caller's: make one
+                with connection.transaction():
+                    return self._enqueue_keyed(cursor, jobs, params)
+            return self._enqueue_keyed(cursor, jobs, params)
 
 
 class _Listener:

@@ -216,13 +216,26 @@ def _enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, .
     return rows
 
 
-def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[object, ...]]
-                 ) -> list[int]:
-    """Insert `rows` inside the caller's write transaction; their ids in order."""
-    conn.executemany(_sql("enqueue"), rows)
-    (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
-    # AUTOINCREMENT under the write lock hands one batch consecutive ids.
-    return list(range(last_id - len(rows) + 1, last_id + 1))
+def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[object, ...]],
+                 jobs: Sequence[NewJob]) -> list[int]:
+    """Insert `rows` (of `jobs`) inside the caller's write transaction; their ids in
+    order. A keyed job whose name and key a live job holds is not inserted: its id is that
+    job's (an earlier job of the same batch included)."""
+    if all(job.key is None for job in jobs):
+        conn.executemany(_sql("enqueue"), rows)
+        (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
+        # AUTOINCREMENT under the write lock hands one batch consecutive ids.
+        return list(range(last_id - len(rows) + 1, last_id + 1))
+    ids: list[int] = []
+    insert, live = _sql("enqueue_keyed"), _sql("live_key_id")
+    for (name, queue, due_at, args, kwargs, created_at), job in zip(rows, jobs, strict=True):
+        params = {"name": name, "queue": queue, "due_at": due_at, "args": args,
+                  "kwargs": kwargs, "created_at": created_at, "key": job.key}
+        row = conn.execute(insert, params).fetchone()
+        if row is None:  # the write lock is held: the live job cannot finish meanwhile
+            row = conn.execute(live, {"name": name, "key": job.key}).fetchone()
+        ids.append(int(row[0]))
+    return ids
 
 
 # -- the store ------------------------------------------------------------------------------
@@ -551,7 +564,7 @@ class SQLiteStore:
             return []
         rows = _enqueue_rows(jobs, now)
         with self._write("enqueueing") as conn:
-            return _insert_jobs(conn, rows)
+            return _insert_jobs(conn, rows, jobs)
 
     def claim(
         self,
@@ -864,7 +877,7 @@ class SQLiteStore:
                 cursor.execute(f"BEGIN {connection.isolation_level}")
             cursor.execute("SAVEPOINT rota_enqueue")
             try:
-                ids = _insert_jobs(cursor, rows)
+                ids = _insert_jobs(cursor, rows, jobs)
             except BaseException:
                 cursor.execute("ROLLBACK TO rota_enqueue")
                 cursor.execute("RELEASE rota_enqueue")
