@@ -38,3 +38,18 @@ def test_enqueue_with_app_checks_the_arguments(
     assert main(["jobs", "--app", app, "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [job["args"] for job in listed] == [["a"]]
+
+
+def test_enqueue_key_prints_the_live_jobs_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ROTA_STORE", raising=False)
+    store = ["--store", f"sqlite:///{tmp_path / 'rota.db'}"]
+    assert main(["enqueue", "charge", "42", "--key", "order-42", *store]) == 0
+    first = capsys.readouterr().out
+    assert main(["enqueue", "charge", "43", "--key", "order-42", *store]) == 0
+    assert capsys.readouterr().out == first
+    assert main(["job", first.strip(), "--json", *store]) == 0
+    assert json.loads(capsys.readouterr().out)["key"] == "order-42"
+    assert main(["enqueue", "charge", "--key", "", *store]) == 2
+    assert "job key must be non-empty" in capsys.readouterr().err

@@ -45,12 +45,15 @@ def test_a_live_key_answers_the_existing_job(store: Store) -> None:
     # Then nothing is stored and the existing job's id is answered
     assert again == first and stored(store) == 1
     job = store.get_job(first)
-    assert job is not None and job.args == (1,)
+    assert job is not None and job.args == (1,) and job.key == "k"
+    assert [listed.key for listed in store.list_jobs()] == ["k"]
     # And another key, another job name with that key, and no key all make new jobs
     other_key, other_name, keyless_a, keyless_b = (
         store.enqueue([new("k2")], T0)[0], store.enqueue([new("k", name="other")], T0)[0],
         store.enqueue([new(None)], T0)[0], store.enqueue([new(None)], T0)[0])
     assert len({first, other_key, other_name, keyless_a, keyless_b}) == 5
+    keyless = store.get_job(keyless_a)
+    assert keyless is not None and keyless.key is None
 
 
 def test_a_leased_job_holds_its_key_and_a_finished_one_frees_it(store: Store) -> None:

@@ -142,6 +142,10 @@ class JobRecord:
     # Set when the row's stored arguments cannot be decoded (corrupted outside rota): then
     # `args` is () and `kwargs` {}, and this says why. A claim quarantines such a job.
     arguments_error: str | None = None
+    # Unique jobs: the key it was enqueued with (None: none). Read paths (get_job,
+    # list_jobs) fill it on every store; the durable stores' claims leave it None (the
+    # worker does not need it to run the job).
+    key: str | None = None
 
     @property
     def lease(self) -> Lease:

@@ -88,6 +88,7 @@ class MemoryStore:
                 self._jobs[job_id] = JobRecord(
                     id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
                     attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
+                    key=job.key,
                 )
                 heapq.heappush(self._due[job.queue], (job.due_at, job_id))
                 ids.append(job_id)

@@ -221,7 +221,8 @@ def _arguments(
 def _record(row: TupleRow) -> JobRecord:
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-     finished_at) = row
+     finished_at) = row[:16]
+    key = row[16] if len(row) > 16 else None  # read paths add the unique-job key
     args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
@@ -231,6 +232,7 @@ def _record(row: TupleRow) -> JobRecord:
         cancel_requested=cancel_requested,
         arguments_error=arguments_error,
         finished_at=finished_at,
+        key=key,
     )
 
 

@@ -69,7 +69,8 @@ _STATES = {state.value: state for state in JobState}
 _MIGRATION_FILE = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 # A row as every SELECT/RETURNING of a whole job gives it, in this column order:
 # id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-# lease_owner, lease_expires_at, started_at, result, cancel_requested, finished_at.
+# lease_owner, lease_expires_at, started_at, result, cancel_requested, finished_at
+# (and key, on the read paths: get_job, list_jobs, find_expired_leases).
 _Row = tuple[Any, ...]
 
 
@@ -151,7 +152,8 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
     creation times, and a claim's rows share their lease expiry (~4 % of a drain)."""
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-     finished_at) = row
+     finished_at) = row[:16]
+    key = row[16] if len(row) > 16 else None  # read paths add the unique-job key
     if times is None:
         times = {}
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
@@ -173,6 +175,7 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
         cancel_requested=bool(cancel_requested),
         arguments_error=arguments_error,
         finished_at=None if finished_at is None else _at(finished_at),
+        key=key,
     )
 
 
