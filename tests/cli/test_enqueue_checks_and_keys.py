@@ -1,5 +1,5 @@
-"""`rota enqueue --app` binds the arguments to the handler's signature: exit 2, one line,
-nothing stored."""
+"""`rota enqueue`: the argument check with --app (exit 2, one line, nothing stored), unique
+jobs with --key, and `rota requeue` of a job whose key a live job holds."""
 
 from __future__ import annotations
 
@@ -53,3 +53,17 @@ def test_enqueue_key_prints_the_live_jobs_id(
     assert json.loads(capsys.readouterr().out)["key"] == "order-42"
     assert main(["enqueue", "charge", "--key", "", *store]) == 2
     assert "job key must be non-empty" in capsys.readouterr().err
+
+
+def test_requeue_refused_for_a_taken_key_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("ROTA_STORE", raising=False)
+    store = ["--store", f"sqlite:///{tmp_path / 'rota.db'}"]
+    assert main(["enqueue", "charge", "--key", "k", *store]) == 0
+    first = capsys.readouterr().out.strip()
+    assert main(["cancel", first, *store]) == 0
+    assert main(["enqueue", "charge", "--key", "k", *store]) == 0
+    capsys.readouterr()
+    assert main(["requeue", first, *store]) == 1
+    assert "a live job already holds its key 'k'" in capsys.readouterr().err
