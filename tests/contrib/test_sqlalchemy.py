@@ -12,7 +12,6 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import rota
 from rota.contrib.sqlalchemy import dbapi_connection
-from rota.store.postgres import _parse_url
 
 
 class Base(DeclarativeBase):
@@ -27,6 +26,8 @@ class Order(Base):
 def engine_url(store_url: str) -> str:
     if store_url.startswith("sqlite:"):
         return store_url
+    from rota.store.postgres import _parse_url  # psycopg is an optional extra
+
     return "postgresql+psycopg://" + _parse_url(store_url)[0].split("://", 1)[1]
 
 
