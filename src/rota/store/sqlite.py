@@ -25,7 +25,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -882,8 +882,13 @@ class SQLiteStore:
             try:
                 ids = _insert_jobs(cursor, rows, jobs)
             except BaseException:
-                cursor.execute("ROLLBACK TO rota_enqueue")
-                cursor.execute("RELEASE rota_enqueue")
+                # Undo rota's writes only. Some errors (disk full, I/O) make SQLite roll
+                # the whole transaction back itself: then there is no savepoint left, and
+                # the original error is the one to raise.
+                if connection.in_transaction:
+                    with suppress(sqlite3.Error):
+                        cursor.execute("ROLLBACK TO rota_enqueue")
+                        cursor.execute("RELEASE rota_enqueue")
                 raise
             cursor.execute("RELEASE rota_enqueue")
             return ids
