@@ -22,6 +22,7 @@ from rota.core.durations import Duration, due_after, to_timedelta
 from rota.core.jobs import NewJob, encode_arguments, validate_job_key
 from rota.core.queues import validate_queue_name
 from rota.core.retry import RetryPolicy
+from rota.store.base import AsyncTransactionalEnqueue
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -99,12 +100,16 @@ class ConfiguredJob(Generic[P, R]):
         return self._store_jobs([self._new_job(args, kwargs, now)], now)[0]
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """`enqueue` from async code: the store call runs in a thread, off the event loop
-        (on a configured `connection=` it runs inline: a sqlite3 connection belongs to
+        """`enqueue` from async code: the store call runs in a thread, off the event loop.
+        On a configured `connection=` it runs on the caller's connection: awaited for a
+        `psycopg.AsyncConnection`, inline for a sync one (a sqlite3 connection belongs to
         its thread)."""
         now = self._definition.app.clock.now()
         job = self._new_job(args, kwargs, now)
         if self._connection is not None:
+            store = self._definition.app.store
+            if isinstance(store, AsyncTransactionalEnqueue):  # psycopg AsyncConnection
+                return (await store.enqueue_on_async(self._connection, [job], now))[0]
             return self._store_jobs([job], now)[0]
         ids = await asyncio.to_thread(self._store_jobs, [job], now)
         return ids[0]
