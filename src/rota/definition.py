@@ -88,7 +88,8 @@ class ConfiguredJob(Generic[P, R]):
         )
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """Store one job; return its id.
+        """Store one job; return its id (with `configure(key=...)`, while a job of this
+        name and key is scheduled or leased: that job's id, and nothing is stored).
 
         Raises:
             TypeError: if the arguments do not fit the handler's signature, or naming an
