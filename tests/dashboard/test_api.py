@@ -119,6 +119,11 @@ def test_api_job_detail_and_its_estimate(seeded: Seeded, serve: Serve) -> None:
     assert job["started_at"] is not None and job["finished_at"] is not None
     [failed] = seeded.ids["failed"]
     assert dashboard.get(f"/api/jobs/{failed}").json()["last_error"] == "RuntimeError: boom"
+    assert "key" not in job
+    # A unique job shows its key
+    keyed = seeded.app.jobs["build-report"].configure(key="day-9").enqueue("2026-01-09")
+    assert dashboard.get(f"/api/jobs/{keyed}").json()["key"] == "day-9"
+    assert "day-9" in dashboard.get(f"/jobs/{keyed}").text
     # A due job: its place among its Queue's due jobs, then the policy's replay
     third = dashboard.get(f"/api/jobs/{seeded.ids['a'][2]}").json()["estimate"]
     assert third["basis"].startswith("due now, number 3 of the 5 due job(s) of Queue a")

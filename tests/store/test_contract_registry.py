@@ -220,3 +220,14 @@ def test_a_claim_returns_the_trace_context_stored_at_enqueue(store: Store) -> No
     # Then each carries what was stored with it
     assert [(job.id, job.trace_context) for job in claimed] == [
         (traced[0], carrier), (traced[1], None), (plain[0], None)]
+
+
+def test_a_keyed_enqueue_keeps_the_trace_context_too(store: Store) -> None:
+    from rota.core.jobs import NewJob
+
+    carrier = '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}'
+    ids = store.enqueue([NewJob("job", "q", T0, key="k1", trace_context=carrier),
+                         NewJob("job", "q", T0, key="k2")], T0)
+    claimed = store.claim(["q"], 10, now=T0, owner="w", lease_expires_at=T0 + DEAD_AFTER)
+    assert [(job.id, job.trace_context) for job in claimed] == [
+        (ids[0], carrier), (ids[1], None)]

@@ -1,4 +1,0 @@
--- PLACEHOLDER (branch registry): migration 5 belongs to branch integrate (unique jobs).
--- It exists only so that versions run 1..7 with no gap on the registry branch. DELETE THIS
--- FILE when merging: branch integrate's 0005_*.sql replaces it.
-PRAGMA user_version = 5;
