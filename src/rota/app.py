@@ -24,7 +24,7 @@ from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
-from rota.core.schedules import Schedule
+from rota.core.schedules import Schedule, validate_schedule_name
 from rota.definition import NO_PRIORITY, JobDefinition
 from rota.schedules import build_rule, build_schedule, check_arguments_fit
 from rota.store import Store, open_store
@@ -620,6 +620,7 @@ class App:
                 do not fit the handler's signature, or a store without schedules.
         Nothing is stored by this call.
         """
+        validate_schedule_name(name)
         definition = self._scheduled_job(job)
         rule = build_rule(cron, every, timezone)
         args = () if args is None else args
