@@ -285,3 +285,23 @@ def test_the_definition_digest_changes_with_rule_arguments_and_queue() -> None:
     ]
     assert len({base.definition, *(other.definition for other in others)}) == 7
     assert base.new_job(utc(2026, 1, 1, 3)).due_at == utc(2026, 1, 1, 3)
+
+
+@given(
+    st.sampled_from(["*/15 * * * *", "30 2 * * *", "0 * * * 1-5", "*/5 1-3 * * *"]),
+    st.integers(min_value=0, max_value=400 * 24 * 60),
+    st.integers(min_value=0, max_value=3 * 24 * 60),
+)
+def test_due_instant_is_the_latest_instant_in_the_window(
+    expression: str, start_minute: int, span_minutes: int,
+) -> None:
+    # Against a plain forward walk, in Berlin, across both DST transitions of 2026-2027
+    rule = cron(expression, "Europe/Berlin")
+    lower = utc(2026, 1, 1) + timedelta(minutes=start_minute, seconds=17)
+    now = lower + timedelta(minutes=span_minutes)
+    expected = None
+    moment = rule.next_after(lower)
+    while moment is not None and moment <= now:
+        expected = moment
+        moment = rule.next_after(moment)
+    assert due_instant(rule, lower, now) == expected
