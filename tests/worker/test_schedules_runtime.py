@@ -139,3 +139,39 @@ def test_the_duty_sleeps_until_the_next_instant() -> None:
                         duty.schedules[0].new_job(clock.now()), clock.now())
     assert step() == 3600.0
     assert duty.fired == 1 and len(store.list_jobs()) == 2
+
+
+def test_a_duty_whose_definition_was_superseded_warns_once_and_does_not_fire(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given an old worker's duty and a newer one (other arguments) on one store
+    from datetime import UTC, datetime
+
+    from rota.core.schedules import EveryRule, Schedule
+    from rota.store.memory import MemoryStore
+
+    clock = rota.VirtualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    store = MemoryStore()
+    rule = EveryRule(timedelta(minutes=1))
+    old = ScheduleDuty([Schedule("s", rule, "job", "default", '["v1"]')], store, clock)
+    new = ScheduleDuty([Schedule("s", rule, "job", "default", '["v2"]')], store, clock)
+
+    async def call(function: Callable[..., Any], *args: Any) -> Any:
+        return function(*args)
+
+    def step(duty: ScheduleDuty) -> None:
+        asyncio.run(duty.step(call, lambda _queue: None))
+
+    step(old)
+    clock.advance(30)
+    step(new)  # registers the new definition
+    # When both look at each of three instants, the old one first
+    for _ in range(3):
+        clock.advance(60)
+        step(old)
+        step(new)
+    # Then only the new definition fired, and the old one warned once
+    assert (old.fired, new.fired) == (0, 3)
+    assert [job.args for job in store.list_jobs()] == [("v2",)] * 3
+    warnings = [r for r in caplog.records if "another App's definition" in r.getMessage()]
+    assert len(warnings) == 1
