@@ -119,7 +119,7 @@ class App:
         self._outcome_callbacks: tuple[OutcomeCallback, ...] = ()
         self._enqueue_listeners: tuple[Callable[[str], None], ...] = ()
         self._schedules: dict[str, Schedule] = {}  # schedules (branch schedules)
-        self._schedules_registered = False  # by run_until_idle (workers: ScheduleDuty)
+        self._registered_schedules: set[str] = set()  # by run_until_idle (workers: the duty)
 
     def __repr__(self) -> str:
         return f"App({self.store.url!r})"
@@ -673,16 +673,17 @@ class App:
         return dict(self._schedules)
 
     def _fire_schedules_inline(self) -> None:
-        """`run_until_idle`: register (once per App), then fire what is due at the clock's
-        time. Jobs it enqueues are due at their instants, so the passes that follow run
-        them."""
+        """`run_until_idle`: register (each schedule once per App), then fire what is due
+        at the clock's time. Jobs it enqueues are due at their instants, so the passes that
+        follow run them."""
         if not self._schedules:
             return
         store = self._schedule_store()
         schedules = list(self._schedules.values())
-        if not self._schedules_registered:
-            store.register_schedules([s.registration() for s in schedules], self.clock.now())
-            self._schedules_registered = True
+        new = [s for s in schedules if s.name not in self._registered_schedules]
+        if new:
+            store.register_schedules([s.registration() for s in new], self.clock.now())
+            self._registered_schedules.update(s.name for s in new)
         fired = fire_due_now(store, schedules, self.clock.now())
         self._notify_enqueued(s.queue for s, outcome in fired if outcome.fired)
 

@@ -288,3 +288,22 @@ def test_dst_fires_under_run_until_idle(make_app: MakeApp, clock: rota.VirtualCl
         app.run_until_idle()
     # Then it fired once that night, at the first 02:30 (00:30Z)
     assert log == [("n", datetime(2026, 10, 25, 0, 30, tzinfo=UTC))]
+
+
+def test_a_schedule_added_between_runs_is_registered_then(
+    make_app: MakeApp, clock: rota.VirtualClock
+) -> None:
+    # Given an App that already ran with one schedule
+    log: list[tuple[str, datetime]] = []
+    app = scheduled_app(make_app, log)
+    app.schedule("a", "report", every=60, args=("a",))
+    app.run_until_idle()
+    # When a second one is added at 00:00:30 and the clock reaches 00:01
+    clock.advance(30)
+    app.schedule("b", "report", every=60, args=("b",))
+    app.run_until_idle()
+    clock.advance(30)
+    # Then both fire for 00:01 (the second was registered at 00:00:30)
+    assert app.run_until_idle() == 2
+    assert sorted(log) == [("a", START + timedelta(minutes=1)),
+                           ("b", START + timedelta(minutes=1))]
