@@ -30,7 +30,6 @@ from rota.core.schedules import (
 )
 
 
-@cache
 def load_timezone(name: object) -> tzinfo:
     """The time zone named `name` (an IANA name such as `Europe/Berlin`, or `UTC`).
 
@@ -40,6 +39,11 @@ def load_timezone(name: object) -> tzinfo:
     """
     if not isinstance(name, str):
         raise TypeError(f"timezone must be a str such as 'Europe/Berlin'; got {name!r}")
+    return _load_timezone(name)
+
+
+@cache
+def _load_timezone(name: str) -> tzinfo:
     if name == "UTC":
         return UTC  # no time zone database needed
     try:

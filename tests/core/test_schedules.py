@@ -178,6 +178,8 @@ def test_unknown_time_zone_is_a_value_error_naming_it() -> None:
         build_rule("0 3 * * *", None, "../etc/passwd")
     with pytest.raises(TypeError, match="timezone must be a str"):
         build_rule("0 3 * * *", None, 5)
+    with pytest.raises(TypeError, match="timezone must be a str"):
+        build_rule("0 3 * * *", None, ["Europe/Berlin"])
 
 
 # -- every ---------------------------------------------------------------------------------
