@@ -12,7 +12,7 @@ from rota.core.jobs import JobRecord, JobState, PayloadTooLarge
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.queue_controls import QueueInfo
 from rota.core.retention import Retention
-from rota.core.retry import RetryPolicy
+from rota.core.retry import Retry, RetryPolicy
 from rota.definition import ConfiguredJob, JobDefinition
 from rota.store import SchemaTooNew, Store, StoreConfigError, StoreError
 from rota.worker.context import CurrentJob, current_job
@@ -34,6 +34,7 @@ __all__ = [
     "PayloadTooLarge",
     "QueueInfo",
     "Retention",
+    "Retry",
     "RetryPolicy",
     "SchemaTooNew",
     "Store",

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
+import os
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, ParamSpec, TypeVar, overload
+from typing import Any, Final, ParamSpec, TypeVar, overload
 
 from rota.core.clock import Clock, SystemClock
 from rota.core.durations import Duration, to_timedelta
@@ -27,7 +29,7 @@ from rota.core.retry import RetryPolicy
 from rota.core.schedules import Schedule, validate_schedule_name
 from rota.definition import NO_PRIORITY, JobDefinition
 from rota.schedules import build_rule, build_schedule, check_arguments_fit
-from rota.store import Store, open_store
+from rota.store import Store, mask_url, open_store
 from rota.store.base import ScheduleStore
 from rota.worker.checkpoint import wal_checkpoint_duty
 from rota.worker.events import OutcomeCallback, OutcomeEvent, emit, outcome_event
@@ -42,6 +44,8 @@ from rota.worker.group import (
 from rota.worker.retention import RetentionDuty, purge_finished
 from rota.worker.runtime import Duty, Runtime
 from rota.worker.schedules import ScheduleDuty, fire_due_now
+from rota.worker.signals import install_stop_handlers, stop_signals
+from rota.worker.unserved import unserved_queues_duty
 
 logger = logging.getLogger("rota")
 
@@ -50,6 +54,33 @@ R = TypeVar("R")
 
 DEFAULT_STORE_URL = "sqlite:///rota.db"
 DEFAULT_RETENTION = Retention()
+STORE_ENV = "ROTA_STORE"  # the store URL when App() is given none (the CLI reads it too)
+
+
+class _FromEnvironment(enum.Enum):
+    """The type of `App`'s default store argument (None stays a TypeError, as before)."""
+
+    TOKEN = "$ROTA_STORE, else sqlite:///rota.db"
+
+    def __repr__(self) -> str:
+        return "<$ROTA_STORE, else sqlite:///rota.db>"
+
+
+FROM_ENVIRONMENT: Final = _FromEnvironment.TOKEN
+
+
+def default_store_url() -> str:
+    """`$ROTA_STORE` if set (and not blank), else `sqlite:///rota.db`."""
+    return os.environ.get(STORE_ENV, "").strip() or DEFAULT_STORE_URL
+
+
+def store_location(store: Store) -> str:
+    """Where `store` keeps its jobs, for a start-up log line: an SQLite store's absolute
+    file path (`sqlite:////abs/path.db`), otherwise its URL; passwords masked."""
+    path = getattr(store, "path", None)
+    if isinstance(path, str) and store.url.lower().startswith("sqlite:"):
+        return f"sqlite:///{os.path.abspath(path)}"
+    return mask_url(store.url)
 
 
 def _job_id(job_id: object) -> int | None:
@@ -72,7 +103,9 @@ class App:
 
     Args:
         store: a store URL (`sqlite:///rota.db`, `postgresql://...`, `memory://`) or a
-            `Store` object. Default: `sqlite:///rota.db`, a file in the working directory.
+            `Store` object. Default: the `ROTA_STORE` environment variable (as the `rota`
+            command reads it), else `sqlite:///rota.db`, a file in the working directory
+            (`rota worker` logs the absolute path it opened).
         clock: where "now" comes from; `rota.VirtualClock(start)` in tests. Default: the
             system clock.
         max_payload_bytes: the most UTF-8 bytes of JSON a job's arguments (at enqueue) or
@@ -87,10 +120,13 @@ class App:
     """
 
     def __init__(
-        self, store: str | Store = DEFAULT_STORE_URL, *, clock: Clock | None = None,
+        self, store: str | Store | _FromEnvironment = FROM_ENVIRONMENT, *,
+        clock: Clock | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         retention: Retention | None = DEFAULT_RETENTION,
     ) -> None:
+        if isinstance(store, _FromEnvironment):
+            store = default_store_url()
         if not isinstance(store, str | Store):
             raise TypeError(
                 f"App takes a store URL (e.g. 'sqlite:///rota.db') or a Store; got {store!r}"
@@ -440,7 +476,7 @@ class App:
             store=self.store, clock=self.clock, runners=runners, handlers=self._handlers,
             retry_for=self._retry_policy_for, outcome_callbacks=self._outcome_callbacks,
             grace_s=None if grace_s is None else grace_s.total_seconds(),
-            duties=self._duties(),
+            duties=[*self._duties(), *self._start_duties(runners)],
         )
 
     def _duties(self) -> list[Duty]:
@@ -458,6 +494,13 @@ class App:
             duties.append(ScheduleDuty(list(self._schedules.values()),
                                        self._schedule_store(), self.clock))
         return duties
+
+    # -- first-day checks (issue 10) -------------------------------------------------------
+
+    def _start_duties(self, runners: list[GroupRunner]) -> list[Duty]:
+        """One-shot checks a real-time worker runs as it starts: warn about Queues with
+        due jobs that none of its groups serves (rota.worker.unserved)."""
+        return [unserved_queues_duty([runner.options for runner in runners], self.clock)]
 
     @contextlib.asynccontextmanager
     async def serve(
@@ -555,13 +598,12 @@ class App:
                                "again when their leases expire", signum.name)
                 forced.set()
 
-        handled = (signal.SIGINT, signal.SIGTERM)
-        for signum in handled:
-            loop.add_signal_handler(signum, on_signal, signum)
+        # loop.add_signal_handler where the loop has it; signal.signal elsewhere (Windows).
+        remove_handlers = install_stop_handlers(loop, stop_signals(), on_signal)
         try:
             async with self.serve([r.name for r in runners], grace=grace) as runtime:
                 logger.info("worker started: groups %s on %s; SIGINT/SIGTERM stops it",
-                            ", ".join(r.name for r in runners), self.store.url)
+                            ", ".join(r.name for r in runners), store_location(self.store))
                 await first.wait()
                 stopping = asyncio.create_task(runtime.stop())
                 force = asyncio.create_task(forced.wait())
@@ -573,8 +615,7 @@ class App:
                     raise SystemExit(128 + received[-1].value)
                 force.cancel()
         finally:
-            for signum in handled:
-                loop.remove_signal_handler(signum)
+            remove_handlers()
 
     # -- Schedules (branch schedules) -------------------------------------------------------
 
@@ -594,7 +635,7 @@ class App:
         missed instant fires. Changes to the rule or the arguments take effect when a
         worker with the new code starts (the last App to register a schedule owns it);
         a schedule removed from the code stops firing (its row stays in the store, inert).
-        See docs/schedules.md.
+        This call stores nothing; bad input fails here. See docs/schedules.md.
 
         Args:
             name: the schedule's name, unique in this App (1-200 printable characters).
@@ -606,7 +647,8 @@ class App:
             every: an interval (timedelta or seconds, at least 1 s), instead of `cron`:
                 the instants are whole multiples of it since 1970-01-01T00:00Z.
             timezone: an IANA time zone name for `cron` (default "UTC").
-            args, kwargs: the job's arguments (JSON values), checked now.
+            args: the job's positional arguments (JSON values), checked now.
+            kwargs: the job's keyword arguments (JSON values), checked now.
             queue: the Queue to enqueue into; default the job's own Queue.
 
         Returns:
@@ -618,7 +660,6 @@ class App:
                 interval under a second, or `timezone` with `every`.
             TypeError: a job that is not one of this App's, arguments that are not JSON or
                 do not fit the handler's signature, or a store without schedules.
-        Nothing is stored by this call.
         """
         validate_schedule_name(name)
         definition = self._scheduled_job(job)

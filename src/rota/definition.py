@@ -12,6 +12,7 @@ argument that is not JSON fails with a clear error and leaves the store untouche
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
@@ -43,12 +44,24 @@ class ConfiguredJob(Generic[P, R]):
 
     def __init__(
         self, definition: JobDefinition[P, R], queue: str, due: datetime | None,
-        delay: timedelta | None,
+        delay: timedelta | None, connection: object | None = None,
     ) -> None:
         self._definition = definition
         self.queue = validate_queue_name(queue)
         self._due = due
         self._delay = delay
+        self._connection = connection
+
+    def _store_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        """Store `jobs`: on the caller's connection when one was configured (woken on
+        commit, by the database: nothing to notify here, as a hint now would come before
+        the jobs are visible), else through the store, waking this process's groups."""
+        app = self._definition.app
+        if self._connection is not None:
+            return app.store.enqueue_on(self._connection, jobs, now)
+        ids = app.store.enqueue(jobs, now)
+        app._notify_enqueued((self.queue,))
+        return ids
 
     def _due_at(self, now: datetime) -> datetime:
         if self._due is not None:
@@ -61,6 +74,7 @@ class ConfiguredJob(Generic[P, R]):
         self, args: Sequence[object], kwargs: Mapping[str, object], now: datetime,
         due_at: datetime | None = None,
     ) -> NewJob:
+        self._definition._check_arguments(args, kwargs)
         args_json, kwargs_json = encode_arguments(
             args, kwargs, self._definition.app.max_payload_bytes
         )
@@ -74,23 +88,23 @@ class ConfiguredJob(Generic[P, R]):
         """Store one job; return its id.
 
         Raises:
-            TypeError: naming an argument that is not JSON-serialisable (nothing stored).
+            TypeError: if the arguments do not fit the handler's signature, or naming an
+                argument that is not JSON-serialisable (nothing stored).
             rota.PayloadTooLarge: (a ValueError) if the arguments encode to more JSON than
                 the App's `max_payload_bytes` (nothing stored).
         """
-        app = self._definition.app
-        now = app.clock.now()
-        job_id = app.store.enqueue([self._new_job(args, kwargs, now)], now)[0]
-        app._notify_enqueued((self.queue,))
-        return job_id
+        now = self._definition.app.clock.now()
+        return self._store_jobs([self._new_job(args, kwargs, now)], now)[0]
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """`enqueue` from async code: the store call runs in a thread, off the event loop."""
-        app = self._definition.app
-        now = app.clock.now()
+        """`enqueue` from async code: the store call runs in a thread, off the event loop
+        (on a configured `connection=` it runs inline: a sqlite3 connection belongs to
+        its thread)."""
+        now = self._definition.app.clock.now()
         job = self._new_job(args, kwargs, now)
-        ids = await asyncio.to_thread(app.store.enqueue, [job], now)
-        app._notify_enqueued((self.queue,))
+        if self._connection is not None:
+            return self._store_jobs([job], now)[0]
+        ids = await asyncio.to_thread(self._store_jobs, [job], now)
         return ids[0]
 
     def enqueue_many(self, entries: Iterable[ManyEntry]) -> list[int]:
@@ -100,8 +114,9 @@ class ConfiguredJob(Generic[P, R]):
         `{"args": [...], "kwargs": {...}}`.
 
         Raises:
-            TypeError: naming the entry and argument that is not JSON-serialisable; nothing
-                is stored.
+            TypeError: naming the entry whose arguments do not fit the handler's signature,
+                or the entry and argument that is not JSON-serialisable; nothing of the
+                batch is stored.
         """
         app = self._definition.app
         now = app.clock.now()
@@ -133,9 +148,16 @@ class ConfiguredJob(Generic[P, R]):
                 raise TypeError(f"enqueue_many entry {index}: {error}") from None
         if not jobs:
             return []
-        ids = app.store.enqueue(jobs, now)
-        app._notify_enqueued((self.queue,))
-        return ids
+        return self._store_jobs(jobs, now)
+
+
+def _readable_signature(func: Callable[..., object]) -> inspect.Signature | None:
+    """The handler's signature, read once at registration (binding against it costs about
+    a microsecond per enqueue); None when Python cannot read it."""
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
 
 
 class JobDefinition(ConfiguredJob[P, R]):
@@ -151,6 +173,33 @@ class JobDefinition(ConfiguredJob[P, R]):
         super().__init__(self, queue, None, None)
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
+        self._signature = _readable_signature(func)
+
+    def _check_arguments(self, args: Sequence[object], kwargs: Mapping[str, object]) -> None:
+        """Check that the handler could be called with `args` and `kwargs`.
+
+        Handlers whose signature Python cannot read (some builtins and C extensions) are
+        not checked.
+
+        Raises:
+            TypeError: naming the job, its signature and what does not fit.
+        """
+        signature = self._signature
+        if signature is None:
+            return
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as error:
+            plain = signature.replace(
+                parameters=[p.replace(annotation=inspect.Parameter.empty)
+                            for p in signature.parameters.values()],
+                return_annotation=inspect.Signature.empty,
+            )
+            raise TypeError(
+                f"job {self.name!r}: the arguments do not fit its handler "
+                f"{getattr(self.func, '__name__', 'handler')}{plain}: {error}; "
+                "nothing was stored"
+            ) from None
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.func(*args, **kwargs)
@@ -161,17 +210,25 @@ class JobDefinition(ConfiguredJob[P, R]):
         queue: str | None = None,
         due: datetime | None = None,
         delay: Duration | None = None,
+        connection: object | None = None,
         **unknown: object,
     ) -> ConfiguredJob[P, R]:
-        """Override the Queue or the due time for enqueues made through the result.
+        """Override the Queue or the due time for enqueues made through the result, or
+        enqueue inside the caller's own database transaction.
 
         Args:
             queue: the Queue to put the jobs on (default: the definition's Queue).
             due: an aware datetime when the jobs become due.
             delay: a timedelta or seconds from now; not together with `due`.
+            connection: the caller's open database connection: the jobs are written on it,
+                inside its current transaction, and exist if and only if that transaction
+                commits; workers are woken on commit. A `psycopg.Connection` for a
+                PostgreSQL store, a `sqlite3.Connection` to the store's file for a SQLite
+                store (docs/integrations.md). rota never commits or rolls it back.
 
         Raises:
-            TypeError: for an unknown option (`priority` included: rota has none).
+            TypeError: for an unknown option (`priority` included: rota has none). A
+                connection of the wrong kind is a TypeError at enqueue.
             ValueError: for a bad Queue name, a naive `due`, a negative delay, or both
                 `due` and `delay`.
         """
@@ -179,8 +236,8 @@ class JobDefinition(ConfiguredJob[P, R]):
             raise TypeError(NO_PRIORITY)
         if unknown:
             raise TypeError(
-                f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due= "
-                "and delay="
+                f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due=, "
+                "delay= and connection="
             )
         if due is not None and delay is not None:
             raise ValueError("give configure() either due= or delay=, not both")
@@ -189,6 +246,7 @@ class JobDefinition(ConfiguredJob[P, R]):
             self.queue if queue is None else queue,
             None if due is None else ensure_utc(due, "due"),
             None if delay is None else to_timedelta(delay, "delay", allow_zero=True),
+            connection,
         )
 
     def __repr__(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from rota.cli.common import UsageError, add_store_options, load_app, opened_store
 from rota.core.clock import SystemClock
@@ -16,6 +17,7 @@ from rota.core.jobs import (
     validate_job_name,
 )
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
+from rota.definition import JobDefinition
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,6 +57,7 @@ def _parse_arg(text: str) -> object:
 def run(args: argparse.Namespace) -> int:
     queue = args.queue
     max_bytes = DEFAULT_MAX_PAYLOAD_BYTES
+    definition: JobDefinition[Any, Any] | None = None
     if args.app:
         app = load_app(args.app)
         max_bytes = app.max_payload_bytes
@@ -78,9 +81,10 @@ def run(args: argparse.Namespace) -> int:
         validate_job_name(args.name)
         queue = validate_queue_name(queue or DEFAULT_QUEUE)
         delay = to_timedelta(args.delay, "--delay", allow_zero=True)
-        args_json, kwargs_json = encode_arguments(
-            [_parse_arg(a) for a in args.job_args], kwargs, max_bytes
-        )
+        job_args = [_parse_arg(a) for a in args.job_args]
+        if definition is not None:  # with --app: bind to the handler's signature first
+            definition._check_arguments(job_args, kwargs)
+        args_json, kwargs_json = encode_arguments(job_args, kwargs, max_bytes)
         now = SystemClock().now()
         due_at = due_after(now, delay, "--delay")
     except (TypeError, ValueError) as error:

@@ -21,10 +21,19 @@ import threading
 from types import FrameType
 from typing import Any
 
-from rota.app import App
+from rota.app import App, store_location
 from rota.cli.common import CommandError, UsageError, load_app
+from rota.core.policy import PolicyFault
 from rota.store import StoreConfigError, StoreError
 from rota.store.base import Migratable
+
+
+def with_fault(error: BaseException) -> str:
+    """The error's message, and on a second line what is at fault in an invalid policy
+    (its `PolicyFault` cause): the Weighted message is exact by specification."""
+    if isinstance(error.__cause__, PolicyFault):
+        return f"{error}\n{error.__cause__}"
+    return str(error)
 
 
 def _seconds(text: str) -> float:
@@ -119,8 +128,8 @@ def _run_app(app: App, args: argparse.Namespace) -> int:
             # errors are retried with backoff instead.
             app.store.migrate()
     except (ValueError, StoreError) as error:
-        raise CommandError(str(error)) from None
-    print(f"rota worker: running {', '.join(selected)} on {app.store.url} "
+        raise CommandError(with_fault(error)) from None
+    print(f"rota worker: running {', '.join(selected)} on {store_location(app.store)} "
           "(Ctrl-C or SIGTERM to stop)", file=sys.stderr, flush=True)
     try:
         app.run(groups=groups, grace=args.grace)

@@ -235,6 +235,24 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    # -- transactional enqueue (branch integrate) -------------------------------------------
+
+    def enqueue_on(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """Store `jobs` on the caller's own open database `connection`, inside its current
+        transaction (all or none); return their ids in order. The jobs exist if and only if
+        the caller commits; this never commits or rolls back the caller's transaction.
+
+        Raises:
+            TypeError: if `connection` is not the kind this store writes on (a
+                `sqlite3.Connection` to the same file, a `psycopg.Connection`); the memory
+                store has no connection and always raises it.
+            StoreError: if the connection's database does not hold this store's schema.
+            Errors of the caller's database driver propagate unchanged.
+        """
+        ...
+
 
 @runtime_checkable
 class WakeupSource(Protocol):

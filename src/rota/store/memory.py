@@ -83,6 +83,15 @@ class MemoryStore:
                 ids.append(job_id)
             return ids
 
+    def enqueue_on(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        raise TypeError(
+            "the memory:// store keeps its jobs in this process, not in a database, so it "
+            f"cannot enqueue on a connection (got {type(connection).__name__}); "
+            "transactional enqueue needs a sqlite:/// or postgresql:// store"
+        )
+
     def claim(
         self,
         queues: Sequence[str],

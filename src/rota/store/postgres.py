@@ -46,7 +46,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 import psycopg_pool
 from psycopg import sql
-from psycopg.rows import TupleRow
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import TupleRow, tuple_row
 
 from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
@@ -169,6 +170,17 @@ def _parse_url(url: str) -> tuple[str, dict[str, str]]:
         else:
             theirs.append((key, value))
     conninfo = urlunsplit(parts._replace(scheme="postgresql", query=urlencode(theirs)))
+    # libpq's own parser: an unknown parameter (?foo=bar) is a usage error now, with the
+    # URL named, not a failure at first connect.
+    problem = None
+    try:
+        conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError as error:
+        problem = str(error).strip() or type(error).__name__
+    if problem is not None:
+        bad(f"{problem}; the query parameters rota takes are schema, pool_min_size and "
+            "pool_max_size, and libpq's own connection parameters (e.g. sslmode, "
+            "connect_timeout, application_name)")
     return conninfo, ours
 
 
@@ -391,16 +403,19 @@ class PostgresStore:
 
     def _fail(self, doing: str, error: BaseException) -> NoReturn:
         """Raise `error` as a StoreError naming the masked URL."""
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        # The cause is named in the message itself: the CLI prints one line and no
+        # traceback, so "see the cause below" would point at nothing.
+        lines = [part.strip() for part in str(error).strip().splitlines() if part.strip()]
+        detail = f"{type(error).__name__}: {' '.join(lines)}" if lines else type(error).__name__
         if isinstance(error, psycopg.OperationalError | psycopg_pool.PoolTimeout):
             hint = (
-                "check that PostgreSQL is running and reachable at this URL "
+                "; check that PostgreSQL is running and reachable at this URL "
                 f"({EXPECTED_FORM})"
             )
         else:
-            hint = "see the cause below"
+            hint = ""
         raise StoreError(
-            f"PostgreSQL store {self._url!r} failed to {doing}: {detail}; {hint}"
+            f"PostgreSQL store {self._url!r} failed to {doing}: {detail}{hint}"
         ) from error
 
     def _query(self, name: str) -> str:
@@ -526,13 +541,18 @@ class PostgresStore:
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
+        rows, _ = self._execute("enqueue", self._enqueue_params(jobs, now))
+        return [row[0] for row in rows]
+
+    def _enqueue_params(self, jobs: Sequence[NewJob], now: datetime) -> dict[str, object]:
+        """enqueue.sql's parameters, after the checks every store makes."""
         check_new_jobs(jobs)  # the same jobs refused on every store
         # Arguments are JSON text from encode_arguments; the statement's ::json cast checks
         # them again, atomically (decoding them here too cost ~40% of enqueue time).
         # Array parameters are sent in binary (%(name)b): 10x cheaper to encode than text.
         for job in jobs:
             _utc(job.due_at, "due_at")
-        rows, _ = self._execute("enqueue", {
+        return {
             "now": _utc(now, "now"),
             "names": [job.name for job in jobs],
             "queues": [job.queue for job in jobs],
@@ -540,8 +560,7 @@ class PostgresStore:
             "args": [job.args_json for job in jobs],
             "kwargs": [job.kwargs_json for job in jobs],
             "channel": self.channel,
-        })
-        return [row[0] for row in rows]
+        }
 
     def claim(
         self,
@@ -783,6 +802,41 @@ class PostgresStore:
         for listener in listeners:
             listener.stop()
         self._pool.close()
+
+    # -- transactional enqueue (branch integrate) -------------------------------------------
+
+    def enqueue_on(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """Store `jobs` on the caller's `psycopg.Connection` (psycopg 3), inside its current
+        transaction: they exist if and only if the caller commits. The wake-up NOTIFY is
+        part of that transaction, so PostgreSQL delivers it to the workers at commit, and
+        not at all on rollback. An autocommit connection has no transaction to join: the
+        jobs commit at once, like any statement run on it.
+
+        The connection must reach the store's database; the store's schema is migrated
+        first if needed (on the store's own connection).
+
+        Raises:
+            TypeError: `connection` is not a `psycopg.Connection` (an `AsyncConnection`
+                included: enqueue from sync code, or through the store's own pool).
+            psycopg.Error: from the caller's connection, unchanged (the caller's
+                transaction is then aborted, as after any failed statement: roll it back).
+        """
+        if not isinstance(connection, psycopg.Connection):
+            raise TypeError(
+                f"PostgreSQL store {self._url!r} enqueues on a psycopg.Connection (psycopg "
+                f"3, sync); got {type(connection).__module__}.{type(connection).__qualname__}"
+            )
+        if not jobs:
+            return []
+        params = self._enqueue_params(jobs, now)
+        if self._closed:
+            raise StoreError(f"PostgreSQL store {self._url!r} is closed; open a new one")
+        self._ensure_ready()  # migrated: the statement needs the schema
+        with connection.cursor(row_factory=tuple_row) as cursor:
+            cursor.execute(self._query("enqueue"), params)
+            return [row[0] for row in cursor.fetchall()]
 
     # -- Schedules (branch schedules) -----------------------------------------------------
 

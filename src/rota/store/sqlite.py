@@ -203,6 +203,29 @@ def _is_busy(error: sqlite3.Error) -> bool:
     return "locked" in str(error) or "busy" in str(error)
 
 
+def _enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, ...]]:
+    """The rows enqueue.sql inserts, after the checks every store makes (nothing is
+    written when one job is refused)."""
+    check_new_jobs(jobs)  # the same jobs refused on every store
+    created_at = _us(now)
+    rows: list[tuple[object, ...]] = []
+    for job in jobs:
+        decode_arguments(job.args_json, job.kwargs_json)  # bad JSON fails before writing
+        rows.append(
+            (job.name, job.queue, _us(job.due_at), job.args_json, job.kwargs_json, created_at)
+        )
+    return rows
+
+
+def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[object, ...]]
+                 ) -> list[int]:
+    """Insert `rows` inside the caller's write transaction; their ids in order."""
+    conn.executemany(_sql("enqueue"), rows)
+    (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
+    # AUTOINCREMENT under the write lock hands one batch consecutive ids.
+    return list(range(last_id - len(rows) + 1, last_id + 1))
+
+
 # -- the store ------------------------------------------------------------------------------
 
 
@@ -527,19 +550,9 @@ class SQLiteStore:
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
-        check_new_jobs(jobs)  # the same jobs refused on every store
-        created_at = _us(now)
-        rows = []
-        for job in jobs:
-            decode_arguments(job.args_json, job.kwargs_json)  # bad JSON fails before writing
-            rows.append(
-                (job.name, job.queue, _us(job.due_at), job.args_json, job.kwargs_json, created_at)
-            )
+        rows = _enqueue_rows(jobs, now)
         with self._write("enqueueing") as conn:
-            conn.executemany(_sql("enqueue"), rows)
-            (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
-        # AUTOINCREMENT under the write lock hands one batch consecutive ids.
-        return list(range(last_id - len(rows) + 1, last_id + 1))
+            return _insert_jobs(conn, rows)
 
     def claim(
         self,
@@ -805,6 +818,79 @@ class SQLiteStore:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    # -- transactional enqueue (branch integrate) -------------------------------------------
+
+    def enqueue_on(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """Store `jobs` on the caller's `sqlite3.Connection` to this store's file, inside
+        its current transaction: they exist if and only if the caller commits.
+
+        The writes run inside a SAVEPOINT, so a failure leaves the caller's transaction as
+        it was. A connection in Python's default (legacy) transaction mode that has no
+        transaction open gets one (`BEGIN`, as Python would open before an INSERT), for the
+        caller to commit or roll back. A connection in autocommit mode with no transaction
+        open has nothing to join: the jobs commit at once. Workers in other processes see
+        them when the caller commits (their watcher polls `PRAGMA data_version`).
+
+        Raises:
+            TypeError: `connection` is not a `sqlite3.Connection`.
+            StoreError: it is open on another file, or its file's schema is not this rota's
+                (opening the store migrates it: `rota.App(url)` or `rota migrate` first).
+            sqlite3.Error: from the caller's connection, unchanged.
+        """
+        if not isinstance(connection, sqlite3.Connection):
+            raise TypeError(
+                f"SQLite store {self._url!r} enqueues on a sqlite3.Connection to its file "
+                f"{self._path!r}; got {type(connection).__module__}."
+                f"{type(connection).__qualname__}"
+            )
+        if self._read_only:
+            raise StoreError(
+                f"SQLite store {self._url!r} was opened read-only; enqueueing needs a "
+                "writable store: open it without read_only"
+            )
+        if not jobs:
+            return []
+        rows = _enqueue_rows(jobs, now)
+        cursor = connection.cursor()
+        cursor.row_factory = None  # whatever the caller's connection uses, tuples here
+        try:
+            self._check_callers_file(cursor)
+            legacy = getattr(sqlite3, "LEGACY_TRANSACTION_CONTROL", -1)
+            if (not connection.in_transaction and connection.isolation_level is not None
+                    and getattr(connection, "autocommit", legacy) == legacy):
+                # What Python itself runs before the first INSERT of a transaction.
+                cursor.execute(f"BEGIN {connection.isolation_level}")
+            cursor.execute("SAVEPOINT rota_enqueue")
+            try:
+                ids = _insert_jobs(cursor, rows)
+            except BaseException:
+                cursor.execute("ROLLBACK TO rota_enqueue")
+                cursor.execute("RELEASE rota_enqueue")
+                raise
+            cursor.execute("RELEASE rota_enqueue")
+            return ids
+        finally:
+            cursor.close()
+
+    def _check_callers_file(self, cursor: sqlite3.Cursor) -> None:
+        main = next((row[2] for row in cursor.execute("PRAGMA database_list")
+                     if row[1] == "main"), "")
+        if not main or os.path.realpath(main) != os.path.realpath(self._path):
+            raise StoreError(
+                f"SQLite store {self._url!r}: the connection given is open on "
+                f"{main or 'an in-memory database'!r}, not on the store's file "
+                f"{str(Path(self._path).resolve())!r}; connect to the store's file"
+            )
+        version = int(cursor.execute(_sql("schema_version")).fetchone()[0])
+        if version != schema_version_known():
+            raise StoreError(
+                f"SQLite store {self._url!r} has schema version {version}, this rota writes "
+                f"version {schema_version_known()}; open the store first (rota.App(url) or "
+                "`rota migrate`), which migrates it"
+            )
 
     # -- Schedules (branch schedules) ---------------------------------------------------------
 

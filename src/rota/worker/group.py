@@ -31,6 +31,7 @@ from rota.core.outcomes import (
     describe,
     describe_error,
 )
+from rota.core.policy import PolicyFault
 from rota.core.retry import RetryPolicy
 from rota.core.suspects import lease_expired_error
 from rota.store.base import Store, StoreError
@@ -71,7 +72,16 @@ class GroupRunner:
 
     def __init__(self, options: WorkerGroupOptions) -> None:
         self.options = options
-        self.dispatcher = Dispatcher.for_policy(options.policy)  # validates the policy
+        try:
+            self.dispatcher = Dispatcher.for_policy(options.policy)  # validates the policy
+        except ValueError as error:
+            # The message may be exact by specification: the group is named in its cause.
+            where = f"in Worker Group {options.name!r}: {options.policy!r}"
+            fault = error.__cause__
+            error.__cause__ = PolicyFault(
+                f"{fault}, {where}" if isinstance(fault, PolicyFault) else where)
+            error.__suppress_context__ = True
+            raise
         self.owner = new_owner_id(options.name)
         # Whether the last claim_pass was cut short by a StoreError; read by the drive that
         # owns this runner (one pass at a time) to back off before the next pass.
@@ -148,7 +158,8 @@ class GroupRunner:
     def outcome_of_error(
         self, job: JobRecord, handler: Handler | None, error: BaseException, now: datetime
     ) -> Outcome:
-        return after_failure(job.attempt, describe_error(error), self.retry_policy(handler), now)
+        return after_failure(job.attempt, describe_error(error), self.retry_policy(handler), now,
+                             exception=error, job_id=job.id)
 
 
 def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime) -> bool:
@@ -212,7 +223,7 @@ def sweep_expired_leases(
     applied = 0
     for job in expired:
         error = lease_expired_error(job.lease_owner)
-        outcome = after_failure(job.attempt, error, retry_for(job), now)
+        outcome = after_failure(job.attempt, error, retry_for(job), now, job_id=job.id)
         due_at = outcome.due_at if isinstance(outcome, RetryAt) else None
         if store.expire_lease(job.lease, now, due_at, error):
             applied += 1

@@ -1,0 +1,40 @@
+"""`rota enqueue --app` binds the arguments to the handler's signature: exit 2, one line,
+nothing stored."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rota.cli import main
+
+
+def test_enqueue_with_app_checks_the_arguments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an App module whose job takes one argument
+    db = tmp_path / "app.db"
+    (tmp_path / "cli_argument_check_app.py").write_text(
+        "import rota\n"
+        f"app = rota.App('sqlite:///{db}')\n"
+        "@app.job('greet', queue='hello')\n"
+        "def greet(name: str, *, loud: bool = False) -> None: ...\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("ROTA_STORE", raising=False)
+    app = "cli_argument_check_app:app"
+    # When the arguments do not fit: one line, exit 2
+    assert main(["enqueue", "greet", "a", "b", "--app", app]) == 2
+    err = capsys.readouterr().err
+    assert "job 'greet'" in err and "too many positional arguments" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert main(["enqueue", "greet", "a", "--kwargs", '{"shout": true}', "--app", app]) == 2
+    assert "unexpected keyword argument 'shout'" in capsys.readouterr().err
+    # Then nothing was stored; arguments that fit are
+    assert main(["enqueue", "greet", "a", "--kwargs", '{"loud": true}', "--app", app]) == 0
+    capsys.readouterr()
+    assert main(["jobs", "--app", app, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [job["args"] for job in listed] == [["a"]]
