@@ -268,7 +268,8 @@ class App:
         its Queue, attempt 0, due now (its `last_error` is kept for reference).
 
         Returns:
-            True if it was requeued; False if it does not exist or is in another state.
+            True if it was requeued; False if it does not exist, is in another state, or
+            (unique jobs) another scheduled or leased job holds its job name and key.
 
         Raises:
             TypeError: if `job_id` is not an int.

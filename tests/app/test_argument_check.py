@@ -79,6 +79,26 @@ def test_variadic_handlers_and_unreadable_signatures_accept_anything(
     assert stored(app) == 2
 
 
+def test_required_keyword_only_and_defaults(make_app: MakeApp) -> None:
+    app = make_app()
+
+    @app.job("kw")
+    def kw(a: int, b: int = 2, *, c: int) -> None: ...
+
+    @app.job("var")
+    def var(a: int, *rest: int) -> None: ...
+
+    # Positional arguments alone cannot satisfy a required keyword-only parameter
+    with pytest.raises(TypeError, match="missing a required argument: 'c'"):
+        kw.enqueue(1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="missing a required argument: 'a'"):
+        var.enqueue()  # type: ignore[call-arg]
+    kw.enqueue(1, c=3)
+    kw.enqueue(1, 2, c=3)
+    var.enqueue(1, 2, 3, 4)
+    assert stored(app) == 3
+
+
 def test_a_bound_method_is_checked_without_self(make_app: MakeApp) -> None:
     app = make_app()
 

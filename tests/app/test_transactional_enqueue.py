@@ -110,3 +110,50 @@ def test_a_running_worker_is_woken_by_the_commit(durable_store_url: str) -> None
         asyncio.run(scenario())
     finally:
         app.close()
+
+
+@pytest.fixture
+def postgres_app(clock: rota.VirtualClock, request: pytest.FixtureRequest) -> Iterator[rota.App]:
+    from tests.conftest import POSTGRES_URL
+    from tests.pg import fresh_postgres_url
+
+    for url in fresh_postgres_url(POSTGRES_URL, request.node.name):
+        opened = rota.App(url, clock=clock)
+        try:
+            yield opened
+        finally:
+            opened.close()
+
+
+def test_enqueue_async_on_a_psycopg_async_connection(postgres_app: rota.App) -> None:
+    import psycopg
+
+    from rota.store.postgres import _parse_url
+
+    app = serving(postgres_app)
+    ran: list[int] = []
+
+    @app.job("charge", queue="q")
+    def charge(order: int) -> None:
+        ran.append(order)
+
+    async def scenario() -> tuple[int, int]:
+        conninfo = _parse_url(app.store.url)[0]
+        async with await psycopg.AsyncConnection.connect(conninfo) as conn:
+            # Given jobs enqueued, with and without a key, on the caller's async connection
+            plain = await charge.configure(connection=conn).enqueue_async(1)
+            keyed = await charge.configure(connection=conn, key="o2").enqueue_async(2)
+            again = await charge.configure(connection=conn, key="o2").enqueue_async(3)
+            assert again == keyed and app.get_job(plain) is None  # not before the commit
+            await conn.commit()
+            # And one rolled back
+            await charge.configure(connection=conn).enqueue_async(4)
+            await conn.rollback()
+        async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+            # An autocommit connection has no transaction to join: committed at once
+            auto = await charge.configure(connection=conn, key="o5").enqueue_async(5)
+            assert app.get_job(auto) is not None
+        return plain, keyed
+
+    asyncio.run(scenario())
+    assert app.run_until_idle() == 3 and sorted(ran) == [1, 2, 5]

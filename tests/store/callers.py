@@ -8,8 +8,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rota.store.postgres import _parse_url
-
 
 def sqlite_path(url: str) -> str:
     return url[len("sqlite:///"):].partition("?")[0]
@@ -28,6 +26,8 @@ def callers_connection(url: str, **options: Any) -> Iterator[Any]:
             conn.close()
     else:
         import psycopg
+
+        from rota.store.postgres import _parse_url  # psycopg is an optional extra
 
         with psycopg.connect(_parse_url(url)[0], **options) as pg:
             yield pg

@@ -182,3 +182,45 @@ def test_postgres_wake_up_is_sent_on_commit_only(postgres_url: str) -> None:
     finally:
         stop()
         store.close()
+
+
+def test_unique_keys_hold_on_the_callers_connection(store_url: str, store: Store) -> None:
+    # Given a committed live job with key k
+    (live,) = store.enqueue([NewJob("job", "q", T0, key="k")], T0)
+    with callers_connection(store_url) as conn:
+        # When the caller enqueues k again, and k2 twice, in its transaction
+        ids = store.enqueue_on(conn, [NewJob("job", "q", T0, key="k"),
+                                      NewJob("job", "q", T0, key="k2"),
+                                      NewJob("job", "q", T0, key="k2")], T0)
+        conn.commit()
+    # Then k answers the live job and k2 made one job
+    assert ids[0] == live and ids[1] == ids[2] != live
+    assert sum(store.count_jobs().values()) == 2
+    with callers_connection(store_url) as conn:
+        # And a rolled-back keyed job holds nothing afterwards
+        (rolled,) = store.enqueue_on(conn, [NewJob("job", "q", T0, key="k3")], T0)
+        conn.rollback()
+    (k3,) = store.enqueue([NewJob("job", "q", T0, key="k3")], T0)
+    assert store.get_job(k3) is not None and sum(store.count_jobs().values()) == 3
+    assert rolled  # an id was answered inside the transaction
+
+
+def test_sqlite_failure_midway_undoes_only_rotas_writes(sqlite_url: str) -> None:
+    store = open_store(sqlite_url)
+    try:
+        with callers_connection(sqlite_url) as conn:
+            # Given the caller's own row, and a trigger that fails the second job's insert
+            conn.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)")
+            conn.execute("INSERT INTO orders (id) VALUES (1)")
+            conn.execute("CREATE TEMP TRIGGER boom BEFORE INSERT ON rota_jobs "
+                         "WHEN NEW.queue = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END")
+            # When a batch fails midway
+            with pytest.raises(sqlite3.IntegrityError, match="boom"):
+                store.enqueue_on(conn, [new(), new("boom")], T0)
+            # Then the caller's transaction goes on, without the batch's first job
+            assert conn.in_transaction
+            conn.commit()
+            assert conn.execute("SELECT count(*) FROM orders").fetchone()[0] == 1
+        assert store.count_jobs() == {}
+    finally:
+        store.close()

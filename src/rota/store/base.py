@@ -255,6 +255,20 @@ class Store(Protocol):
 
 
 @runtime_checkable
+class AsyncTransactionalEnqueue(Protocol):
+    """A store that can also enqueue on the caller's *async* connection (PostgreSQL:
+    `psycopg.AsyncConnection`), awaiting its statements on the caller's event loop.
+    `enqueue_async` with `configure(connection=...)` uses it when the store has it.
+    (branch integrate)"""
+
+    async def enqueue_on_async(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """`Store.enqueue_on` for async code; a sync connection is written on inline."""
+        ...
+
+
+@runtime_checkable
 class WakeupSource(Protocol):
     """A store that can push wake-up hints when jobs are enqueued.
 

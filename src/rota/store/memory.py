@@ -17,6 +17,7 @@ from datetime import datetime
 
 from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
+    LIVE_STATES,
     REQUEUEABLE_STATES,
     JobEvent,
     JobRecord,
@@ -56,6 +57,10 @@ class MemoryStore:
         # when the limit is set); those no longer leased are pruned when counted, so every
         # path that ends a lease keeps this right without touching it.
         self._leased: dict[str, set[int]] = {}
+        # Unique jobs: each keyed job's (name, key), and per (name, key) the id of the job
+        # that last took it; that job holds the key while it is live (LIVE_STATES).
+        self._keys: dict[int, tuple[str, str]] = {}
+        self._key_holder: dict[tuple[str, str], int] = {}
         self._schedules: dict[str, ScheduleRow] = {}  # schedules (branch schedules)
 
     @property
@@ -73,11 +78,19 @@ class MemoryStore:
         with self._lock:
             ids: list[int] = []
             for job, (args, kwargs) in zip(jobs, decoded, strict=True):
+                if job.key is not None:
+                    holder = self._live_holder((job.name, job.key))
+                    if holder is not None:
+                        ids.append(holder)
+                        continue
+                    self._keys[self._next_id] = (job.name, job.key)
+                    self._key_holder[(job.name, job.key)] = self._next_id
                 job_id = self._next_id
                 self._next_id += 1
                 self._jobs[job_id] = JobRecord(
                     id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
                     attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
+                    key=job.key,
                 )
                 heapq.heappush(self._due[job.queue], (job.due_at, job_id))
                 ids.append(job_id)
@@ -277,20 +290,34 @@ class MemoryStore:
             )
             return True
 
-    def _requeue(self, job: JobRecord, now: datetime) -> None:
+    def _live_holder(self, name_key: tuple[str, str]) -> int | None:
+        """The id of the live job holding (name, key), if any."""
+        holder = self._key_holder.get(name_key)
+        if holder is None:
+            return None
+        job = self._jobs.get(holder)
+        return holder if job is not None and job.state in LIVE_STATES else None
+
+    def _requeue(self, job: JobRecord, now: datetime) -> bool:
+        """Requeue `job`, unless another live job holds its name and key."""
+        name_key = self._keys.get(job.id)
+        if name_key is not None:
+            if self._live_holder(name_key) is not None:
+                return False
+            self._key_holder[name_key] = job.id
         self._jobs[job.id] = replace(
             job, state=transition(job.state, JobEvent.REQUEUE), attempt=0, due_at=now,
             result=None, cancel_requested=False, finished_at=None,
         )
         heapq.heappush(self._due[job.queue], (now, job.id))
+        return True
 
     def requeue(self, job_id: int, now: datetime) -> bool:
         with self._lock:
             job = self._jobs.get(job_id)
             if job is None or job.state not in REQUEUEABLE_STATES:
                 return False
-            self._requeue(job, now)
-            return True
+            return self._requeue(job, now)
 
     def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
         check_requeueable(state)
@@ -299,9 +326,8 @@ class MemoryStore:
                 job for job in self._jobs.values()
                 if job.state is state and (queue is None or job.queue == queue)
             ]
-            for job in found:
-                self._requeue(job, now)
-            return len(found)
+            # In id order: of several jobs sharing a name and key, the oldest goes back.
+            return sum(self._requeue(job, now) for job in sorted(found, key=lambda j: j.id))
 
     def purge(
         self, states: Sequence[JobState], finished_before: datetime, limit: int
@@ -317,6 +343,9 @@ class MemoryStore:
                     doomed.append(job.id)
             for job_id in doomed:
                 del self._jobs[job_id]  # stale due-heap entries of it are skipped by claim
+                name_key = self._keys.pop(job_id, None)
+                if name_key is not None and self._key_holder.get(name_key) == job_id:
+                    del self._key_holder[name_key]
             return len(doomed)
 
     # -- Queue controls -------------------------------------------------------------------

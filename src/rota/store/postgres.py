@@ -29,13 +29,14 @@ Imports the core, the store contract, psycopg and psycopg_pool; never the worker
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
 import select
 import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from functools import cache
@@ -234,7 +235,8 @@ def _arguments(
 def _record(row: TupleRow) -> JobRecord:
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-     finished_at) = row
+     finished_at) = row[:16]
+    key = row[16] if len(row) > 16 else None  # read paths add the unique-job key
     args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
@@ -244,6 +246,7 @@ def _record(row: TupleRow) -> JobRecord:
         cancel_requested=cancel_requested,
         arguments_error=arguments_error,
         finished_at=finished_at,
+        key=key,
     )
 
 
@@ -541,8 +544,81 @@ class PostgresStore:
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
-        rows, _ = self._execute("enqueue", self._enqueue_params(jobs, now))
-        return [row[0] for row in rows]
+        params = self._enqueue_params(jobs, now)
+        if all(job.key is None for job in jobs):
+            rows, _ = self._execute("enqueue", params)
+            return [row[0] for row in rows]
+        # Unique jobs: a few statements, so one transaction on the pooled connection.
+        with self._cursor("enqueue") as cursor, cursor.connection.transaction():
+            return self._enqueue_keyed(cursor, jobs, params)
+
+    def _enqueue_keyed(
+        self, cursor: psycopg.Cursor[TupleRow], jobs: Sequence[NewJob],
+        params: dict[str, object],
+    ) -> list[int]:
+        """Enqueue a batch that has keys on `cursor` (inside a transaction): the
+        statements of `_keyed_steps`, run one after another."""
+        steps = self._keyed_steps(jobs, params)
+        query, query_params = next(steps)
+        while True:
+            cursor.execute(query, query_params)
+            try:
+                query, query_params = steps.send(cursor.fetchall())
+            except StopIteration as done:
+                ids: list[int] = done.value
+                return ids
+
+    def _keyed_steps(
+        self, jobs: Sequence[NewJob], params: dict[str, object],
+    ) -> Generator[tuple[str, dict[str, object]], list[TupleRow], list[int]]:
+        """The statements that enqueue a batch with keys, sans I/O: yields (query, params),
+        is sent each statement's rows, returns the ids in input order (a job not inserted
+        because a live job holds its name and key gets that job's id). The sync and the
+        async enqueue on a caller's connection both drive it.
+
+        Under READ COMMITTED each statement sees what committed before it started. The
+        INSERT waits for a concurrent enqueuer of the same key and then skips its job;
+        live_keys.sql, a later statement, sees that job. If the live job finished in
+        between (the key is free again), the job is inserted in another round."""
+        ids: list[int | None] = [None] * len(jobs)
+        pending = list(range(len(jobs)))
+        for _round in range(10):
+            batch = [jobs[index] for index in pending]
+            inserted = yield self._query("enqueue_keyed"), {
+                **params,
+                "names": [job.name for job in batch],
+                "queues": [job.queue for job in batch],
+                "due_ats": [job.due_at for job in batch],
+                "args": [job.args_json for job in batch],
+                "kwargs": [job.kwargs_json for job in batch],
+                "keys": [job.key for job in batch],
+            }  # rows (id, name, key), in input order
+            keyless = iter([row[0] for row in inserted if row[2] is None])
+            by_key = {(row[1], row[2]): row[0] for row in inserted if row[2] is not None}
+            missing: dict[tuple[str, str], list[int]] = {}
+            for index in pending:
+                job = jobs[index]
+                if job.key is None:
+                    ids[index] = next(keyless)
+                elif (job.name, job.key) in by_key:
+                    ids[index] = by_key[(job.name, job.key)]
+                else:
+                    missing.setdefault((job.name, job.key), []).append(index)
+            if missing:
+                holders = yield self._query("live_keys"), {
+                    "names": [name for name, _ in missing],
+                    "keys": [key for _, key in missing],
+                }
+                for name, key, job_id in holders:
+                    for index in missing.pop((name, key), []):
+                        ids[index] = job_id
+            pending = sorted(index for indexes in missing.values() for index in indexes)
+            if not pending:
+                return [job_id for job_id in ids if job_id is not None]
+        raise StoreError(
+            f"PostgreSQL store {self._url!r}: unique jobs kept finishing while being "
+            "enqueued (10 rounds); retry the enqueue"
+        )
 
     def _enqueue_params(self, jobs: Sequence[NewJob], now: datetime) -> dict[str, object]:
         """enqueue.sql's parameters, after the checks every store makes."""
@@ -682,7 +758,15 @@ class PostgresStore:
         return count == 1
 
     def requeue(self, job_id: int, now: datetime) -> bool:
-        _, count = self._execute("requeue", {"id": job_id, "now": _utc(now, "now")})
+        try:
+            _, count = self._execute("requeue", {"id": job_id, "now": _utc(now, "now")})
+        except StoreError as error:
+            # Unique jobs: a job of the same name and key was enqueued (committed) while
+            # this statement ran; its NOT EXISTS saw the snapshot before. Refused, as if
+            # that job had been there first.
+            if isinstance(error.__cause__, psycopg.errors.UniqueViolation):
+                return False
+            raise
         return count == 1
 
     def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
@@ -818,8 +902,8 @@ class PostgresStore:
         first if needed (on the store's own connection).
 
         Raises:
-            TypeError: `connection` is not a `psycopg.Connection` (an `AsyncConnection`
-                included: enqueue from sync code, or through the store's own pool).
+            TypeError: `connection` is not a `psycopg.Connection` (for an
+                `AsyncConnection`, see `enqueue_on_async`).
             psycopg.Error: from the caller's connection, unchanged (the caller's
                 transaction is then aborted, as after any failed statement: roll it back).
         """
@@ -835,8 +919,56 @@ class PostgresStore:
             raise StoreError(f"PostgreSQL store {self._url!r} is closed; open a new one")
         self._ensure_ready()  # migrated: the statement needs the schema
         with connection.cursor(row_factory=tuple_row) as cursor:
-            cursor.execute(self._query("enqueue"), params)
-            return [row[0] for row in cursor.fetchall()]
+            if all(job.key is None for job in jobs):
+                cursor.execute(self._query("enqueue"), params)
+                return [row[0] for row in cursor.fetchall()]
+            if connection.autocommit:  # no transaction of the caller's: make one
+                with connection.transaction():
+                    return self._enqueue_keyed(cursor, jobs, params)
+            return self._enqueue_keyed(cursor, jobs, params)
+
+    async def enqueue_on_async(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """`enqueue_on` for async code: on a `psycopg.AsyncConnection` the statements are
+        awaited on the caller's event loop; a sync `psycopg.Connection` is written on
+        inline, as `enqueue_on` does. The same rules otherwise.
+
+        Raises:
+            TypeError: `connection` is neither.
+            psycopg.Error: from the caller's connection, unchanged.
+        """
+        if not isinstance(connection, psycopg.AsyncConnection):
+            return self.enqueue_on(connection, jobs, now)
+        if not jobs:
+            return []
+        params = self._enqueue_params(jobs, now)
+        if self._closed:
+            raise StoreError(f"PostgreSQL store {self._url!r} is closed; open a new one")
+        if not self._ready:
+            await asyncio.to_thread(self._ensure_ready)  # migrating blocks: off the loop
+        async with connection.cursor(row_factory=tuple_row) as cursor:
+            if all(job.key is None for job in jobs):
+                await cursor.execute(self._query("enqueue"), params)
+                return [row[0] for row in await cursor.fetchall()]
+            if connection.autocommit:  # no transaction of the caller's: make one
+                async with connection.transaction():
+                    return await self._enqueue_keyed_async(cursor, jobs, params)
+            return await self._enqueue_keyed_async(cursor, jobs, params)
+
+    async def _enqueue_keyed_async(
+        self, cursor: psycopg.AsyncCursor[TupleRow], jobs: Sequence[NewJob],
+        params: dict[str, object],
+    ) -> list[int]:
+        steps = self._keyed_steps(jobs, params)
+        query, query_params = next(steps)
+        while True:
+            await cursor.execute(query, query_params)
+            try:
+                query, query_params = steps.send(await cursor.fetchall())
+            except StopIteration as done:
+                ids: list[int] = done.value
+                return ids
 
     # -- Schedules (branch schedules) -----------------------------------------------------
 

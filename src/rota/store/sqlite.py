@@ -25,7 +25,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -70,7 +70,8 @@ _STATES = {state.value: state for state in JobState}
 _MIGRATION_FILE = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 # A row as every SELECT/RETURNING of a whole job gives it, in this column order:
 # id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-# lease_owner, lease_expires_at, started_at, result, cancel_requested, finished_at.
+# lease_owner, lease_expires_at, started_at, result, cancel_requested, finished_at
+# (and key, on the read paths: get_job, list_jobs, find_expired_leases).
 _Row = tuple[Any, ...]
 
 
@@ -152,7 +153,8 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
     creation times, and a claim's rows share their lease expiry (~4 % of a drain)."""
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-     finished_at) = row
+     finished_at) = row[:16]
+    key = row[16] if len(row) > 16 else None  # read paths add the unique-job key
     if times is None:
         times = {}
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
@@ -174,6 +176,7 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
         cancel_requested=bool(cancel_requested),
         arguments_error=arguments_error,
         finished_at=None if finished_at is None else _at(finished_at),
+        key=key,
     )
 
 
@@ -217,13 +220,26 @@ def _enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, .
     return rows
 
 
-def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[object, ...]]
-                 ) -> list[int]:
-    """Insert `rows` inside the caller's write transaction; their ids in order."""
-    conn.executemany(_sql("enqueue"), rows)
-    (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
-    # AUTOINCREMENT under the write lock hands one batch consecutive ids.
-    return list(range(last_id - len(rows) + 1, last_id + 1))
+def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[object, ...]],
+                 jobs: Sequence[NewJob]) -> list[int]:
+    """Insert `rows` (of `jobs`) inside the caller's write transaction; their ids in
+    order. A keyed job whose name and key a live job holds is not inserted: its id is that
+    job's (an earlier job of the same batch included)."""
+    if all(job.key is None for job in jobs):
+        conn.executemany(_sql("enqueue"), rows)
+        (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
+        # AUTOINCREMENT under the write lock hands one batch consecutive ids.
+        return list(range(last_id - len(rows) + 1, last_id + 1))
+    ids: list[int] = []
+    insert, live = _sql("enqueue_keyed"), _sql("live_key_id")
+    for (name, queue, due_at, args, kwargs, created_at), job in zip(rows, jobs, strict=True):
+        params = {"name": name, "queue": queue, "due_at": due_at, "args": args,
+                  "kwargs": kwargs, "created_at": created_at, "key": job.key}
+        row = conn.execute(insert, params).fetchone()
+        if row is None:  # the write lock is held: the live job cannot finish meanwhile
+            row = conn.execute(live, {"name": name, "key": job.key}).fetchone()
+        ids.append(int(row[0]))
+    return ids
 
 
 # -- the store ------------------------------------------------------------------------------
@@ -552,7 +568,7 @@ class SQLiteStore:
             return []
         rows = _enqueue_rows(jobs, now)
         with self._write("enqueueing") as conn:
-            return _insert_jobs(conn, rows)
+            return _insert_jobs(conn, rows, jobs)
 
     def claim(
         self,
@@ -865,10 +881,15 @@ class SQLiteStore:
                 cursor.execute(f"BEGIN {connection.isolation_level}")
             cursor.execute("SAVEPOINT rota_enqueue")
             try:
-                ids = _insert_jobs(cursor, rows)
+                ids = _insert_jobs(cursor, rows, jobs)
             except BaseException:
-                cursor.execute("ROLLBACK TO rota_enqueue")
-                cursor.execute("RELEASE rota_enqueue")
+                # Undo rota's writes only. Some errors (disk full, I/O) make SQLite roll
+                # the whole transaction back itself: then there is no savepoint left, and
+                # the original error is the one to raise.
+                if connection.in_transaction:
+                    with suppress(sqlite3.Error):
+                        cursor.execute("ROLLBACK TO rota_enqueue")
+                        cursor.execute("RELEASE rota_enqueue")
                 raise
             cursor.execute("RELEASE rota_enqueue")
             return ids
