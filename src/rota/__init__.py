@@ -13,6 +13,13 @@ from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.queue_controls import QueueInfo
 from rota.core.retention import Retention
 from rota.core.retry import Retry, RetryPolicy
+from rota.core.workers import (
+    GroupFairness,
+    QueueShare,
+    ServedCount,
+    WorkerGroupInfo,
+    WorkerInfo,
+)
 from rota.definition import ConfiguredJob, JobDefinition
 from rota.store import SchemaTooNew, Store, StoreConfigError, StoreError
 from rota.worker.context import CurrentJob, current_job
@@ -26,6 +33,7 @@ __all__ = [
     "ConfiguredJob",
     "CurrentJob",
     "DispatchPolicy",
+    "GroupFairness",
     "JobDefinition",
     "JobRecord",
     "JobState",
@@ -33,10 +41,12 @@ __all__ = [
     "OutcomeKind",
     "PayloadTooLarge",
     "QueueInfo",
+    "QueueShare",
     "Retention",
     "Retry",
     "RetryPolicy",
     "SchemaTooNew",
+    "ServedCount",
     "Store",
     "StoreConfigError",
     "StoreError",
@@ -44,7 +54,9 @@ __all__ = [
     "SystemClock",
     "VirtualClock",
     "Weighted",
+    "WorkerGroupInfo",
     "WorkerGroupOptions",
+    "WorkerInfo",
     "__version__",
     "current_job",
 ]

@@ -15,7 +15,7 @@ import os
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
 from rota.core.clock import Clock, SystemClock
@@ -27,6 +27,7 @@ from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
 from rota.core.schedules import Schedule, validate_schedule_name
+from rota.core.workers import GroupFairness, ServedCount, WorkerInfo, fairness, minute_of
 from rota.definition import NO_PRIORITY, JobDefinition
 from rota.schedules import build_rule, build_schedule, check_arguments_fit
 from rota.store import Store, mask_url, open_store
@@ -41,10 +42,12 @@ from rota.worker.group import (
     retry_policy,
     sweep_expired_leases,
 )
+from rota.worker.registry import RegistryDuty
 from rota.worker.retention import RetentionDuty, purge_finished
-from rota.worker.runtime import Duty, Runtime
+from rota.worker.runtime import Duty, Runtime, RuntimeObserver
 from rota.worker.schedules import ScheduleDuty, fire_due_now
 from rota.worker.signals import install_stop_handlers, stop_signals
+from rota.worker.tracing import Tracing
 from rota.worker.unserved import unserved_queues_duty
 
 logger = logging.getLogger("rota")
@@ -156,6 +159,8 @@ class App:
         self._enqueue_listeners: tuple[Callable[[str], None], ...] = ()
         self._schedules: dict[str, Schedule] = {}  # schedules (branch schedules)
         self._registered_schedules: set[str] = set()  # by run_until_idle (workers: the duty)
+        # Told of every real-time runtime's start, stop and claims (rota.metrics).
+        self._runtime_observers: tuple[RuntimeObserver, ...] = ()
 
     def __repr__(self) -> str:
         return f"App({self.store.url!r})"
@@ -442,6 +447,7 @@ class App:
 
     async def _drain_inline(self, runners: list[GroupRunner]) -> int:
         executions = 0
+        tracing = Tracing.active()
         while True:
             now = self.clock.now()
             sweep_expired_leases(self.store, now, self._retry_policy_for)
@@ -454,7 +460,13 @@ class App:
                     plan.serve()
                     started_at = self.clock.now()
                     try:
-                        outcome = await execute(job, self._handlers, runner, self.clock)
+                        if tracing is None:
+                            outcome = await execute(job, self._handlers, runner, self.clock)
+                        else:
+                            with tracing.attempt(job, runner.name) as span:
+                                outcome = await execute(job, self._handlers, runner,
+                                                        self.clock)
+                                tracing.record(span, outcome)
                     except BaseException:
                         # KeyboardInterrupt, SystemExit, cancellation: hand this job and
                         # the rest of the pass back (attempt not counted), then let it out.
@@ -478,6 +490,7 @@ class App:
             retry_for=self._retry_policy_for, outcome_callbacks=self._outcome_callbacks,
             grace_s=None if grace_s is None else grace_s.total_seconds(),
             duties=[*self._duties(), *self._start_duties(runners)],
+            observers=self._runtime_observers,
         )
 
     def _duties(self) -> list[Duty]:
@@ -494,6 +507,7 @@ class App:
         if self._schedules:
             duties.append(ScheduleDuty(list(self._schedules.values()),
                                        self._schedule_store(), self.clock))
+        duties.append(RegistryDuty(self.store))
         return duties
 
     # -- first-day checks (issue 10) -------------------------------------------------------
@@ -749,6 +763,54 @@ class App:
             raise TypeError(f"on_outcome takes a callable(event); got {callback!r}")
         self._outcome_callbacks = (*self._outcome_callbacks, callback)
         return callback
+
+    # -- worker registry (branch registry) -----------------------------------------------
+
+    def workers(self) -> list[WorkerInfo]:
+        """Every worker process registered in the store, as `rota.WorkerInfo` (host, pid,
+        version, groups with policy, pool size and jobs in flight, served counters), by
+        start time. A worker not refreshed for a few lease periods is listed with
+        `alive` False (killed, or cut off from the store) until it is removed an hour
+        later; a worker that stopped gracefully is gone at once."""
+        return self.store.list_workers(self.clock.now())
+
+    def served(self, since: datetime | None = None) -> list[ServedCount]:
+        """Jobs served per minute, Worker Group, Queue and outcome (`rota.ServedCount`,
+        `minute` set), from the store's history: it outlives the workers (kept 24 hours).
+
+        Args:
+            since: the first minute wanted (aware datetime); default: the last hour.
+        """
+        if since is None:
+            since = self.clock.now() - timedelta(hours=1)
+        elif not isinstance(since, datetime) or since.tzinfo is None:
+            raise TypeError(f"since must be a timezone-aware datetime; got {since!r}")
+        return self.store.served_counts(since)
+
+    def fairness(self, window: Duration = 600) -> list[GroupFairness]:
+        """Per Worker Group, the served share of each Queue against its target share
+        (weight / sum of weights) over the last `window` (default 10 minutes), as
+        `rota.GroupFairness`. Read from the store's history, so it covers every worker on
+        the store, and still answers after they all stopped.
+
+        The window is whole minutes: it starts at the minute boundary at or before
+        now - `window`, and includes the minute in progress.
+
+        Raises:
+            ValueError, TypeError: for a window that is not a positive duration.
+        """
+        span = to_timedelta(window, "window")
+        now = self.clock.now()
+        since = minute_of(now - span)
+        return fairness(
+            self.store.worker_groups(), self.store.list_workers(now),
+            self.store.served_counts(since), since,
+        )
+
+    def _observe_runtimes(self, observer: RuntimeObserver) -> None:
+        """Tell `observer` about every real-time runtime this App starts from now on
+        (`rota.metrics.serve_metrics` uses it; register before starting the worker)."""
+        self._runtime_observers = (*self._runtime_observers, observer)
 
     def _notify_enqueued(self, queues: Iterable[str]) -> None:
         """Jobs were enqueued through this App: wake the running groups serving them."""

@@ -23,6 +23,7 @@ from rota.core.jobs import NewJob, encode_arguments, validate_job_key
 from rota.core.queues import validate_queue_name
 from rota.core.retry import RetryPolicy
 from rota.store.base import AsyncTransactionalEnqueue
+from rota.worker.tracing import current_trace_context
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -75,6 +76,7 @@ class ConfiguredJob(Generic[P, R]):
     def _new_job(
         self, args: Sequence[object], kwargs: Mapping[str, object], now: datetime,
         due_at: datetime | None = None, key: str | None = None,
+        trace_context: str | None = None,
     ) -> NewJob:
         self._definition._check_arguments(args, kwargs)
         args_json, kwargs_json = encode_arguments(
@@ -84,7 +86,7 @@ class ConfiguredJob(Generic[P, R]):
             name=self._definition.name, queue=self.queue,
             due_at=self._due_at(now) if due_at is None else due_at,
             args_json=args_json, kwargs_json=kwargs_json,
-            key=self._key if key is None else key,
+            key=self._key if key is None else key, trace_context=trace_context,
         )
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
@@ -98,7 +100,8 @@ class ConfiguredJob(Generic[P, R]):
                 the App's `max_payload_bytes` (nothing stored).
         """
         now = self._definition.app.clock.now()
-        return self._store_jobs([self._new_job(args, kwargs, now)], now)[0]
+        job = self._new_job(args, kwargs, now, trace_context=current_trace_context())
+        return self._store_jobs([job], now)[0]
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> int:
         """`enqueue` from async code: the store call runs in a thread, off the event loop.
@@ -106,7 +109,7 @@ class ConfiguredJob(Generic[P, R]):
         `psycopg.AsyncConnection`, inline for a sync one (a sqlite3 connection belongs to
         its thread)."""
         now = self._definition.app.clock.now()
-        job = self._new_job(args, kwargs, now)
+        job = self._new_job(args, kwargs, now, trace_context=current_trace_context())
         if self._connection is not None:
             store = self._definition.app.store
             if isinstance(store, AsyncTransactionalEnqueue):  # psycopg AsyncConnection
@@ -132,6 +135,7 @@ class ConfiguredJob(Generic[P, R]):
         app = self._definition.app
         now = app.clock.now()
         due_at = self._due_at(now)  # the same for every entry of the call
+        trace_context = current_trace_context()  # likewise (OpenTelemetry, when installed)
         jobs: list[NewJob] = []
         args: Sequence[object]
         kwargs: Mapping[str, object]
@@ -160,7 +164,7 @@ class ConfiguredJob(Generic[P, R]):
             else:
                 args, kwargs = entry, {}
             try:
-                jobs.append(self._new_job(args, kwargs, now, due_at, key))
+                jobs.append(self._new_job(args, kwargs, now, due_at, key, trace_context))
             except TypeError as error:
                 raise TypeError(f"enqueue_many entry {index}: {error}") from None
         if not jobs:

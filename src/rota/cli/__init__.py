@@ -23,6 +23,7 @@ SUBCOMMANDS = (
     "purge",
     "pause", "resume", "limit",
     "schedules",
+    "workers",
 )
 
 

@@ -146,6 +146,8 @@ class JobRecord:
     # list_jobs) fill it on every store; the durable stores' claims leave it None (the
     # worker does not need it to run the job).
     key: str | None = None
+    # The enqueuing span's trace context (NewJob.trace_context); set on claimed records.
+    trace_context: str | None = None
 
     @property
     def lease(self) -> Lease:
@@ -180,6 +182,9 @@ class NewJob:
     # Unique jobs: while a job of the same name and key is live (scheduled or leased),
     # enqueueing this one stores nothing and answers that job's id. None: no key.
     key: str | None = None
+    # W3C trace context (JSON of the propagator's carrier) of the span the enqueue ran in;
+    # None outside a span or without OpenTelemetry (rota.worker.tracing).
+    trace_context: str | None = None
 
 
 # The most encoded JSON (UTF-8 bytes) a job's arguments, or its result, may take: the

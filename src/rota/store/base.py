@@ -39,19 +39,26 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   claimers (threads, processes, machines) ever leases more than the limit. Settings may
   name a Queue that has no jobs. A claim already running when a setting changes may still
   finish under the old one.
+- Worker registry (`register_worker`, `refresh_worker`, ...): one row per worker process,
+  written with the heartbeats (never per job). `list_workers(now)` computes `alive` from
+  the row's `dead_at` and `now`. `refresh_worker` adds its `new` counts to the per-minute
+  history bucket of `now` (minute, group, Queue, outcome), summing with what is there;
+  `register_worker` keeps each group's policy in a groups table (last registration wins)
+  that outlives the worker rows.
 
 Imports only the pure core.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from rota.core.jobs import JobRecord, JobState, Lease, NewJob
 from rota.core.queue_controls import QueueInfo, QueueSettings
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo
 
 
 class StoreError(RuntimeError):
@@ -251,6 +258,61 @@ class Store(Protocol):
             StoreError: if the connection's database does not hold this store's schema.
             Errors of the caller's database driver propagate unchanged.
         """
+        ...
+
+
+    # -- worker registry (branch registry) -------------------------------------------------
+
+    def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
+        """Insert or replace `worker`'s row (its `last_seen` becomes `now`; `alive` is not
+        stored), and record each of its groups (name, policy, pool size) in the groups
+        table, `seen_at` `now`."""
+        ...
+
+    def refresh_worker(
+        self,
+        worker_id: str,
+        now: datetime,
+        *,
+        dead_at: datetime,
+        in_flight: Mapping[str, int],
+        served: Sequence[ServedCount],
+        new: Sequence[ServedCount] = (),
+    ) -> bool:
+        """Refresh a registered worker: `last_seen` = `now`, `dead_at`, jobs in flight per
+        group, `served` (its totals since start, replacing the stored ones); add `new`
+        (served since the previous refresh; their `minute` is ignored) to the history
+        bucket of `now`'s minute. One transaction.
+
+        Returns:
+            False if there is no such row (removed as dead meanwhile); nothing is written
+            then, and the worker should `register_worker` again.
+        """
+        ...
+
+    def unregister_worker(self, worker_id: str) -> bool:
+        """Remove the worker's row (graceful stop); False if there was none."""
+        ...
+
+    def remove_dead_workers(self, dead_before: datetime) -> int:
+        """Remove the rows whose `dead_at` is before `dead_before`; return how many."""
+        ...
+
+    def prune_served(self, before: datetime) -> int:
+        """Delete the history buckets of minutes before `before`; return how many rows."""
+        ...
+
+    def list_workers(self, now: datetime) -> list[WorkerInfo]:
+        """Every registered worker, by `started_at` then id, `alive` = `now` < `dead_at`."""
+        ...
+
+    def served_counts(self, since: datetime) -> list[ServedCount]:
+        """The history rows of every minute bucket starting at or after `since`'s minute,
+        by (minute, group, Queue, outcome)."""
+        ...
+
+    def worker_groups(self) -> list[WorkerGroupInfo]:
+        """Every Worker Group any worker registered (as last registered), by name."""
         ...
 
 

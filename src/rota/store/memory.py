@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -40,6 +40,7 @@ from rota.core.queue_controls import (
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import Renewal
 
 
@@ -62,6 +63,11 @@ class MemoryStore:
         self._keys: dict[int, tuple[str, str]] = {}
         self._key_holder: dict[tuple[str, str], int] = {}
         self._schedules: dict[str, ScheduleRow] = {}  # schedules (branch schedules)
+        # Worker registry: rows by worker id, history by (minute, group, Queue, outcome),
+        # groups as last registered.
+        self._workers: dict[str, WorkerInfo] = {}
+        self._served: dict[tuple[datetime, str, str, str], int] = {}
+        self._groups: dict[str, WorkerGroupInfo] = {}
 
     @property
     def url(self) -> str:
@@ -90,7 +96,7 @@ class MemoryStore:
                 self._jobs[job_id] = JobRecord(
                     id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
                     attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
-                    key=job.key,
+                    key=job.key, trace_context=job.trace_context,
                 )
                 heapq.heappush(self._due[job.queue], (job.due_at, job_id))
                 ids.append(job_id)
@@ -471,3 +477,80 @@ class MemoryStore:
     def list_schedules(self) -> list[ScheduleRow]:
         with self._lock:
             return [self._schedules[name] for name in sorted(self._schedules)]
+
+    # -- worker registry (branch registry) -------------------------------------------------
+
+    def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
+        with self._lock:
+            self._workers[worker.id] = replace(worker, last_seen=now, alive=True)
+            for group in worker.groups:
+                self._groups[group.name] = WorkerGroupInfo(
+                    name=group.name, policy=group.policy, pool_size=group.pool_size,
+                    seen_at=now,
+                )
+
+    def refresh_worker(
+        self,
+        worker_id: str,
+        now: datetime,
+        *,
+        dead_at: datetime,
+        in_flight: Mapping[str, int],
+        served: Sequence[ServedCount],
+        new: Sequence[ServedCount] = (),
+    ) -> bool:
+        with self._lock:
+            worker = self._workers.get(worker_id)
+            if worker is None:
+                return False
+            groups = tuple(
+                replace(group, in_flight=in_flight.get(group.name, 0))
+                for group in worker.groups
+            )
+            self._workers[worker_id] = replace(
+                worker, last_seen=now, dead_at=dead_at, groups=groups,
+                served=tuple(replace(count, minute=None) for count in served),
+            )
+            minute = minute_of(now)
+            for count in new:
+                key = (minute, count.group, count.queue, count.outcome)
+                self._served[key] = self._served.get(key, 0) + count.count
+            return True
+
+    def unregister_worker(self, worker_id: str) -> bool:
+        with self._lock:
+            return self._workers.pop(worker_id, None) is not None
+
+    def remove_dead_workers(self, dead_before: datetime) -> int:
+        with self._lock:
+            doomed = [w.id for w in self._workers.values() if w.dead_at < dead_before]
+            for worker_id in doomed:
+                del self._workers[worker_id]
+            return len(doomed)
+
+    def prune_served(self, before: datetime) -> int:
+        with self._lock:
+            doomed = [key for key in self._served if key[0] < before]
+            for key in doomed:
+                del self._served[key]
+            return len(doomed)
+
+    def list_workers(self, now: datetime) -> list[WorkerInfo]:
+        with self._lock:
+            workers = list(self._workers.values())
+        workers.sort(key=lambda w: (w.started_at, w.id))
+        return [replace(w, alive=now < w.dead_at) for w in workers]
+
+    def served_counts(self, since: datetime) -> list[ServedCount]:
+        start = minute_of(since)
+        with self._lock:
+            rows = [(key, count) for key, count in self._served.items() if key[0] >= start]
+        rows.sort(key=lambda row: row[0])
+        return [
+            ServedCount(group=group, queue=queue, outcome=outcome, count=count, minute=minute)
+            for (minute, group, queue, outcome), count in rows
+        ]
+
+    def worker_groups(self) -> list[WorkerGroupInfo]:
+        with self._lock:
+            return sorted(self._groups.values(), key=lambda group: group.name)

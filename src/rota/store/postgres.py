@@ -71,9 +71,19 @@ from rota.core.queue_controls import (
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store import mask_url
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
 from rota.store.corrupt import quarantine_undecodable
+from rota.store.registry_rows import (
+    group_from_columns,
+    groups_from_json,
+    groups_json,
+    in_flight_json,
+    policy_columns,
+    served_from_json,
+    served_json,
+)
 
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresStore"]
 
@@ -255,14 +265,14 @@ def _leased_record(
 ) -> JobRecord:
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at) = row
+     created_at, trace_context) = row
     args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=JobState.LEASED, attempt=attempt,
         due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
         created_at=created_at, lease_owner=owner, lease_expires_at=lease_expires_at,
         started_at=started_at,
-        arguments_error=arguments_error,
+        arguments_error=arguments_error, trace_context=trace_context,
     )
 
 
@@ -272,6 +282,12 @@ def _lease_columns(leases: Sequence[Lease]) -> dict[str, list[int] | list[str]]:
         "owners": [lease.owner for lease in leases],
         "attempts": [lease.attempt for lease in leases],
     }
+
+
+def _enqueue_statement(params: Mapping[str, object]) -> str:
+    """enqueue_traced.sql for a batch with trace contexts (enqueued inside a span), else
+    the usual enqueue.sql."""
+    return "enqueue_traced" if "trace_contexts" in params else "enqueue"
 
 
 def _utc(moment: datetime, what: str) -> datetime:
@@ -546,7 +562,7 @@ class PostgresStore:
             return []
         params = self._enqueue_params(jobs, now)
         if all(job.key is None for job in jobs):
-            rows, _ = self._execute("enqueue", params)
+            rows, _ = self._execute(_enqueue_statement(params), params)
             return [row[0] for row in rows]
         # Unique jobs: a few statements, so one transaction on the pooled connection.
         with self._cursor("enqueue") as cursor, cursor.connection.transaction():
@@ -592,6 +608,7 @@ class PostgresStore:
                 "args": [job.args_json for job in batch],
                 "kwargs": [job.kwargs_json for job in batch],
                 "keys": [job.key for job in batch],
+                "trace_contexts": [job.trace_context for job in batch],
             }  # rows (id, name, key), in input order
             keyless = iter([row[0] for row in inserted if row[2] is None])
             by_key = {(row[1], row[2]): row[0] for row in inserted if row[2] is not None}
@@ -628,7 +645,7 @@ class PostgresStore:
         # Array parameters are sent in binary (%(name)b): 10x cheaper to encode than text.
         for job in jobs:
             _utc(job.due_at, "due_at")
-        return {
+        params: dict[str, object] = {
             "now": _utc(now, "now"),
             "names": [job.name for job in jobs],
             "queues": [job.queue for job in jobs],
@@ -637,6 +654,9 @@ class PostgresStore:
             "kwargs": [job.kwargs_json for job in jobs],
             "channel": self.channel,
         }
+        if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
+            params["trace_contexts"] = [job.trace_context for job in jobs]
+        return params
 
     def claim(
         self,
@@ -920,7 +940,7 @@ class PostgresStore:
         self._ensure_ready()  # migrated: the statement needs the schema
         with connection.cursor(row_factory=tuple_row) as cursor:
             if all(job.key is None for job in jobs):
-                cursor.execute(self._query("enqueue"), params)
+                cursor.execute(self._query(_enqueue_statement(params)), params)
                 return [row[0] for row in cursor.fetchall()]
             if connection.autocommit:  # no transaction of the caller's: make one
                 with connection.transaction():
@@ -949,7 +969,7 @@ class PostgresStore:
             await asyncio.to_thread(self._ensure_ready)  # migrating blocks: off the loop
         async with connection.cursor(row_factory=tuple_row) as cursor:
             if all(job.key is None for job in jobs):
-                await cursor.execute(self._query("enqueue"), params)
+                await cursor.execute(self._query(_enqueue_statement(params)), params)
                 return [row[0] for row in await cursor.fetchall()]
             if connection.autocommit:  # no transaction of the caller's: make one
                 async with connection.transaction():
@@ -1001,6 +1021,89 @@ class PostgresStore:
     def list_schedules(self) -> list[ScheduleRow]:
         rows, _ = self._execute("list_schedules", {})
         return [ScheduleRow(*row) for row in rows]
+
+    # -- worker registry (branch registry) -------------------------------------------------
+
+    def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
+        columns = [policy_columns(group) for group in worker.groups]
+        self._execute("register_worker", {
+            "id": worker.id, "host": worker.host, "pid": worker.pid, "version": worker.version,
+            "started_at": _utc(worker.started_at, "started_at"), "now": _utc(now, "now"),
+            "dead_at": _utc(worker.dead_at, "dead_at"), "groups": groups_json(worker.groups),
+            "in_flight": in_flight_json({g.name: g.in_flight for g in worker.groups}),
+            "served": served_json(worker.served),
+            "names": [group.name for group in worker.groups],
+            "kinds": [kind for kind, _, _ in columns],
+            "queue_lists": [queues for _, queues, _ in columns],
+            "weight_lists": [weights for _, _, weights in columns],
+            "pool_sizes": [group.pool_size for group in worker.groups],
+        })
+
+    def refresh_worker(
+        self,
+        worker_id: str,
+        now: datetime,
+        *,
+        dead_at: datetime,
+        in_flight: Mapping[str, int],
+        served: Sequence[ServedCount],
+        new: Sequence[ServedCount] = (),
+    ) -> bool:
+        # One INSERT may not touch a row twice: sum duplicates first.
+        summed: dict[tuple[str, str, str], int] = {}
+        for count in new:
+            key = (count.group, count.queue, count.outcome)
+            summed[key] = summed.get(key, 0) + count.count
+        rows, _ = self._execute("refresh_worker", {
+            "id": worker_id, "now": _utc(now, "now"), "dead_at": _utc(dead_at, "dead_at"),
+            "in_flight": in_flight_json(in_flight), "served": served_json(served),
+            "minute": minute_of(_utc(now, "now")),
+            "grps": [key[0] for key in summed], "queues": [key[1] for key in summed],
+            "outcomes": [key[2] for key in summed], "counts": list(summed.values()),
+        })
+        return bool(rows)
+
+    def unregister_worker(self, worker_id: str) -> bool:
+        _, count = self._execute("unregister_worker", {"id": worker_id})
+        return count == 1
+
+    def remove_dead_workers(self, dead_before: datetime) -> int:
+        _, count = self._execute(
+            "remove_dead_workers", {"dead_before": _utc(dead_before, "dead_before")})
+        return count
+
+    def prune_served(self, before: datetime) -> int:
+        _, count = self._execute("prune_served", {"before": _utc(before, "before")})
+        return count
+
+    def list_workers(self, now: datetime) -> list[WorkerInfo]:
+        rows, _ = self._execute("list_workers", {})
+        moment = _utc(now, "now")
+        return [
+            WorkerInfo(
+                id=worker_id, host=host, pid=pid, version=version, started_at=started_at,
+                last_seen=last_seen, dead_at=dead_at,
+                groups=groups_from_json(groups, in_flight), served=served_from_json(served),
+                alive=moment < dead_at,
+            )
+            for (worker_id, host, pid, version, started_at, last_seen, dead_at, groups,
+                 in_flight, served) in rows
+        ]
+
+    def served_counts(self, since: datetime) -> list[ServedCount]:
+        rows, _ = self._execute(
+            "served_counts", {"since": minute_of(_utc(since, "since"))})
+        return [
+            ServedCount(group=group, queue=queue, outcome=outcome, count=count, minute=minute)
+            for minute, group, queue, outcome, count in rows
+        ]
+
+    def worker_groups(self) -> list[WorkerGroupInfo]:
+        rows, _ = self._execute("worker_groups", {})
+        return [
+            group_from_columns(name, kind, queues, weights, pool_size, seen_at)
+            for name, kind, queues, weights, pool_size, seen_at in rows
+        ]
 
 
 class _Listener:

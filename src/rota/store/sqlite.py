@@ -24,7 +24,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -55,8 +55,18 @@ from rota.core.queue_controls import (
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
 from rota.store.corrupt import quarantine_undecodable
+from rota.store.registry_rows import (
+    group_from_columns,
+    groups_from_json,
+    groups_json,
+    in_flight_json,
+    policy_columns,
+    served_from_json,
+    served_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -185,7 +195,7 @@ def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
     """The record of a row the claim just leased (claim.sql's RETURNING columns): what the
     claim set comes from its parameters rather than back from the row."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
-     result, cancel_requested, finished_at) = row
+     result, cancel_requested, finished_at, trace_context) = row
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     if (due := times.get(due_at)) is None:
         due = times[due_at] = _at(due_at)
@@ -195,7 +205,7 @@ def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
         job_id, name, queue, JobState.LEASED, attempt, due, args, kwargs, last_error,
         created, None if finished_at is None else _at(finished_at), owner, expires, started,
         None if result is None else decode_result(result), bool(cancel_requested),
-        arguments_error,
+        arguments_error, trace_context=trace_context,
     )
 
 
@@ -217,6 +227,8 @@ def _enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, .
         rows.append(
             (job.name, job.queue, _us(job.due_at), job.args_json, job.kwargs_json, created_at)
         )
+    if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
+        rows = [(*row, job.trace_context) for row, job in zip(rows, jobs, strict=True)]
     return rows
 
 
@@ -224,17 +236,21 @@ def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obj
                  jobs: Sequence[NewJob]) -> list[int]:
     """Insert `rows` (of `jobs`) inside the caller's write transaction; their ids in
     order. A keyed job whose name and key a live job holds is not inserted: its id is that
-    job's (an earlier job of the same batch included)."""
+    job's (an earlier job of the same batch included). Rows with a 7th column (a trace
+    context) go through enqueue_traced.sql, the rest as before."""
     if all(job.key is None for job in jobs):
-        conn.executemany(_sql("enqueue"), rows)
+        traced = bool(rows) and len(rows[0]) == 7
+        conn.executemany(_sql("enqueue_traced" if traced else "enqueue"), rows)
         (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
         # AUTOINCREMENT under the write lock hands one batch consecutive ids.
         return list(range(last_id - len(rows) + 1, last_id + 1))
     ids: list[int] = []
     insert, live = _sql("enqueue_keyed"), _sql("live_key_id")
-    for (name, queue, due_at, args, kwargs, created_at), job in zip(rows, jobs, strict=True):
+    for row, job in zip(rows, jobs, strict=True):
+        name, queue, due_at, args, kwargs, created_at = row[:6]
         params = {"name": name, "queue": queue, "due_at": due_at, "args": args,
-                  "kwargs": kwargs, "created_at": created_at, "key": job.key}
+                  "kwargs": kwargs, "created_at": created_at, "key": job.key,
+                  "trace_context": job.trace_context}
         row = conn.execute(insert, params).fetchone()
         if row is None:  # the write lock is held: the live job cannot finish meanwhile
             row = conn.execute(live, {"name": name, "key": job.key}).fetchone()
@@ -955,6 +971,94 @@ class SQLiteStore:
                         None if last_fire_at is None else _at(last_fire_at))
             for (name, definition, rule, timezone, job_name, queue, registered_at,
                  updated_at, last_fire_at) in rows
+        ]
+
+    # -- worker registry (branch registry) -------------------------------------------------
+
+    def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
+        params = {
+            "id": worker.id, "host": worker.host, "pid": worker.pid, "version": worker.version,
+            "started_at": _us(worker.started_at), "now": _us(now),
+            "dead_at": _us(worker.dead_at), "groups": groups_json(worker.groups),
+            "in_flight": in_flight_json({g.name: g.in_flight for g in worker.groups}),
+            "served": served_json(worker.served),
+        }
+        group_rows = []
+        for group in worker.groups:
+            kind, queues, weights = policy_columns(group)
+            group_rows.append({"name": group.name, "kind": kind, "queues": queues,
+                               "weights": weights, "pool_size": group.pool_size,
+                               "now": _us(now)})
+        with self._write("registering a worker") as conn:
+            conn.execute(_sql("register_worker"), params)
+            conn.executemany(_sql("register_worker_group"), group_rows)
+
+    def refresh_worker(
+        self,
+        worker_id: str,
+        now: datetime,
+        *,
+        dead_at: datetime,
+        in_flight: Mapping[str, int],
+        served: Sequence[ServedCount],
+        new: Sequence[ServedCount] = (),
+    ) -> bool:
+        params = {"id": worker_id, "now": _us(now), "dead_at": _us(dead_at),
+                  "in_flight": in_flight_json(in_flight), "served": served_json(served)}
+        minute = _us(minute_of(now))
+        rows = [{"minute": minute, "grp": c.group, "queue": c.queue, "outcome": c.outcome,
+                 "count": c.count} for c in new]
+        with self._write("refreshing a worker") as conn:
+            if conn.execute(_sql("refresh_worker"), params).rowcount != 1:
+                return False
+            if rows:
+                conn.executemany(_sql("add_served"), rows)
+        return True
+
+    def unregister_worker(self, worker_id: str) -> bool:
+        with self._write("unregistering a worker") as conn:
+            return bool(conn.execute(_sql("unregister_worker"), {"id": worker_id}).rowcount)
+
+    def remove_dead_workers(self, dead_before: datetime) -> int:
+        with self._write("removing dead workers") as conn:
+            return int(conn.execute(
+                _sql("remove_dead_workers"), {"dead_before": _us(dead_before)}).rowcount)
+
+    def prune_served(self, before: datetime) -> int:
+        with self._write("pruning the served history") as conn:
+            return int(conn.execute(_sql("prune_served"), {"before": _us(before)}).rowcount)
+
+    def list_workers(self, now: datetime) -> list[WorkerInfo]:
+        with self._read("listing workers") as conn:
+            rows = conn.execute(_sql("list_workers")).fetchall()
+        moment = _us(now)
+        return [
+            WorkerInfo(
+                id=worker_id, host=host, pid=pid, version=version, started_at=_at(started_at),
+                last_seen=_at(last_seen), dead_at=_at(dead_at),
+                groups=groups_from_json(groups, in_flight), served=served_from_json(served),
+                alive=moment < dead_at,
+            )
+            for (worker_id, host, pid, version, started_at, last_seen, dead_at, groups,
+                 in_flight, served) in rows
+        ]
+
+    def served_counts(self, since: datetime) -> list[ServedCount]:
+        with self._read("reading the served history") as conn:
+            rows = conn.execute(
+                _sql("served_counts"), {"since": _us(minute_of(since))}).fetchall()
+        return [
+            ServedCount(group=group, queue=queue, outcome=outcome, count=count,
+                        minute=_at(minute))
+            for minute, group, queue, outcome, count in rows
+        ]
+
+    def worker_groups(self) -> list[WorkerGroupInfo]:
+        with self._read("reading Worker Groups") as conn:
+            rows = conn.execute(_sql("worker_groups")).fetchall()
+        return [
+            group_from_columns(name, kind, queues, weights, pool_size, _at(seen_at))
+            for name, kind, queues, weights, pool_size, seen_at in rows
         ]
 
 
