@@ -14,7 +14,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
@@ -26,9 +26,12 @@ from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
+from rota.core.schedules import Schedule, validate_schedule_name
 from rota.core.workers import GroupFairness, ServedCount, WorkerInfo, fairness, minute_of
 from rota.definition import NO_PRIORITY, JobDefinition
+from rota.schedules import build_rule, build_schedule, check_arguments_fit
 from rota.store import Store, mask_url, open_store
+from rota.store.base import ScheduleStore
 from rota.worker.checkpoint import wal_checkpoint_duty
 from rota.worker.events import OutcomeCallback, OutcomeEvent, emit, outcome_event
 from rota.worker.execution import execute
@@ -42,6 +45,7 @@ from rota.worker.group import (
 from rota.worker.registry import RegistryDuty
 from rota.worker.retention import RetentionDuty, purge_finished
 from rota.worker.runtime import Duty, Runtime, RuntimeObserver
+from rota.worker.schedules import ScheduleDuty, fire_due_now
 from rota.worker.signals import install_stop_handlers, stop_signals
 from rota.worker.tracing import Tracing
 from rota.worker.unserved import unserved_queues_duty
@@ -153,6 +157,8 @@ class App:
         # Replaced, never mutated, so enqueuing threads may iterate them without a lock.
         self._outcome_callbacks: tuple[OutcomeCallback, ...] = ()
         self._enqueue_listeners: tuple[Callable[[str], None], ...] = ()
+        self._schedules: dict[str, Schedule] = {}  # schedules (branch schedules)
+        self._registered_schedules: set[str] = set()  # by run_until_idle (workers: the duty)
         # Told of every real-time runtime's start, stop and claims (rota.metrics).
         self._runtime_observers: tuple[RuntimeObserver, ...] = ()
 
@@ -434,6 +440,7 @@ class App:
         names = {runner.name for runner in runners}
         self._take_groups(names)
         try:
+            self._fire_schedules_inline()
             return await self._drain_inline(runners)
         finally:
             self._running -= names
@@ -497,6 +504,9 @@ class App:
             duties.append(RetentionDuty(self.retention, self.store, self.clock))
         if (checkpoints := wal_checkpoint_duty(self.store)) is not None:
             duties.append(checkpoints)
+        if self._schedules:
+            duties.append(ScheduleDuty(list(self._schedules.values()),
+                                       self._schedule_store(), self.clock))
         duties.append(RegistryDuty(self.store))
         return duties
 
@@ -621,6 +631,117 @@ class App:
                 force.cancel()
         finally:
             remove_handlers()
+
+    # -- Schedules (branch schedules) -------------------------------------------------------
+
+    def schedule(
+        self, name: str, job: JobDefinition[Any, Any] | str, *, cron: str | None = None,
+        every: Duration | None = None, timezone: str = "UTC", args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None, queue: str | None = None,
+    ) -> Schedule:
+        """Enqueue `job` periodically: once per fire instant of the rule, however many
+        worker processes and machines run this App (the store enforces it).
+
+        The job is due at the instant it fires for, so a late fire still runs as "the
+        03:00 report". Workers fire schedules (`rota worker`, `app.run`, `app.serve`), and
+        so does `run_until_idle()` at the clock's time. A schedule fires only for instants
+        after it was first registered in the store (by the first worker, or
+        `run_until_idle()`, that ran with it); after a downtime only the most recent
+        missed instant fires. Changes to the rule or the arguments take effect when a
+        worker with the new code starts (the last App to register a schedule owns it);
+        a schedule removed from the code stops firing (its row stays in the store, inert).
+        This call stores nothing; bad input fails here. See docs/schedules.md.
+
+        Args:
+            name: the schedule's name, unique in this App (1-200 printable characters).
+            job: the job definition (`@app.job`) of this App to enqueue, or its name.
+            cron: a 5-field cron expression ("0 3 * * *") or an alias (@yearly,
+                @annually, @monthly, @weekly, @daily, @midnight, @hourly), read in
+                `timezone`. Daylight-saving time as in Debian's cron: a skipped local time
+                fires once at the next valid instant, a repeated one fires once.
+            every: an interval (timedelta or seconds, at least 1 s), instead of `cron`:
+                the instants are whole multiples of it since 1970-01-01T00:00Z.
+            timezone: an IANA time zone name for `cron` (default "UTC").
+            args: the job's positional arguments (JSON values), checked now.
+            kwargs: the job's keyword arguments (JSON values), checked now.
+            queue: the Queue to enqueue into; default the job's own Queue.
+
+        Returns:
+            The checked `Schedule` (a value: name, rule, job name, Queue, arguments).
+
+        Raises:
+            ValueError: bad cron text, an unknown time zone, both or neither of `cron` and
+                `every`, a name already used in this App, a bad name or Queue name, an
+                interval under a second, or `timezone` with `every`.
+            TypeError: a job that is not one of this App's, arguments that are not JSON or
+                do not fit the handler's signature, or a store without schedules.
+        """
+        validate_schedule_name(name)
+        definition = self._scheduled_job(job)
+        rule = build_rule(cron, every, timezone)
+        args = () if args is None else args
+        kwargs = {} if kwargs is None else kwargs
+        schedule = build_schedule(
+            name, definition.name, definition.queue if queue is None else queue, rule,
+            args, kwargs, self.max_payload_bytes,
+        )
+        if schedule.name in self._schedules:
+            raise ValueError(
+                f"a schedule named {schedule.name!r} already exists in this App; give each "
+                "schedule its own name"
+            )
+        if isinstance(args, Sequence) and isinstance(kwargs, Mapping):
+            check_arguments_fit(definition.func, definition.name, args, kwargs)
+        self._schedule_store()  # a store without schedules fails here, not in a worker
+        self._schedules[schedule.name] = schedule
+        return schedule
+
+    def _scheduled_job(self, job: object) -> JobDefinition[Any, Any]:
+        if isinstance(job, str):
+            found = self._definitions.get(job)
+            if found is None:
+                raise ValueError(
+                    f"no job named {job!r} in this App; register it with @app.job first"
+                )
+            return found
+        if isinstance(job, JobDefinition):
+            if job.app is not self or self._definitions.get(job.name) is not job:
+                raise ValueError(
+                    f"job {job.name!r} belongs to another App; schedule this App's jobs"
+                )
+            return job
+        raise TypeError(
+            f"schedule() takes a job defined with @app.job (or its name); got {job!r}"
+        )
+
+    def _schedule_store(self) -> ScheduleStore:
+        if not isinstance(self.store, ScheduleStore):
+            raise TypeError(
+                f"the store {self.store.url!r} does not keep schedules (it lacks "
+                "register_schedules, fire_schedule and list_schedules); use a memory://, "
+                "sqlite:/// or postgresql:// store"
+            )
+        return self.store
+
+    @property
+    def schedules(self) -> dict[str, Schedule]:
+        """The App's schedules by name."""
+        return dict(self._schedules)
+
+    def _fire_schedules_inline(self) -> None:
+        """`run_until_idle`: register (each schedule once per App), then fire what is due
+        at the clock's time. Jobs it enqueues are due at their instants, so the passes that
+        follow run them."""
+        if not self._schedules:
+            return
+        store = self._schedule_store()
+        schedules = list(self._schedules.values())
+        new = [s for s in schedules if s.name not in self._registered_schedules]
+        if new:
+            store.register_schedules([s.registration() for s in new], self.clock.now())
+            self._registered_schedules.update(s.name for s in new)
+        fired = fire_due_now(store, schedules, self.clock.now())
+        self._notify_enqueued(s.queue for s, outcome in fired if outcome.fired)
 
     # -- observability --------------------------------------------------------------------
 

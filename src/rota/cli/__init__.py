@@ -22,6 +22,7 @@ SUBCOMMANDS = (
     "job", "requeue",
     "purge",
     "pause", "resume", "limit",
+    "schedules",
     "workers",
     "dashboard",
 )

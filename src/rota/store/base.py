@@ -57,6 +57,7 @@ from typing import Protocol, runtime_checkable
 
 from rota.core.jobs import JobRecord, JobState, Lease, NewJob
 from rota.core.queue_controls import QueueInfo, QueueSettings
+from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo
 
 
@@ -380,4 +381,44 @@ class WalCheckpointing(Protocol):
     def checkpoint_wal(self) -> int:
         """Fold the write-ahead log back into the database as far as readers allow, without
         waiting for anyone; return the pages left in it (0: all folded back)."""
+        ...
+
+
+# -- Schedules (branch schedules) ---------------------------------------------------------
+
+
+@runtime_checkable
+class ScheduleStore(Protocol):
+    """The schedules part of the contract (every store of rota implements it; the contract
+    suite tests/store/test_contract_schedules.py runs on each).
+
+    Rules:
+    - `register_schedules` creates a missing row with `registered_at = now` (kept for good:
+      the schedule never fires for an instant at or before it) and otherwise overwrites the
+      row's definition, rule, time zone, job name and Queue with the caller's, setting
+      `updated_at = now`. The last App to register a schedule owns it.
+    - `fire_schedule` enqueues the schedule's job for the instant `fire_at` (due at
+      `fire_at`) if and only if the row exists, holds the caller's `definition`, and
+      `registered_at < fire_at` and (`last_fire_at` is None or `last_fire_at < fire_at`);
+      it then sets `last_fire_at = fire_at`. The check, the update and the insert are one
+      atomic step: however many processes and machines fire at once, an instant is fired
+      at most once, and `last_fire_at` only ever moves forward (so no earlier instant can
+      fire after a later one). The job goes through `check_new_jobs` like every enqueue.
+    - Rows are never deleted by rota: a schedule removed from the code keeps its row,
+      which nothing fires (firing is driven by the Apps that define the schedule).
+    """
+
+    def register_schedules(self, schedules: Sequence[ScheduleRegistration],
+                           now: datetime) -> None:
+        """Create or update the rows of `schedules` (see the class)."""
+        ...
+
+    def fire_schedule(self, name: str, definition: str, job: NewJob,
+                      now: datetime) -> FireOutcome:
+        """Enqueue `job` for the instant `job.due_at` of schedule `name`, at most once per
+        instant (see the class)."""
+        ...
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        """Every schedule row, sorted by name."""
         ...

@@ -39,6 +39,7 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
+from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import Renewal
 
@@ -61,6 +62,7 @@ class MemoryStore:
         # that last took it; that job holds the key while it is live (LIVE_STATES).
         self._keys: dict[int, tuple[str, str]] = {}
         self._key_holder: dict[tuple[str, str], int] = {}
+        self._schedules: dict[str, ScheduleRow] = {}  # schedules (branch schedules)
         # Worker registry: rows by worker id, history by (minute, group, Queue, outcome),
         # groups as last registered.
         self._workers: dict[str, WorkerInfo] = {}
@@ -452,6 +454,45 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+    # -- Schedules (branch schedules) -----------------------------------------------------
+
+    def register_schedules(self, schedules: Sequence[ScheduleRegistration],
+                           now: datetime) -> None:
+        with self._lock:
+            for s in schedules:
+                old = self._schedules.get(s.name)
+                self._schedules[s.name] = ScheduleRow(
+                    s.name, s.definition, s.rule, s.timezone, s.job_name, s.queue,
+                    registered_at=now if old is None else old.registered_at,
+                    updated_at=now,
+                    last_fire_at=None if old is None else old.last_fire_at,
+                )
+
+    def fire_schedule(self, name: str, definition: str, job: NewJob,
+                      now: datetime) -> FireOutcome:
+        check_new_jobs([job])  # the same jobs refused on every store
+        args, kwargs = decode_arguments(job.args_json, job.kwargs_json)
+        with self._lock:  # the check, the update and the insert: one atomic step
+            row = self._schedules.get(name)
+            if row is None or row.definition != definition:
+                return FireOutcome(None, current=False)
+            if row.registered_at >= job.due_at or (
+                    row.last_fire_at is not None and row.last_fire_at >= job.due_at):
+                return FireOutcome(None)
+            self._schedules[name] = replace(row, last_fire_at=job.due_at)
+            job_id = self._next_id
+            self._next_id += 1
+            self._jobs[job_id] = JobRecord(
+                id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
+                attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
+            )
+            heapq.heappush(self._due[job.queue], (job.due_at, job_id))
+            return FireOutcome(job_id)
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        with self._lock:
+            return [self._schedules[name] for name in sorted(self._schedules)]
 
     # -- worker registry (branch registry) -------------------------------------------------
 

@@ -70,6 +70,7 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
+from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store import mask_url
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
@@ -995,6 +996,38 @@ class PostgresStore:
             except StopIteration as done:
                 ids: list[int] = done.value
                 return ids
+
+    # -- Schedules (branch schedules) -----------------------------------------------------
+
+    def register_schedules(self, schedules: Sequence[ScheduleRegistration],
+                           now: datetime) -> None:
+        if not schedules:
+            return
+        self._execute("register_schedules", {
+            "now": _utc(now, "now"),
+            "names": [s.name for s in schedules],
+            "definitions": [s.definition for s in schedules],
+            "rules": [s.rule for s in schedules],
+            "timezones": [s.timezone for s in schedules],
+            "job_names": [s.job_name for s in schedules],
+            "queues": [s.queue for s in schedules],
+        })
+
+    def fire_schedule(self, name: str, definition: str, job: NewJob,
+                      now: datetime) -> FireOutcome:
+        check_new_jobs([job])  # the same jobs refused on every store
+        rows, _ = self._execute("fire_schedule", {
+            "name": name, "definition": definition,
+            "fire_at": _utc(job.due_at, "due_at"), "job_name": job.name,
+            "queue": job.queue, "args": job.args_json, "kwargs": job.kwargs_json,
+            "now": _utc(now, "now"), "channel": self.channel,
+        })
+        job_id, stored, _hints = rows[0]
+        return FireOutcome(job_id, current=job_id is not None or stored == definition)
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        rows, _ = self._execute("list_schedules", {})
+        return [ScheduleRow(*row) for row in rows]
 
     # -- worker registry (branch registry) -------------------------------------------------
 

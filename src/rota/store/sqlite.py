@@ -54,6 +54,7 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
+from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
 from rota.store.corrupt import quarantine_undecodable
@@ -936,6 +937,50 @@ class SQLiteStore:
                 "`rota migrate`), which migrates it"
             )
 
+    # -- Schedules (branch schedules) ---------------------------------------------------------
+
+    def register_schedules(self, schedules: Sequence[ScheduleRegistration],
+                           now: datetime) -> None:
+        if not schedules:
+            return
+        at = _us(now)
+        rows = [
+            {"name": s.name, "definition": s.definition, "rule": s.rule,
+             "timezone": s.timezone, "job_name": s.job_name, "queue": s.queue, "now": at}
+            for s in schedules
+        ]
+        with self._write("registering schedules") as conn:
+            conn.executemany(_sql("register_schedule"), rows)
+
+    def fire_schedule(self, name: str, definition: str, job: NewJob,
+                      now: datetime) -> FireOutcome:
+        check_new_jobs([job])  # the same jobs refused on every store
+        decode_arguments(job.args_json, job.kwargs_json)  # bad JSON fails before writing
+        params: dict[str, object] = {
+            "name": name, "definition": definition, "fire_at": _us(job.due_at),
+            "job_name": job.name, "queue": job.queue, "args": job.args_json,
+            "kwargs": job.kwargs_json, "now": _us(now),
+        }
+        # The compare-and-set and the insert share one write transaction (BEGIN
+        # IMMEDIATE holds the file's write lock): no other process can fire in between.
+        with self._write("firing a schedule") as conn:
+            if conn.execute(_sql("fire_schedule"), params).rowcount == 1:
+                (job_id,) = conn.execute(_sql("fire_schedule_enqueue"), params).fetchone()
+                return FireOutcome(int(job_id))
+            row = conn.execute(_sql("schedule_definition"), {"name": name}).fetchone()
+        return FireOutcome(None, current=row is not None and row[0] == definition)
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        with self._read("listing schedules") as conn:
+            rows = conn.execute(_sql("list_schedules")).fetchall()
+        return [
+            ScheduleRow(name, definition, rule, timezone, job_name, queue,
+                        _at(registered_at), _at(updated_at),
+                        None if last_fire_at is None else _at(last_fire_at))
+            for (name, definition, rule, timezone, job_name, queue, registered_at,
+                 updated_at, last_fire_at) in rows
+        ]
+
     # -- worker registry (branch registry) -------------------------------------------------
 
     def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
@@ -1095,4 +1140,3 @@ class _EnqueueWatcher:
                 self._on_enqueue(str(queue))
             except Exception:
                 log.exception("an on_enqueue callback failed; hint dropped")
-
