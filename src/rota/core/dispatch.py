@@ -227,7 +227,8 @@ class _WeightedPass(PassPlan[T]):
         self._planned_exact = False
         self._served = 0
         self._next_leave = 0
-        self._left: list[int] = []  # Queues moved out of the steps by serve()
+        self._left: list[int] = []  # Queues this pass moved out of the steps
+        self._found_empty: list[int] = []  # Queues a claim of this pass found empty
         self._finished = False
 
     def _index(self, request: ClaimRequest) -> int:
@@ -273,7 +274,6 @@ class _WeightedPass(PassPlan[T]):
             raise ValueError("probed() answers a probe request; use claimed() for a claim")
         self._outstanding.discard(_PROBE)
         dispatcher = self._dispatcher
-        dispatcher._recheck_pending = False
         for name in request.queues:
             if name in due:
                 index = dispatcher.index[name]
@@ -298,7 +298,21 @@ class _WeightedPass(PassPlan[T]):
             self._held.setdefault(index, []).extend(items)
             self._held_total += len(items)
         if len(items) < request.limit:
-            self._mark(index, _Supply.EMPTY)
+            self._found_empty.append(index)
+            if index in self._held:
+                self._mark(index, _Supply.EMPTY)
+            else:
+                # Found empty with nothing held: it takes no part in any step of this pass,
+                # so it leaves the steps now (no step was charged yet in this pass, so its
+                # credit is what it would be at the first step). This keeps every later
+                # simulation of the pass free of it: with 10,000 Queues the first pass
+                # finds thousands empty.
+                if index not in self._supply:
+                    self._open -= 1
+                self._supply.pop(index, None)
+                self._planned_exact = False
+                self._dispatcher._leave(index)
+                self._left.append(index)
 
     def claim_failed(self, request: ClaimRequest) -> None:
         if request.probe:
@@ -357,8 +371,8 @@ class _WeightedPass(PassPlan[T]):
         self._finished = True
         dispatcher = self._dispatcher
         if dispatcher.remember_empty:
-            for index, supply in self._supply.items():
-                if supply is _Supply.EMPTY and index not in dispatcher._out:
+            for index in self._found_empty:
+                if index not in dispatcher._out:
                     dispatcher._leave(index)
         else:
             for index in self._left:
@@ -419,10 +433,10 @@ class WeightedDispatcher(Dispatcher):
     per weight.
 
     Args:
-        remember_empty: keep a Queue found empty out of the steps across passes, until a
-            probe (`begin_pass(recheck=True)`) finds it has due work again; the first pass
-            probes every Queue. Without it (the default), every pass starts with every
-            Queue taking part, as DESIGN.md describes one pass.
+        remember_empty: keep a Queue found empty (by a claim) out of the steps across
+            passes, until a probe (`begin_pass(recheck=True)`) finds it has due work
+            again. Without it (the default), every pass starts with every Queue taking
+            part. Either way a Queue never found empty takes part from the first pass.
     """
 
     def __init__(self, policy: Weighted, *, remember_empty: bool = False) -> None:
@@ -437,13 +451,12 @@ class WeightedDispatcher(Dispatcher):
         self._absolute = [0] * count  # credits of the Queues that are out
         self._out: set[int] = set()
         self._buckets: dict[int, list[tuple[int, int]]] = {}  # weight -> heap of (-e, i)
+        # Queues that are in but whose heap entry a simulation took out (it stepped on
+        # them): a charge gives them a new entry; the next simulation puts back the rest.
+        self._unheaped: set[int] = set()
         self._total_in = 0
         self._current: _WeightedPass[Any] | None = None
-        self._recheck_pending = remember_empty
-        if remember_empty:
-            self._out = set(range(count))  # nothing known yet: the first pass probes
-        else:
-            self._rebuild()
+        self._rebuild()
 
     @property
     def credits(self) -> list[int]:
@@ -462,6 +475,7 @@ class WeightedDispatcher(Dispatcher):
         for heap in buckets.values():
             heapq.heapify(heap)
         self._buckets = buckets
+        self._unheaped = set()
         self._total_in = total
 
     def _leave(self, index: int) -> None:
@@ -469,12 +483,14 @@ class WeightedDispatcher(Dispatcher):
         weight = self.weights[index]
         self._absolute[index] = weight * self._g + self._e[index]
         self._out.add(index)
+        self._unheaped.discard(index)
         self._total_in -= weight  # its heap entry is stale from now on
 
     def _join(self, index: int) -> None:
         """Let Queue `index` take part in the steps again, with the credit it left with."""
         weight = self.weights[index]
         self._out.discard(index)
+        self._unheaped.discard(index)
         self._e[index] = self._absolute[index] - weight * self._g
         self._total_in += weight
         heapq.heappush(self._buckets.setdefault(weight, []), (-self._e[index], index))
@@ -484,6 +500,7 @@ class WeightedDispatcher(Dispatcher):
         pays the sum of their weights (the nginx update)."""
         self._g += 1
         self._e[winner] -= self._total_in
+        self._unheaped.discard(winner)
         heapq.heappush(self._buckets[self.weights[winner]], (-self._e[winner], winner))
 
     def _simulate(
@@ -529,8 +546,11 @@ class WeightedDispatcher(Dispatcher):
                 continue
             scratch[index] = offset
             heapq.heappush(local.setdefault(weights[index], []), (-offset, index))
-        popped: list[tuple[int, tuple[int, int]]] = []
         buckets = self._buckets
+        unheaped = self._unheaped
+        for index in unheaped:
+            heapq.heappush(buckets[weights[index]], (-persistent[index], index))
+        unheaped.clear()
         while True:
             best = -1
             best_value = 0
@@ -554,7 +574,11 @@ class WeightedDispatcher(Dispatcher):
                             heapq.heappop(heap)  # stale for good: dropped
                             continue
                         if index in special:
-                            popped.append((weight, heapq.heappop(heap)))  # put back below
+                            # Stepped on (or claimed) in this simulation: its entry leaves
+                            # the heap; the charge of the step (if it is served) or the
+                            # next simulation gives it one again.
+                            heapq.heappop(heap)
+                            unheaped.add(index)
                             continue
                         value = weight * (g + 1) - negative
                         if (best < 0 or value > best_value
@@ -583,8 +607,6 @@ class WeightedDispatcher(Dispatcher):
                 wanted[best] = wanted.get(best, 0) + 1
                 room -= 1
             heapq.heappush(local.setdefault(weights[best], []), (-offset, best))
-        for weight, entry in popped:
-            heapq.heappush(buckets[weight], entry)
         return _Simulated(winners, leaves, wanted)
 
     def begin_pass(self, free: int, *, recheck: bool = False) -> PassPlan[T]:
@@ -593,7 +615,7 @@ class WeightedDispatcher(Dispatcher):
         entries = sum(len(heap) for heap in self._buckets.values())
         if entries > 4 * len(self.queues) + 1024:
             self._rebuild()  # drop the stale heap entries
-        recheck = self.remember_empty and (recheck or self._recheck_pending)
+        recheck = self.remember_empty and recheck
         plan: _WeightedPass[T] = _WeightedPass(self, free, recheck)
         self._current = plan
         return plan

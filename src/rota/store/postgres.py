@@ -69,7 +69,14 @@ from rota.core.queue_controls import (
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.store import mask_url
-from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
+from rota.store.base import (
+    Claimed,
+    Renewal,
+    SchemaTooNew,
+    StoreConfigError,
+    StoreError,
+    claim_caps,
+)
 from rota.store.corrupt import quarantine_undecodable
 
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresStore"]
@@ -550,13 +557,20 @@ class PostgresStore:
         now: datetime,
         owner: str,
         lease_expires_at: datetime,
-    ) -> list[JobRecord]:
-        if limit <= 0 or not queues:
-            return []
+        limits: Sequence[int] | None = None,
+        probe: Sequence[str] = (),
+    ) -> Claimed:
+        # A Queue named twice (without limits) would be walked twice, its rows counted
+        # twice against the limit; the first mention decides its place.
+        caps = claim_caps(queues, limit, limits)
+        due: list[str] = []
+        if limit <= 0 or not caps or all(cap <= 0 for _, cap in caps):
+            if probe:
+                due = self._probe(probe, now)
+            return Claimed(due=due)
         params = {
-            # A Queue named twice would be walked twice, its rows counted twice against
-            # the limit; the first mention decides its place.
-            "queues": list(dict.fromkeys(queues)),
+            "queues": [queue for queue, _ in caps],
+            "limits": [min(cap, limit) for _, cap in caps],
             "limit": limit,
             "now": _utc(now, "now"),
             "owner": owner,
@@ -565,9 +579,16 @@ class PostgresStore:
         rows, _ = self._execute("claim", params)
         if rows and rows[0][0] is None:  # a Queue has a limit: claim.sql leased nothing
             rows = self._claim_limited(params)
-        return quarantine_undecodable(
+        if probe:
+            due = self._probe(probe, now)
+        return Claimed(quarantine_undecodable(
             self, [_leased_record(row, owner, lease_expires_at, now) for row in rows], now
-        )
+        ), due)
+
+    def _probe(self, queues: Sequence[str], now: datetime) -> list[str]:
+        """Which of `queues` have a due scheduled job and are not paused (probe.sql)."""
+        rows, _ = self._execute("probe", {"probe": list(queues), "now": _utc(now, "now")})
+        return [row[0] for row in rows]
 
     def _claim_limited(self, params: Mapping[str, object]) -> list[TupleRow]:
         """A claim over Queues of which some have a concurrency limit: lock their settings

@@ -18,6 +18,7 @@ Imports only the standard library, the pure core and the store contract.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -54,7 +55,14 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
-from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
+from rota.store.base import (
+    Claimed,
+    Renewal,
+    SchemaTooNew,
+    StoreConfigError,
+    StoreError,
+    claim_caps,
+)
 from rota.store.corrupt import quarantine_undecodable
 
 log = logging.getLogger(__name__)
@@ -548,30 +556,48 @@ class SQLiteStore:
         now: datetime,
         owner: str,
         lease_expires_at: datetime,
-    ) -> list[JobRecord]:
-        if limit <= 0 or not queues:
-            return []
+        limits: Sequence[int] | None = None,
+        probe: Sequence[str] = (),
+    ) -> Claimed:
+        caps = claim_caps(queues, limit, limits)
+        if limit <= 0 or not caps:
+            if not probe:
+                return Claimed()
+            with self._read("probing Queues") as conn:
+                return Claimed(due=self._probe(conn, probe, now))
         expires_us = _us(lease_expires_at)
         params: dict[str, object] = {
             "now": _us(now), "owner": owner, "lease_expires_at": expires_us,
         }
         claim_sql = _sql("claim")
         claimed: list[_Row] = []
+        due: list[str] = []
         # One UPDATE per Queue inside one transaction: each is an index range scan of at
         # most `limit` rows, and the given Queue order needs no sort over all due jobs.
         with self._write("claiming") as conn:
-            for queue in queues:
+            for queue, cap in caps:
                 remaining = limit - len(claimed)
                 if remaining <= 0:
                     break
+                if cap <= 0:
+                    continue
                 params["queue"] = queue
-                params["limit"] = remaining
+                params["limit"] = min(cap, remaining)
                 rows = conn.execute(claim_sql, params).fetchall()
                 rows.sort(key=lambda row: (row[4], row[0]))  # RETURNING order is unspecified
                 claimed.extend(rows)
+            if probe:
+                due = self._probe(conn, probe, now)
         times: dict[int, datetime] = {}
-        return quarantine_undecodable(
-            self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now)
+        return Claimed(quarantine_undecodable(
+            self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
+            due)
+
+    @staticmethod
+    def _probe(conn: sqlite3.Connection, queues: Sequence[str], now: datetime) -> list[str]:
+        rows = conn.execute(_sql("probe"), {"queues": json.dumps(list(queues)),
+                                            "now": _us(now)}).fetchall()
+        return [row[0] for row in rows]
 
     def complete(
         self, leases: Sequence[Lease], now: datetime,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from rota.core.dispatch import Dispatcher, PassPlan
+from rota.core.dispatch import ClaimRequest, Dispatcher, PassPlan, WeightedDispatcher
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord
 from rota.core.outcomes import (
@@ -33,7 +33,7 @@ from rota.core.outcomes import (
 )
 from rota.core.retry import RetryPolicy
 from rota.core.suspects import lease_expired_error
-from rota.store.base import Store, StoreError
+from rota.store.base import Claimed, Store, StoreError
 
 logger = logging.getLogger("rota")
 
@@ -71,11 +71,29 @@ class GroupRunner:
 
     def __init__(self, options: WorkerGroupOptions) -> None:
         self.options = options
-        self.dispatcher = Dispatcher.for_policy(options.policy)  # validates the policy
+        # Validates the policy. A Weighted group remembers its Queues found empty across
+        # passes and probes them again (one round trip) after a pass that came back short
+        # of its free slots, after a wake-up hint names one of them, and at least every
+        # poll interval: with thousands of tenant Queues, asking each empty one every pass
+        # cost more round trips than the jobs served (issue 13, docs/dispatch.md).
+        self.dispatcher = Dispatcher.for_policy(options.policy, remember_empty=True)
         self.owner = new_owner_id(options.name)
         # Whether the last claim_pass was cut short by a StoreError; read by the drive that
         # owns this runner (one pass at a time) to back off before the next pass.
         self.last_pass_failed = False
+        self._recheck = False  # probe the Queues held for empty at the next pass
+        self._recheck_at: datetime | None = None  # ... and no later than this
+        self._probed = False  # whether the last pass probed
+        self._claimed_nothing = False  # whether the last pass claimed nothing
+
+    def note_work(self, queue: str) -> None:
+        """A wake-up hint: jobs were enqueued into `queue`. If the group holds it for
+        empty, its next pass probes again. Any thread (a bool store is atomic)."""
+        dispatcher = self.dispatcher
+        if isinstance(dispatcher, WeightedDispatcher):
+            index = dispatcher.index.get(queue)
+            if index is not None and index in dispatcher._out:
+                self._recheck = True
 
     @property
     def name(self) -> str:
@@ -92,32 +110,90 @@ class GroupRunner:
         already claimed is still returned, so no claimed job is lost. If anything else
         raises (the planner, or a BaseException such as KeyboardInterrupt), the jobs
         claimed so far are handed back (`release`) before the exception propagates."""
-        plan: PassPlan[JobRecord] = self.dispatcher.begin_pass(free)
+        recheck, self._recheck = self._recheck, False
+        self._probed = False
+        if self._recheck_at is not None and now >= self._recheck_at:
+            recheck = True
+        plan: PassPlan[JobRecord] = (self.dispatcher.begin_pass(free, recheck=True)
+                                     if recheck else self.dispatcher.begin_pass(free))
         lease_expires_at = now + self.options.lease_duration
         self.last_pass_failed = False
         claimed: list[JobRecord] = []
         try:
             while requests := plan.next_claims():
+                if stop is not None and stop():
+                    plan.cut_short()
+                    break
+                try:
+                    if requests[0].probe:
+                        self._probe(store, plan, requests[0], now, lease_expires_at)
+                        continue
+                    jobs = self._claim_round(store, requests, now, lease_expires_at)
+                except Exception as error:
+                    self._claim_failed([r.queues[0] for r in requests]
+                                       if len(requests) > 1 else requests[0].queues, error)
+                    plan.claim_failed(requests[0])  # the others were never issued
+                    self.last_pass_failed = True
+                    break
+                claimed.extend(jobs)
+                if len(requests) == 1:
+                    plan.claimed(requests[0], jobs)
+                    continue
+                by_queue: dict[str, list[JobRecord]] = {}
+                for job in jobs:
+                    by_queue.setdefault(job.queue, []).append(job)
                 for request in requests:
-                    if stop is not None and stop():
-                        plan.cut_short()
-                        break
-                    try:
-                        jobs = store.claim(
-                            request.queues, request.limit, now=now, owner=self.owner,
-                            lease_expires_at=lease_expires_at,
-                        )
-                    except Exception as error:
-                        self._claim_failed(request.queues, error)
-                        plan.claim_failed(request)
-                        self.last_pass_failed = True
-                        break
-                    claimed.extend(jobs)
-                    plan.claimed(request, jobs)
-            return plan, plan.dispatch_order()
+                    plan.claimed(request, by_queue.get(request.queues[0], []))
+            dispatched = plan.dispatch_order()
         except BaseException:
             self._hand_back(store, claimed, now)
             raise
+        self._claimed_nothing = not dispatched
+        return plan, dispatched
+
+    def must_look_again(self) -> bool:
+        """After a pass: True when it claimed nothing while the group held Queues for empty
+        that it did not probe in it. The next pass then probes them; a drive must run it
+        before it calls the group idle (no free Worker idles beside due work it could
+        know of)."""
+        dispatcher = self.dispatcher
+        if (self._claimed_nothing and not self._probed
+                and isinstance(dispatcher, WeightedDispatcher) and dispatcher._out):
+            self._recheck = True
+            return True
+        return False
+
+    def _claim_round(
+        self, store: Store, requests: Sequence[ClaimRequest], now: datetime,
+        lease_expires_at: datetime,
+    ) -> list[JobRecord]:
+        """One round of the plan's claims in one store round trip: a plain claim when the
+        round asks one Queue set, else one claim with per-Queue limits."""
+        if len(requests) == 1:
+            request = requests[0]
+            return store.claim(request.queues, request.limit, now=now, owner=self.owner,
+                               lease_expires_at=lease_expires_at)
+        return store.claim(
+            [request.queues[0] for request in requests],
+            sum(request.limit for request in requests),
+            now=now, owner=self.owner, lease_expires_at=lease_expires_at,
+            limits=[request.limit for request in requests],
+        )
+
+    def _probe(
+        self, store: Store, plan: PassPlan[JobRecord], request: ClaimRequest, now: datetime,
+        lease_expires_at: datetime,
+    ) -> None:
+        """Ask the store which of the Queues held for empty have due work (a claim of
+        nothing with `probe`); they take part again from this pass on."""
+        answer = store.claim((), 0, now=now, owner=self.owner,
+                             lease_expires_at=lease_expires_at, probe=request.queues)
+        # A store that answers a plain list cannot probe: take every Queue to have work
+        # (a claim then finds the empty ones empty, as before issue 13).
+        due = answer.due if isinstance(answer, Claimed) else request.queues
+        plan.probed(request, due)
+        self._probed = True
+        self._recheck_at = now + self.options.poll_interval
 
     def _claim_failed(self, queues: Sequence[str], error: Exception) -> None:
         where = ",".join(queues)
