@@ -117,3 +117,16 @@ def test_a_probe_with_a_claim_answers_after_the_claim(store: Store) -> None:
 def test_a_claim_without_a_probe_answers_no_due_queues(store: Store) -> None:
     fill(store, {"a": 2})
     assert claim(store, ["a"], 1).due == frozenset()
+
+
+def test_a_claim_names_the_paused_or_limited_queues_it_came_back_short_of(
+    store: Store,
+) -> None:
+    # Given a paused, b limited to 1, c with no settings; 3 due jobs each
+    fill(store, {"a": 3, "b": 3, "c": 3})
+    store.pause_queue("a")
+    store.set_queue_limit("b", 1)
+    # When one claim asks 3 of each
+    jobs = claim(store, ["a", "b", "c"], 9, [3, 3, 3])
+    # Then a and b, short because of their controls, are named; c is not
+    assert {"a", "b"} <= jobs.controlled and "c" not in jobs.controlled

@@ -123,8 +123,13 @@ class PassPlan(Generic[T]):
         """The claims to issue now; an empty list when the pass has claimed all it will."""
         raise NotImplementedError  # pragma: no cover
 
-    def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
-        """Record what a claim returned, in the order the store returned it."""
+    def claimed(
+        self, request: ClaimRequest, items: Sequence[T], *, controlled: bool = False
+    ) -> None:
+        """Record what a claim returned, in the order the store returned it.
+
+        `controlled`: the Queue is paused or has a concurrency limit (`Claimed.controlled`),
+        so a short claim is found empty for this pass only, never remembered."""
         raise NotImplementedError  # pragma: no cover
 
     def claim_failed(self, request: ClaimRequest) -> None:
@@ -176,7 +181,9 @@ class _StrictPass(PassPlan[T]):
         pending, self._pending = self._pending, []
         return pending
 
-    def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
+    def claimed(
+        self, request: ClaimRequest, items: Sequence[T], *, controlled: bool = False
+    ) -> None:
         _check_count(request, items)
         self._issued += 1
         self._items.extend(items)
@@ -229,6 +236,7 @@ class _WeightedPass(PassPlan[T]):
         self._next_leave = 0
         self._left: list[int] = []  # Queues this pass moved out of the steps
         self._found_empty: list[int] = []  # Queues a claim of this pass found empty
+        self._controlled: set[int] = set()  # ... of which paused or limited ones
         self._finished = False
 
     def _index(self, request: ClaimRequest) -> int:
@@ -287,7 +295,9 @@ class _WeightedPass(PassPlan[T]):
         self._supply[index] = supply
         self._planned_exact = False
 
-    def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
+    def claimed(
+        self, request: ClaimRequest, items: Sequence[T], *, controlled: bool = False
+    ) -> None:
         if request.probe:
             raise ValueError("claimed() answers a claim; use probed() for a probe request")
         _check_count(request, items)
@@ -299,6 +309,8 @@ class _WeightedPass(PassPlan[T]):
             self._held_total += len(items)
         if len(items) < request.limit:
             self._found_empty.append(index)
+            if controlled:
+                self._controlled.add(index)
             if index in self._held:
                 self._mark(index, _Supply.EMPTY)
             else:
@@ -372,7 +384,12 @@ class _WeightedPass(PassPlan[T]):
         dispatcher = self._dispatcher
         if dispatcher.remember_empty:
             for index in self._found_empty:
-                if index not in dispatcher._out:
+                if index in self._controlled:
+                    # Paused or limited: found empty for this pass only (DESIGN.md, Queue
+                    # controls); the next pass asks it again, as it always did.
+                    if index in dispatcher._out:
+                        dispatcher._join(index)
+                elif index not in dispatcher._out:
                     dispatcher._leave(index)
         else:
             for index in self._left:

@@ -38,7 +38,8 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   `claim(..., probe=[...])` also answers which of the probed Queues have a due scheduled
   job left after the claim and are not paused (`Claimed.due`); a probe with `limit` 0 and
   no `queues` leases nothing. A Queue at its concurrency limit still counts as having
-  due work there (a claim then finds it empty).
+  due work there (a claim then finds it empty). `Claimed.controlled` names the Queues of
+  the claim that are paused or limited, at least those it took fewer jobs from than asked.
 - Queue controls (`pause_queue`, `resume_queue`, `set_queue_limit`) are stored beside the
   jobs and read by every claim, with no cache. A claim takes nothing from a paused Queue
   (it goes on to the next one), and takes from a Queue with a limit at most
@@ -92,18 +93,27 @@ class Renewal(frozenset[int]):
 
 class Claimed(list[JobRecord]):
     """What `claim` answers: the leased jobs (a list, so callers that only want the jobs need
-    nothing more), and as `due` the Queues among those named in `probe` that have a due
-    scheduled job left and are not paused (empty when nothing was probed)."""
+    nothing more); as `due`, the Queues among those named in `probe` that have a due
+    scheduled job left and are not paused (empty when nothing was probed); as
+    `controlled`, Queues of the claim that are paused or have a concurrency limit: at
+    least every such Queue the claim took fewer jobs from than it asked (a planner does not
+    hold those for empty: a Queue control, not a lack of due work, may be why)."""
 
-    __slots__ = ("due",)
+    __slots__ = ("controlled", "due")
     due: frozenset[str]
+    controlled: frozenset[str]
 
-    def __init__(self, jobs: Iterable[JobRecord] = (), due: Iterable[str] = ()) -> None:
+    def __init__(
+        self, jobs: Iterable[JobRecord] = (), due: Iterable[str] = (),
+        controlled: Iterable[str] = (),
+    ) -> None:
         super().__init__(jobs)
         self.due = frozenset(due)
+        self.controlled = frozenset(controlled)
 
     def __repr__(self) -> str:
-        return f"Claimed({list.__repr__(self)}, due={sorted(self.due)})"
+        return (f"Claimed({list.__repr__(self)}, due={sorted(self.due)}, "
+                f"controlled={sorted(self.controlled)})")
 
 
 def claim_caps(

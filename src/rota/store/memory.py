@@ -94,11 +94,13 @@ class MemoryStore:
     ) -> Claimed:
         caps = claim_caps(queues, limit, limits)
         claimed = Claimed()
+        controlled: list[str] = []
         with self._lock:
             for queue, cap in caps:
                 settings = self._settings.get(queue)
                 wanted = min(cap, limit - len(claimed))
                 if settings is not None and (settings.paused or settings.limit is not None):
+                    controlled.append(queue)
                     held = 0 if settings.limit is None else self._count_leased(queue)
                     wanted = room(settings, held, wanted)
                 stop = len(claimed) + wanted
@@ -119,6 +121,7 @@ class MemoryStore:
                     claimed.append(leased)
             if probe:
                 claimed.due = frozenset(queue for queue in probe if self._has_due(queue, now))
+        claimed.controlled = frozenset(controlled)
         return claimed
 
     def _has_due(self, queue: str, now: datetime) -> bool:

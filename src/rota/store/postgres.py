@@ -35,6 +35,7 @@ import re
 import select
 import socket
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -579,11 +580,20 @@ class PostgresStore:
         rows, _ = self._execute("claim", params)
         if rows and rows[0][0] is None:  # a Queue has a limit: claim.sql leased nothing
             rows = self._claim_limited(params)
+        controlled: list[str] = []
+        if len(rows) < limit:
+            # Short of some Queue: say which of those a Queue control may have held back
+            # (one more round trip, only for a claim that found a Queue short).
+            taken = Counter(str(row[2]) for row in rows)
+            short = [queue for queue, cap in caps if taken[queue] < min(cap, limit)]
+            if short:
+                found, _ = self._execute("controlled_queues", {"queues": short})
+                controlled = [str(row[0]) for row in found]
         if probe:
             due = self._probe(probe, now)
         return Claimed(quarantine_undecodable(
             self, [_leased_record(row, owner, lease_expires_at, now) for row in rows], now
-        ), due)
+        ), due, controlled)
 
     def _probe(self, queues: Sequence[str], now: datetime) -> list[str]:
         """Which of `queues` have a due scheduled job and are not paused (probe.sql)."""

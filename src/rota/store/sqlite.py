@@ -572,6 +572,7 @@ class SQLiteStore:
         claim_sql = _sql("claim")
         claimed: list[_Row] = []
         due: list[str] = []
+        controlled: list[str] = []
         # One UPDATE per Queue inside one transaction: each is an index range scan of at
         # most `limit` rows, and the given Queue order needs no sort over all due jobs.
         with self._write("claiming") as conn:
@@ -582,16 +583,19 @@ class SQLiteStore:
                 if cap <= 0:
                     continue
                 params["queue"] = queue
-                params["limit"] = min(cap, remaining)
+                params["limit"] = asked = min(cap, remaining)
                 rows = conn.execute(claim_sql, params).fetchall()
                 rows.sort(key=lambda row: (row[4], row[0]))  # RETURNING order is unspecified
                 claimed.extend(rows)
+                if len(rows) < asked and conn.execute(
+                        _sql("queue_is_controlled"), {"queue": queue}).fetchone():
+                    controlled.append(queue)  # short: say if a control may be why
             if probe:
                 due = self._probe(conn, probe, now)
         times: dict[int, datetime] = {}
         return Claimed(quarantine_undecodable(
             self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
-            due)
+            due, controlled)
 
     @staticmethod
     def _probe(conn: sqlite3.Connection, queues: Sequence[str], now: datetime) -> list[str]:

@@ -84,6 +84,9 @@ class GroupRunner:
         self._recheck = False  # probe the Queues held for empty at the next pass
         self._recheck_at: datetime | None = None  # ... and no later than this
         self._probed = False  # whether the last pass probed
+        # A Weighted group over more Queues than Workers surveys them all in its first pass.
+        self._survey_pending = (isinstance(self.dispatcher, WeightedDispatcher)
+                                and len(options.policy.queues) > options.claim_capacity)
         self._claimed_nothing = False  # whether the last pass claimed nothing
 
     def note_work(self, queue: str) -> None:
@@ -119,11 +122,34 @@ class GroupRunner:
         lease_expires_at = now + self.options.lease_duration
         self.last_pass_failed = False
         claimed: list[JobRecord] = []
+        no_work: frozenset[str] = frozenset()
         try:
+            if self._survey_pending and free > 0:
+                # The group's first pass over more Queues than free slots: one probe of
+                # every Queue, so that the claims the plan makes of Queues without due work
+                # are answered here (empty) instead of by a round trip each round.
+                self._survey_pending = False
+                queues = self.options.policy.queues
+                try:
+                    answer = store.claim((), 0, now=now, owner=self.owner,
+                                         lease_expires_at=lease_expires_at, probe=queues)
+                except Exception as error:  # only a shortcut: the claims still ask all
+                    logger.warning("group %s: surveying its Queues failed: %s", self.name,
+                                   error)
+                else:
+                    if isinstance(answer, Claimed):
+                        no_work = frozenset(queues) - answer.due
             while requests := plan.next_claims():
                 if stop is not None and stop():
                     plan.cut_short()
                     break
+                if no_work and not requests[0].probe:
+                    for request in requests:
+                        if request.queues[0] in no_work:
+                            plan.claimed(request, [])
+                    requests = [r for r in requests if r.queues[0] not in no_work]
+                    if not requests:
+                        continue
                 try:
                     if requests[0].probe:
                         self._probe(store, plan, requests[0], now, lease_expires_at)
@@ -136,14 +162,17 @@ class GroupRunner:
                     self.last_pass_failed = True
                     break
                 claimed.extend(jobs)
+                controlled = jobs.controlled if isinstance(jobs, Claimed) else frozenset()
                 if len(requests) == 1:
-                    plan.claimed(requests[0], jobs)
+                    _record(plan, requests[0], jobs,
+                            bool(controlled and controlled & set(requests[0].queues)))
                     continue
                 by_queue: dict[str, list[JobRecord]] = {}
                 for job in jobs:
                     by_queue.setdefault(job.queue, []).append(job)
                 for request in requests:
-                    plan.claimed(request, by_queue.get(request.queues[0], []))
+                    queue = request.queues[0]
+                    _record(plan, request, by_queue.get(queue, []), queue in controlled)
             dispatched = plan.dispatch_order()
         except BaseException:
             self._hand_back(store, claimed, now)
@@ -225,6 +254,17 @@ class GroupRunner:
         self, job: JobRecord, handler: Handler | None, error: BaseException, now: datetime
     ) -> Outcome:
         return after_failure(job.attempt, describe_error(error), self.retry_policy(handler), now)
+
+
+def _record(
+    plan: PassPlan[JobRecord], request: ClaimRequest, jobs: Sequence[JobRecord],
+    controlled: bool,
+) -> None:
+    """`plan.claimed`, with the `controlled` flag only when it is set."""
+    if controlled:
+        plan.claimed(request, jobs, controlled=True)
+    else:
+        plan.claimed(request, jobs)
 
 
 def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime) -> bool:
