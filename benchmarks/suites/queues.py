@@ -13,8 +13,9 @@ run:
   `Dispatcher.begin_pass`), timed by wrapping those methods (the wrapping's own cost is
   included, so the figure is an upper bound).
 
-The total backlog per configuration is fixed (`--jobs`, default 20,000), spread evenly over
-the backlogged Queues (at least 2 each), so every row drains the same number of jobs.
+The total backlog per configuration is fixed (`--jobs`, default 10,000), spread evenly over
+the backlogged Queues, so every row drains the same number of jobs; each row is measured
+right after a single-Queue drain of the same store and count, and its ratio is to that one.
 
 Run: `python3 -m benchmarks.suites.queues [--quick] [--stores memory,sqlite,postgres]
 [--plot docs/images/queues.png] [--json PATH]` (needs only rota's own .venv; the plot needs
@@ -161,21 +162,21 @@ def store_url(kind: str, label: str) -> Iterator[str]:
 
 
 def measure(kind: str, queues: int, backlogged: int, total_jobs: int) -> Measure:
-    per_queue = max(2, total_jobs // backlogged)
+    per_queue = max(1, total_jobs // backlogged)
     names = backlogged_queues(queues, backlogged)
     with store_url(kind, f"{queues}_{backlogged}") as url:
         inner = open_store(url)
         try:
             jobs = [NewJob(name="noop", queue=queue, due_at=T0)
                     for queue in names for _ in range(per_queue)]
-            for start in range(0, len(jobs), 5_000):
-                inner.enqueue(jobs[start:start + 5_000], T0)
+            for first in range(0, len(jobs), 5_000):
+                inner.enqueue(jobs[first:first + 5_000], T0)
             if kind == "postgres":
                 from benchmarks import pg
 
                 pg.analyze(url)
             counting = CountingStore(inner)
-            app = rota.App(counting, clock=rota.VirtualClock(T0))  # type: ignore[arg-type]
+            app = rota.App(counting, clock=rota.VirtualClock(T0))
             app.job("noop")(lambda: None)
             app.add_worker_group(rota.WorkerGroupOptions(
                 name="tenants", policy=policy_for(queues), pool_size=POOL))
@@ -194,25 +195,27 @@ def measure(kind: str, queues: int, backlogged: int, total_jobs: int) -> Measure
 
 def run_all(
     kinds: Sequence[str], configs: Sequence[tuple[int, int]], total_jobs: int,
-) -> list[Measure]:
-    results: list[Measure] = []
+) -> list[tuple[Measure, Measure]]:
+    """Each configuration right after a single-Queue drain of the same store and job count
+    (the machine is shared and its load drifts: a ratio of two drains minutes apart says
+    little). Returns (single-Queue drain, configuration drain) pairs."""
+    results: list[tuple[Measure, Measure]] = []
     for kind in kinds:
-        single: float | None = None
         for queues, backlogged in configs:
+            single = measure(kind, 1, 1, total_jobs)
             got = measure(kind, queues, backlogged, total_jobs)
-            results.append(got)
-            if queues == 1:
-                single = got.jobs_per_s
-            ratio = f"{got.jobs_per_s / single:5.0%}" if single else "  -  "
+            results.append((single, got))
             print(f"  {kind:8} {queues:>6,} Queues ({backlogged:>6,} backlogged): "
-                  f"{got.jobs:>6,} jobs {got.jobs_per_s:>8,.0f} jobs/s  {ratio} of 1 Queue  "
+                  f"{got.jobs:>6,} jobs {got.jobs_per_s:>8,.0f} jobs/s, 1 Queue "
+                  f"{single.jobs_per_s:>8,.0f}: {got.jobs_per_s / single.jobs_per_s:5.0%}  "
                   f"{got.round_trips / got.jobs:5.3f} round trips/job "
                   f"({got.probes} probes)  {got.logical_claims / got.jobs:5.3f} claims/job  "
-                  f"planning {got.planning_s / got.seconds:5.1%}", flush=True)
+                  f"planning {got.planning_s / got.seconds:5.1%} (1 Queue "
+                  f"{single.planning_s / single.seconds:4.1%})", flush=True)
     return results
 
 
-def plot(results: Sequence[Measure], path: Path) -> None:
+def plot(results: Sequence[tuple[Measure, Measure]], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -221,19 +224,18 @@ def plot(results: Sequence[Measure], path: Path) -> None:
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=90)
     markers = {"memory": "o", "sqlite": "s", "postgres": "^"}
     styles = {0.01: ":", 0.1: "--", 1.0: "-"}
-    for kind in dict.fromkeys(m.store for m in results):
-        rows = [m for m in results if m.store == kind]
-        single = next(m.jobs_per_s for m in rows if m.queues == 1)
+    for kind in dict.fromkeys(m.store for _, m in results):
+        rows = [(single, m) for single, m in results if m.store == kind]
         for share, style in styles.items():
-            line = [m for m in rows if m.queues > 1 and abs(m.backlogged / m.queues - share)
-                    < share / 2]
+            line = [(single, m) for single, m in rows
+                    if abs(m.backlogged / m.queues - share) < share / 2]
             if not line:
                 continue
-            xs = [m.queues for m in line]
+            xs = [m.queues for _, m in line]
             label = f"{kind}, {share:.0%} backlogged"
-            left.plot(xs, [m.jobs_per_s / single for m in line], style,
+            left.plot(xs, [m.jobs_per_s / single.jobs_per_s for single, m in line], style,
                       marker=markers[kind], label=label)
-            right.plot(xs, [m.round_trips / m.jobs for m in line], style,
+            right.plot(xs, [m.round_trips / m.jobs for _, m in line], style,
                        marker=markers[kind], label=label)
     left.axhline(0.8, color="grey", linewidth=0.8)
     left.set_xscale("log")
@@ -256,7 +258,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="fewer configurations and jobs")
     parser.add_argument("--stores", default="memory,sqlite,postgres")
     parser.add_argument("--jobs", type=int, default=None,
-                        help="jobs per configuration (default 20,000; --quick 5,000)")
+                        help="jobs per configuration (default 10,000)")
     parser.add_argument("--plot", type=Path, help="write a PNG plot here (needs matplotlib)")
     parser.add_argument("--json", type=Path, help="write the figures as JSON here")
     return parser.parse_args(argv)
@@ -266,12 +268,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     kinds = [kind.strip() for kind in args.stores.split(",") if kind.strip()]
     configs = QUICK_CONFIGS if args.quick else CONFIGS
-    total = args.jobs or (5_000 if args.quick else 20_000)
+    total = args.jobs or 10_000
     print(f"queues: pool {POOL}, weights 1-5, {total:,} jobs per configuration, "
           f"stores {', '.join(kinds)}", flush=True)
     results = run_all(kinds, configs, total)
     if args.json:
-        args.json.write_text(json.dumps([m.as_json() for m in results], indent=1) + "\n")
+        args.json.write_text(json.dumps(
+            [{"single": single.as_json(), "tenants": m.as_json()} for single, m in results],
+            indent=1) + "\n")
     if args.plot:
         plot(results, args.plot)
         print(f"plot: {args.plot}")
@@ -286,13 +290,14 @@ def run(settings: Any) -> Any:
 
     quick = settings.drain_jobs < 100_000
     results = run_all(["memory", "sqlite", "postgres"], QUICK_CONFIGS if quick else CONFIGS,
-                      5_000 if quick else 20_000)
+                      10_000)
     suite = SuiteResult()
-    for m in results:
+    for _single, m in results:
         subject = f"rota[{m.store}] {m.queues:,} Queues ({m.backlogged:,} backlogged)"
         suite.add("queues", subject, "jobs/s", Figure.of([m.jobs_per_s], "jobs/s",
                                                          f"{m.jobs:,} jobs"))
-    suite.detail["queues"] = [m.as_json() for m in results]
+    suite.detail["queues"] = [
+        {"single": single.as_json(), "tenants": m.as_json()} for single, m in results]
     return suite
 
 

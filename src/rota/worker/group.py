@@ -84,7 +84,10 @@ class GroupRunner:
         self._recheck = False  # probe the Queues held for empty at the next pass
         self._recheck_at: datetime | None = None  # ... and no later than this
         self._probed = False  # whether the last pass probed
-        # A Weighted group over more Queues than Workers surveys them all in its first pass.
+        # A Weighted group over more Queues than Workers surveys them all in its first pass;
+        # `_no_work` holds the Queues that survey found without due work and that no
+        # claim asked since.
+        self._no_work: set[str] = set()
         self._survey_pending = (isinstance(self.dispatcher, WeightedDispatcher)
                                 and len(options.policy.queues) > options.claim_capacity)
         self._claimed_nothing = False  # whether the last pass claimed nothing
@@ -122,13 +125,18 @@ class GroupRunner:
         lease_expires_at = now + self.options.lease_duration
         self.last_pass_failed = False
         claimed: list[JobRecord] = []
-        no_work: frozenset[str] = frozenset()
+        no_work = self._no_work
+        if recheck and no_work:
+            self._survey_pending = True  # what the last survey said may be stale now
         try:
             if self._survey_pending and free > 0:
-                # The group's first pass over more Queues than free slots: one probe of
-                # every Queue, so that the claims the plan makes of Queues without due work
-                # are answered here (empty) instead of by a round trip each round.
+                # A pass over more Queues than free slots, the group's first (or the first
+                # since a recheck) while some Queues were never asked: one probe of every
+                # Queue, so that the claims the plan makes of Queues without due work are
+                # answered here (found empty) instead of by a round trip each reflow
+                # round. Held like the memory of empty Queues: until a recheck.
                 self._survey_pending = False
+                no_work = self._no_work = set()
                 queues = self.options.policy.queues
                 try:
                     answer = store.claim((), 0, now=now, owner=self.owner,
@@ -138,16 +146,21 @@ class GroupRunner:
                                    error)
                 else:
                     if isinstance(answer, Claimed):
-                        no_work = frozenset(queues) - answer.due
+                        no_work = self._no_work = set(queues) - answer.due
             while requests := plan.next_claims():
                 if stop is not None and stop():
                     plan.cut_short()
                     break
                 if no_work and not requests[0].probe:
+                    remote = []
                     for request in requests:
                         if request.queues[0] in no_work:
+                            # Found empty now; the dispatcher remembers it from here on.
+                            no_work.discard(request.queues[0])
                             plan.claimed(request, [])
-                    requests = [r for r in requests if r.queues[0] not in no_work]
+                        else:
+                            remote.append(request)
+                    requests = remote
                     if not requests:
                         continue
                 try:
