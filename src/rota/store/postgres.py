@@ -35,7 +35,6 @@ import re
 import select
 import socket
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
@@ -564,11 +563,11 @@ class PostgresStore:
         # A Queue named twice (without limits) would be walked twice, its rows counted
         # twice against the limit; the first mention decides its place.
         caps = claim_caps(queues, limit, limits)
-        due: list[str] = []
         if limit <= 0 or not caps or all(cap <= 0 for _, cap in caps):
-            if probe:
-                due = self._probe(probe, now)
-            return Claimed(due=due)
+            if not probe:
+                return Claimed()
+            found, _ = self._execute("probe", {"probe": list(probe), "now": _utc(now, "now")})
+            return Claimed(due=[str(row[0]) for row in found if row[1]])
         params = {
             "queues": [queue for queue, _ in caps],
             "limits": [min(cap, limit) for _, cap in caps],
@@ -577,28 +576,37 @@ class PostgresStore:
             "owner": owner,
             "lease_expires_at": _utc(lease_expires_at, "lease_expires_at"),
         }
-        rows, _ = self._execute("claim", params)
+        if probe or limits is not None:
+            # A planner's claim: probe its Queues (and those asked) in the same round trip.
+            probed = list(dict.fromkeys([*(queue for queue, _ in caps), *probe]))
+            rows, found = self._claim_and_probe(params, probed)
+        else:
+            rows, _ = self._execute("claim", params)
+            found = []
         if rows and rows[0][0] is None:  # a Queue has a limit: claim.sql leased nothing
             rows = self._claim_limited(params)
-        controlled: list[str] = []
-        if len(rows) < limit:
-            # Short of some Queue: say which of those a Queue control may have held back
-            # (one more round trip, only for a claim that found a Queue short).
-            taken = Counter(str(row[2]) for row in rows)
-            short = [queue for queue, cap in caps if taken[queue] < min(cap, limit)]
-            if short:
-                found, _ = self._execute("controlled_queues", {"queues": short})
-                controlled = [str(row[0]) for row in found]
-        if probe:
-            due = self._probe(probe, now)
-        return Claimed(quarantine_undecodable(
-            self, [_leased_record(row, owner, lease_expires_at, now) for row in rows], now
-        ), due, controlled)
+        wanted = set(probe)
+        return Claimed(
+            quarantine_undecodable(
+                self, [_leased_record(row, owner, lease_expires_at, now) for row in rows],
+                now),
+            due=[str(row[0]) for row in found if row[1] and row[0] in wanted],
+            controlled=[str(row[0]) for row in found if row[2]],
+        )
 
-    def _probe(self, queues: Sequence[str], now: datetime) -> list[str]:
-        """Which of `queues` have a due scheduled job and are not paused (probe.sql)."""
-        rows, _ = self._execute("probe", {"probe": list(queues), "now": _utc(now, "now")})
-        return [row[0] for row in rows]
+    def _claim_and_probe(
+        self, params: Mapping[str, object], probed: list[str]
+    ) -> tuple[list[TupleRow], list[TupleRow]]:
+        """claim.sql and probe.sql pipelined: one network round trip; the probe runs after
+        the claim (each its own transaction), so it sees what the claim left."""
+        with self._cursor("claim") as cursor:
+            conn = cursor.connection
+            with conn.pipeline(), conn.cursor() as second:
+                cursor.execute(self._query("claim"), params)
+                second.execute(self._query("probe"), {"probe": probed, "now": params["now"]})
+                rows = cursor.fetchall()
+                found = second.fetchall()
+            return rows, found
 
     def _claim_limited(self, params: Mapping[str, object]) -> list[TupleRow]:
         """A claim over Queues of which some have a concurrency limit: lock their settings

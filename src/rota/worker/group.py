@@ -88,6 +88,7 @@ class GroupRunner:
         # `_no_work` holds the Queues that survey found without due work and that no
         # claim asked since.
         self._no_work: set[str] = set()
+        self._weighted = isinstance(self.dispatcher, WeightedDispatcher)
         self._survey_pending = (isinstance(self.dispatcher, WeightedDispatcher)
                                 and len(options.policy.queues) > options.claim_capacity)
         self._claimed_nothing = False  # whether the last pass claimed nothing
@@ -97,6 +98,7 @@ class GroupRunner:
         empty, its next pass probes again. Any thread (a bool store is atomic)."""
         dispatcher = self.dispatcher
         if isinstance(dispatcher, WeightedDispatcher):
+            self._no_work.discard(queue)
             index = dispatcher.index.get(queue)
             if index is not None and index in dispatcher._out:
                 self._recheck = True
@@ -136,6 +138,7 @@ class GroupRunner:
                 # answered here (found empty) instead of by a round trip each reflow
                 # round. Held like the memory of empty Queues: until a recheck.
                 self._survey_pending = False
+                self._probed = True
                 no_work = self._no_work = set()
                 queues = self.options.policy.queues
                 try:
@@ -200,7 +203,8 @@ class GroupRunner:
         know of)."""
         dispatcher = self.dispatcher
         if (self._claimed_nothing and not self._probed
-                and isinstance(dispatcher, WeightedDispatcher) and dispatcher._out):
+                and isinstance(dispatcher, WeightedDispatcher)
+                and (dispatcher._out or self._no_work)):
             self._recheck = True
             return True
         return False
@@ -211,16 +215,26 @@ class GroupRunner:
     ) -> list[JobRecord]:
         """One round of the plan's claims in one store round trip: a plain claim when the
         round asks one Queue set, else one claim with per-Queue limits."""
-        if len(requests) == 1:
+        if not self._weighted:
             request = requests[0]
             return store.claim(request.queues, request.limit, now=now, owner=self.owner,
                                lease_expires_at=lease_expires_at)
-        return store.claim(
-            [request.queues[0] for request in requests],
-            sum(request.limit for request in requests),
-            now=now, owner=self.owner, lease_expires_at=lease_expires_at,
-            limits=[request.limit for request in requests],
-        )
+        # Weighted: one Queue per request. The claim also probes its own Queues, so that a
+        # Queue it drains is known empty (answered here, found empty, at its next turn)
+        # without a reflow round trip to find it so.
+        queues = [request.queues[0] for request in requests]
+        if len(requests) == 1:
+            jobs = store.claim(queues, requests[0].limit, now=now, owner=self.owner,
+                               lease_expires_at=lease_expires_at, probe=queues)
+        else:
+            jobs = store.claim(
+                queues, sum(request.limit for request in requests),
+                now=now, owner=self.owner, lease_expires_at=lease_expires_at,
+                limits=[request.limit for request in requests], probe=queues,
+            )
+        if isinstance(jobs, Claimed):
+            self._no_work.update(set(queues) - jobs.due - jobs.controlled)
+        return jobs
 
     def _probe(
         self, store: Store, plan: PassPlan[JobRecord], request: ClaimRequest, now: datetime,
