@@ -230,6 +230,7 @@ def plot(results: Sequence[tuple[Measure, Measure]], path: Path) -> None:
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=90)
     markers = {"memory": "o", "sqlite": "s", "postgres": "^"}
+    colors = {"memory": "tab:blue", "sqlite": "tab:orange", "postgres": "tab:green"}
     styles = {0.01: ":", 0.1: "--", 1.0: "-"}
     for kind in dict.fromkeys(m.store for _, m in results):
         rows = [(single, m) for single, m in results if m.store == kind]
@@ -241,22 +242,27 @@ def plot(results: Sequence[tuple[Measure, Measure]], path: Path) -> None:
             xs = [m.queues for _, m in line]
             label = f"{kind}, {share:.0%} backlogged"
             left.plot(xs, [m.jobs_per_s / single.jobs_per_s for single, m in line], style,
-                      marker=markers[kind], label=label)
+                      marker=markers[kind], color=colors[kind], label=label)
             right.plot(xs, [m.round_trips / m.jobs for _, m in line], style,
-                       marker=markers[kind], label=label)
+                       marker=markers[kind], color=colors[kind], label=label)
     left.axhline(0.8, color="grey", linewidth=0.8)
     left.set_xscale("log")
-    left.set_ylim(0, 1.3)
+    left.set_ylim(0, 1.8)
     left.set_xlabel("Queues in the Weighted group")
     left.set_ylabel("drain rate / single-Queue rate")
+    right.axhline(1 / POOL, color="grey", linewidth=0.8)  # one claim per pass
     right.set_xscale("log")
-    right.set_yscale("log")
+    right.set_ylim(0, 0.1)
     right.set_xlabel("Queues in the Weighted group")
     right.set_ylabel("store round trips per job")
     left.legend(fontsize=6, loc="lower left")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _fields(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in row.items() if key != "jobs_per_s"}
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -271,11 +277,18 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         "the best of each is kept (default 1)")
     parser.add_argument("--plot", type=Path, help="write a PNG plot here (needs matplotlib)")
     parser.add_argument("--json", type=Path, help="write the figures as JSON here")
+    parser.add_argument("--replot", type=Path, metavar="JSON",
+                        help="only plot (to --plot) the figures of an earlier --json")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
+    if args.replot:
+        pairs = [(Measure(**_fields(row["single"])), Measure(**_fields(row["tenants"])))
+                 for row in json.loads(args.replot.read_text())]
+        plot(pairs, args.plot or Path("queues.png"))
+        return 0
     kinds = [kind.strip() for kind in args.stores.split(",") if kind.strip()]
     configs = QUICK_CONFIGS if args.quick else CONFIGS
     total = args.jobs or 10_000
