@@ -18,6 +18,7 @@ Imports only the standard library, the pure core and the store contract.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -92,6 +93,21 @@ def _sql_folder() -> Any:
 def _sql(name: str) -> str:
     """The text of `sql/sqlite/<name>.sql`."""
     return str((_sql_folder() / f"{name}.sql").read_text(encoding="utf-8"))
+
+
+# claim_many.sql: at most this many Queues in one statement (SQLite allows 500 arms in a
+# compound SELECT); a round asking more runs claim.sql Queue after Queue.
+_MAX_ARMS = 200
+
+
+@functools.cache
+def _claim_many_sql(count: int) -> str:
+    """claim_many.sql with `count` arms (claim_many_arm.sql, its `_N` names numbered)."""
+    arm = _sql("claim_many_arm").strip()
+    arms = "\nUNION ALL\n".join(
+        arm.replace(":queue_N", f":queue_{index}").replace(":limit_N", f":limit_{index}")
+        for index in range(count))
+    return _sql("claim_many").replace("{arms}", arms)
 
 
 def _statements(script: str) -> list[str]:
@@ -575,13 +591,27 @@ class SQLiteStore:
         controlled: list[str] = []
         # One UPDATE per Queue inside one transaction: each is an index range scan of at
         # most `limit` rows, and the given Queue order needs no sort over all due jobs.
+        asks = [(queue, min(cap, limit)) for queue, cap in caps if cap > 0]
         with self._write("claiming") as conn:
-            for queue, cap in caps:
+            if 1 < len(asks) <= _MAX_ARMS and sum(count for _, count in asks) <= limit:
+                # Per-Queue limits that fit in the total: one statement for every Queue.
+                for index, (queue, count) in enumerate(asks):
+                    params[f"queue_{index}"] = queue
+                    params[f"limit_{index}"] = count
+                by_queue: dict[str, list[_Row]] = {}
+                for row in conn.execute(_claim_many_sql(len(asks)), params).fetchall():
+                    by_queue.setdefault(row[2], []).append(row)
+                for queue, asked in asks:
+                    rows = sorted(by_queue.get(queue, ()), key=lambda row: (row[4], row[0]))
+                    claimed.extend(rows)
+                    if len(rows) < asked and conn.execute(
+                            _sql("queue_is_controlled"), {"queue": queue}).fetchone():
+                        controlled.append(queue)
+                asks = []
+            for queue, cap in asks:
                 remaining = limit - len(claimed)
                 if remaining <= 0:
                     break
-                if cap <= 0:
-                    continue
                 params["queue"] = queue
                 params["limit"] = asked = min(cap, remaining)
                 rows = conn.execute(claim_sql, params).fetchall()
