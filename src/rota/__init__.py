@@ -12,7 +12,14 @@ from rota.core.jobs import JobRecord, JobState, PayloadTooLarge
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.queue_controls import QueueInfo
 from rota.core.retention import Retention
-from rota.core.retry import RetryPolicy
+from rota.core.retry import Retry, RetryPolicy
+from rota.core.workers import (
+    GroupFairness,
+    QueueShare,
+    ServedCount,
+    WorkerGroupInfo,
+    WorkerInfo,
+)
 from rota.definition import ConfiguredJob, JobDefinition
 from rota.store import SchemaTooNew, Store, StoreConfigError, StoreError
 from rota.worker.context import CurrentJob, current_job
@@ -26,6 +33,7 @@ __all__ = [
     "ConfiguredJob",
     "CurrentJob",
     "DispatchPolicy",
+    "GroupFairness",
     "JobDefinition",
     "JobRecord",
     "JobState",
@@ -33,9 +41,12 @@ __all__ = [
     "OutcomeKind",
     "PayloadTooLarge",
     "QueueInfo",
+    "QueueShare",
     "Retention",
+    "Retry",
     "RetryPolicy",
     "SchemaTooNew",
+    "ServedCount",
     "Store",
     "StoreConfigError",
     "StoreError",
@@ -43,7 +54,9 @@ __all__ = [
     "SystemClock",
     "VirtualClock",
     "Weighted",
+    "WorkerGroupInfo",
     "WorkerGroupOptions",
+    "WorkerInfo",
     "__version__",
     "current_job",
 ]

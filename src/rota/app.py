@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
+import os
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable
-from datetime import timedelta
-from typing import Any, ParamSpec, TypeVar, overload
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Final, ParamSpec, TypeVar, overload
 
 from rota.core.clock import Clock, SystemClock
 from rota.core.durations import Duration, to_timedelta
@@ -24,8 +26,12 @@ from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
+from rota.core.schedules import Schedule, validate_schedule_name
+from rota.core.workers import GroupFairness, ServedCount, WorkerInfo, fairness, minute_of
 from rota.definition import NO_PRIORITY, JobDefinition
-from rota.store import Store, open_store
+from rota.schedules import build_rule, build_schedule, check_arguments_fit
+from rota.store import Store, mask_url, open_store
+from rota.store.base import ScheduleStore
 from rota.worker.checkpoint import wal_checkpoint_duty
 from rota.worker.events import OutcomeCallback, OutcomeEvent, emit, outcome_event
 from rota.worker.execution import execute
@@ -36,8 +42,13 @@ from rota.worker.group import (
     retry_policy,
     sweep_expired_leases,
 )
+from rota.worker.registry import RegistryDuty
 from rota.worker.retention import RetentionDuty, purge_finished
-from rota.worker.runtime import Duty, Runtime
+from rota.worker.runtime import Duty, Runtime, RuntimeObserver
+from rota.worker.schedules import ScheduleDuty, fire_due_now
+from rota.worker.signals import install_stop_handlers, stop_signals
+from rota.worker.tracing import Tracing
+from rota.worker.unserved import unserved_queues_duty
 
 logger = logging.getLogger("rota")
 
@@ -46,6 +57,33 @@ R = TypeVar("R")
 
 DEFAULT_STORE_URL = "sqlite:///rota.db"
 DEFAULT_RETENTION = Retention()
+STORE_ENV = "ROTA_STORE"  # the store URL when App() is given none (the CLI reads it too)
+
+
+class _FromEnvironment(enum.Enum):
+    """The type of `App`'s default store argument (None stays a TypeError, as before)."""
+
+    TOKEN = "$ROTA_STORE, else sqlite:///rota.db"
+
+    def __repr__(self) -> str:
+        return "<$ROTA_STORE, else sqlite:///rota.db>"
+
+
+FROM_ENVIRONMENT: Final = _FromEnvironment.TOKEN
+
+
+def default_store_url() -> str:
+    """`$ROTA_STORE` if set (and not blank), else `sqlite:///rota.db`."""
+    return os.environ.get(STORE_ENV, "").strip() or DEFAULT_STORE_URL
+
+
+def store_location(store: Store) -> str:
+    """Where `store` keeps its jobs, for a start-up log line: an SQLite store's absolute
+    file path (`sqlite:////abs/path.db`), otherwise its URL; passwords masked."""
+    path = getattr(store, "path", None)
+    if isinstance(path, str) and store.url.lower().startswith("sqlite:"):
+        return f"sqlite:///{os.path.abspath(path)}"
+    return mask_url(store.url)
 
 
 def _job_id(job_id: object) -> int | None:
@@ -68,7 +106,9 @@ class App:
 
     Args:
         store: a store URL (`sqlite:///rota.db`, `postgresql://...`, `memory://`) or a
-            `Store` object. Default: `sqlite:///rota.db`, a file in the working directory.
+            `Store` object. Default: the `ROTA_STORE` environment variable (as the `rota`
+            command reads it), else `sqlite:///rota.db`, a file in the working directory
+            (`rota worker` logs the absolute path it opened).
         clock: where "now" comes from; `rota.VirtualClock(start)` in tests. Default: the
             system clock.
         max_payload_bytes: the most UTF-8 bytes of JSON a job's arguments (at enqueue) or
@@ -83,10 +123,13 @@ class App:
     """
 
     def __init__(
-        self, store: str | Store = DEFAULT_STORE_URL, *, clock: Clock | None = None,
+        self, store: str | Store | _FromEnvironment = FROM_ENVIRONMENT, *,
+        clock: Clock | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         retention: Retention | None = DEFAULT_RETENTION,
     ) -> None:
+        if isinstance(store, _FromEnvironment):
+            store = default_store_url()
         if not isinstance(store, str | Store):
             raise TypeError(
                 f"App takes a store URL (e.g. 'sqlite:///rota.db') or a Store; got {store!r}"
@@ -114,6 +157,10 @@ class App:
         # Replaced, never mutated, so enqueuing threads may iterate them without a lock.
         self._outcome_callbacks: tuple[OutcomeCallback, ...] = ()
         self._enqueue_listeners: tuple[Callable[[str], None], ...] = ()
+        self._schedules: dict[str, Schedule] = {}  # schedules (branch schedules)
+        self._registered_schedules: set[str] = set()  # by run_until_idle (workers: the duty)
+        # Told of every real-time runtime's start, stop and claims (rota.metrics).
+        self._runtime_observers: tuple[RuntimeObserver, ...] = ()
 
     def __repr__(self) -> str:
         return f"App({self.store.url!r})"
@@ -226,7 +273,8 @@ class App:
         its Queue, attempt 0, due now (its `last_error` is kept for reference).
 
         Returns:
-            True if it was requeued; False if it does not exist or is in another state.
+            True if it was requeued; False if it does not exist, is in another state, or
+            (unique jobs) another scheduled or leased job holds its job name and key.
 
         Raises:
             TypeError: if `job_id` is not an int.
@@ -394,12 +442,14 @@ class App:
         names = {runner.name for runner in runners}
         self._take_groups(names)
         try:
+            self._fire_schedules_inline()
             return await self._drain_inline(runners)
         finally:
             self._running -= names
 
     async def _drain_inline(self, runners: list[GroupRunner]) -> int:
         executions = 0
+        tracing = Tracing.active()
         while True:
             now = self.clock.now()
             sweep_expired_leases(self.store, now, self._retry_policy_for)
@@ -412,7 +462,13 @@ class App:
                     plan.serve()
                     started_at = self.clock.now()
                     try:
-                        outcome = await execute(job, self._handlers, runner, self.clock)
+                        if tracing is None:
+                            outcome = await execute(job, self._handlers, runner, self.clock)
+                        else:
+                            with tracing.attempt(job, runner.name) as span:
+                                outcome = await execute(job, self._handlers, runner,
+                                                        self.clock)
+                                tracing.record(span, outcome)
                     except BaseException:
                         # KeyboardInterrupt, SystemExit, cancellation: hand this job and
                         # the rest of the pass back (attempt not counted), then let it out.
@@ -438,7 +494,8 @@ class App:
             store=self.store, clock=self.clock, runners=runners, handlers=self._handlers,
             retry_for=self._retry_policy_for, outcome_callbacks=self._outcome_callbacks,
             grace_s=None if grace_s is None else grace_s.total_seconds(),
-            duties=self._duties(),
+            duties=[*self._duties(), *self._start_duties(runners)],
+            observers=self._runtime_observers,
         )
 
     def _duties(self) -> list[Duty]:
@@ -452,7 +509,18 @@ class App:
             duties.append(RetentionDuty(self.retention, self.store, self.clock))
         if (checkpoints := wal_checkpoint_duty(self.store)) is not None:
             duties.append(checkpoints)
+        if self._schedules:
+            duties.append(ScheduleDuty(list(self._schedules.values()),
+                                       self._schedule_store(), self.clock))
+        duties.append(RegistryDuty(self.store))
         return duties
+
+    # -- first-day checks (issue 10) -------------------------------------------------------
+
+    def _start_duties(self, runners: list[GroupRunner]) -> list[Duty]:
+        """One-shot checks a real-time worker runs as it starts: warn about Queues with
+        due jobs that none of its groups serves (rota.worker.unserved)."""
+        return [unserved_queues_duty([runner.options for runner in runners], self.clock)]
 
     @contextlib.asynccontextmanager
     async def serve(
@@ -550,13 +618,12 @@ class App:
                                "again when their leases expire", signum.name)
                 forced.set()
 
-        handled = (signal.SIGINT, signal.SIGTERM)
-        for signum in handled:
-            loop.add_signal_handler(signum, on_signal, signum)
+        # loop.add_signal_handler where the loop has it; signal.signal elsewhere (Windows).
+        remove_handlers = install_stop_handlers(loop, stop_signals(), on_signal)
         try:
             async with self.serve([r.name for r in runners], grace=grace) as runtime:
                 logger.info("worker started: groups %s on %s; SIGINT/SIGTERM stops it",
-                            ", ".join(r.name for r in runners), self.store.url)
+                            ", ".join(r.name for r in runners), store_location(self.store))
                 await first.wait()
                 stopping = asyncio.create_task(runtime.stop())
                 force = asyncio.create_task(forced.wait())
@@ -568,8 +635,118 @@ class App:
                     raise SystemExit(128 + received[-1].value)
                 force.cancel()
         finally:
-            for signum in handled:
-                loop.remove_signal_handler(signum)
+            remove_handlers()
+
+    # -- Schedules (branch schedules) -------------------------------------------------------
+
+    def schedule(
+        self, name: str, job: JobDefinition[Any, Any] | str, *, cron: str | None = None,
+        every: Duration | None = None, timezone: str = "UTC", args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None, queue: str | None = None,
+    ) -> Schedule:
+        """Enqueue `job` periodically: once per fire instant of the rule, however many
+        worker processes and machines run this App (the store enforces it).
+
+        The job is due at the instant it fires for, so a late fire still runs as "the
+        03:00 report". Workers fire schedules (`rota worker`, `app.run`, `app.serve`), and
+        so does `run_until_idle()` at the clock's time. A schedule fires only for instants
+        after it was first registered in the store (by the first worker, or
+        `run_until_idle()`, that ran with it); after a downtime only the most recent
+        missed instant fires. Changes to the rule or the arguments take effect when a
+        worker with the new code starts (the last App to register a schedule owns it);
+        a schedule removed from the code stops firing (its row stays in the store, inert).
+        This call stores nothing; bad input fails here. See docs/schedules.md.
+
+        Args:
+            name: the schedule's name, unique in this App (1-200 printable characters).
+            job: the job definition (`@app.job`) of this App to enqueue, or its name.
+            cron: a 5-field cron expression ("0 3 * * *") or an alias (@yearly,
+                @annually, @monthly, @weekly, @daily, @midnight, @hourly), read in
+                `timezone`. Daylight-saving time as in Debian's cron: a skipped local time
+                fires once at the next valid instant, a repeated one fires once.
+            every: an interval (timedelta or seconds, at least 1 s), instead of `cron`:
+                the instants are whole multiples of it since 1970-01-01T00:00Z.
+            timezone: an IANA time zone name for `cron` (default "UTC").
+            args: the job's positional arguments (JSON values), checked now.
+            kwargs: the job's keyword arguments (JSON values), checked now.
+            queue: the Queue to enqueue into; default the job's own Queue.
+
+        Returns:
+            The checked `Schedule` (a value: name, rule, job name, Queue, arguments).
+
+        Raises:
+            ValueError: bad cron text, an unknown time zone, both or neither of `cron` and
+                `every`, a name already used in this App, a bad name or Queue name, an
+                interval under a second, or `timezone` with `every`.
+            TypeError: a job that is not one of this App's, arguments that are not JSON or
+                do not fit the handler's signature, or a store without schedules.
+        """
+        validate_schedule_name(name)
+        definition = self._scheduled_job(job)
+        rule = build_rule(cron, every, timezone)
+        args = () if args is None else args
+        kwargs = {} if kwargs is None else kwargs
+        schedule = build_schedule(
+            name, definition.name, definition.queue if queue is None else queue, rule,
+            args, kwargs, self.max_payload_bytes,
+        )
+        if schedule.name in self._schedules:
+            raise ValueError(
+                f"a schedule named {schedule.name!r} already exists in this App; give each "
+                "schedule its own name"
+            )
+        if isinstance(args, Sequence) and isinstance(kwargs, Mapping):
+            check_arguments_fit(definition.func, definition.name, args, kwargs)
+        self._schedule_store()  # a store without schedules fails here, not in a worker
+        self._schedules[schedule.name] = schedule
+        return schedule
+
+    def _scheduled_job(self, job: object) -> JobDefinition[Any, Any]:
+        if isinstance(job, str):
+            found = self._definitions.get(job)
+            if found is None:
+                raise ValueError(
+                    f"no job named {job!r} in this App; register it with @app.job first"
+                )
+            return found
+        if isinstance(job, JobDefinition):
+            if job.app is not self or self._definitions.get(job.name) is not job:
+                raise ValueError(
+                    f"job {job.name!r} belongs to another App; schedule this App's jobs"
+                )
+            return job
+        raise TypeError(
+            f"schedule() takes a job defined with @app.job (or its name); got {job!r}"
+        )
+
+    def _schedule_store(self) -> ScheduleStore:
+        if not isinstance(self.store, ScheduleStore):
+            raise TypeError(
+                f"the store {self.store.url!r} does not keep schedules (it lacks "
+                "register_schedules, fire_schedule and list_schedules); use a memory://, "
+                "sqlite:/// or postgresql:// store"
+            )
+        return self.store
+
+    @property
+    def schedules(self) -> dict[str, Schedule]:
+        """The App's schedules by name."""
+        return dict(self._schedules)
+
+    def _fire_schedules_inline(self) -> None:
+        """`run_until_idle`: register (each schedule once per App), then fire what is due
+        at the clock's time. Jobs it enqueues are due at their instants, so the passes that
+        follow run them."""
+        if not self._schedules:
+            return
+        store = self._schedule_store()
+        schedules = list(self._schedules.values())
+        new = [s for s in schedules if s.name not in self._registered_schedules]
+        if new:
+            store.register_schedules([s.registration() for s in new], self.clock.now())
+            self._registered_schedules.update(s.name for s in new)
+        fired = fire_due_now(store, schedules, self.clock.now())
+        self._notify_enqueued(s.queue for s, outcome in fired if outcome.fired)
 
     # -- observability --------------------------------------------------------------------
 
@@ -591,6 +768,54 @@ class App:
             raise TypeError(f"on_outcome takes a callable(event); got {callback!r}")
         self._outcome_callbacks = (*self._outcome_callbacks, callback)
         return callback
+
+    # -- worker registry (branch registry) -----------------------------------------------
+
+    def workers(self) -> list[WorkerInfo]:
+        """Every worker process registered in the store, as `rota.WorkerInfo` (host, pid,
+        version, groups with policy, pool size and jobs in flight, served counters), by
+        start time. A worker not refreshed for a few lease periods is listed with
+        `alive` False (killed, or cut off from the store) until it is removed an hour
+        later; a worker that stopped gracefully is gone at once."""
+        return self.store.list_workers(self.clock.now())
+
+    def served(self, since: datetime | None = None) -> list[ServedCount]:
+        """Jobs served per minute, Worker Group, Queue and outcome (`rota.ServedCount`,
+        `minute` set), from the store's history: it outlives the workers (kept 24 hours).
+
+        Args:
+            since: the first minute wanted (aware datetime); default: the last hour.
+        """
+        if since is None:
+            since = self.clock.now() - timedelta(hours=1)
+        elif not isinstance(since, datetime) or since.tzinfo is None:
+            raise TypeError(f"since must be a timezone-aware datetime; got {since!r}")
+        return self.store.served_counts(since)
+
+    def fairness(self, window: Duration = 600) -> list[GroupFairness]:
+        """Per Worker Group, the served share of each Queue against its target share
+        (weight / sum of weights) over the last `window` (default 10 minutes), as
+        `rota.GroupFairness`. Read from the store's history, so it covers every worker on
+        the store, and still answers after they all stopped.
+
+        The window is whole minutes: it starts at the minute boundary at or before
+        now - `window`, and includes the minute in progress.
+
+        Raises:
+            ValueError, TypeError: for a window that is not a positive duration.
+        """
+        span = to_timedelta(window, "window")
+        now = self.clock.now()
+        since = minute_of(now - span)
+        return fairness(
+            self.store.worker_groups(), self.store.list_workers(now),
+            self.store.served_counts(since), since,
+        )
+
+    def _observe_runtimes(self, observer: RuntimeObserver) -> None:
+        """Tell `observer` about every real-time runtime this App starts from now on
+        (`rota.metrics.serve_metrics` uses it; register before starting the worker)."""
+        self._runtime_observers = (*self._runtime_observers, observer)
 
     def _notify_enqueued(self, queues: Iterable[str]) -> None:
         """Jobs were enqueued through this App: wake the running groups serving them, and

@@ -12,15 +12,18 @@ argument that is not JSON fails with a clear error and leaves the store untouche
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 from rota.core.clock import ensure_utc
 from rota.core.durations import Duration, due_after, to_timedelta
-from rota.core.jobs import NewJob, encode_arguments
+from rota.core.jobs import NewJob, encode_arguments, validate_job_key
 from rota.core.queues import validate_queue_name
 from rota.core.retry import RetryPolicy
+from rota.store.base import AsyncTransactionalEnqueue
+from rota.worker.tracing import current_trace_context
 
 if TYPE_CHECKING:
     from rota.app import App
@@ -43,12 +46,25 @@ class ConfiguredJob(Generic[P, R]):
 
     def __init__(
         self, definition: JobDefinition[P, R], queue: str, due: datetime | None,
-        delay: timedelta | None,
+        delay: timedelta | None, connection: object | None = None, key: str | None = None,
     ) -> None:
         self._definition = definition
         self.queue = validate_queue_name(queue)
         self._due = due
         self._delay = delay
+        self._connection = connection
+        self._key = None if key is None else validate_job_key(key)
+
+    def _store_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        """Store `jobs`: on the caller's connection when one was configured (woken on
+        commit, by the database: nothing to notify here, as a hint now would come before
+        the jobs are visible), else through the store, waking this process's groups."""
+        app = self._definition.app
+        if self._connection is not None:
+            return app.store.enqueue_on(self._connection, jobs, now)
+        ids = app.store.enqueue(jobs, now)
+        app._notify_enqueued((self.queue,))
+        return ids
 
     def _due_at(self, now: datetime) -> datetime:
         if self._due is not None:
@@ -59,8 +75,10 @@ class ConfiguredJob(Generic[P, R]):
 
     def _new_job(
         self, args: Sequence[object], kwargs: Mapping[str, object], now: datetime,
-        due_at: datetime | None = None,
+        due_at: datetime | None = None, key: str | None = None,
+        trace_context: str | None = None,
     ) -> NewJob:
+        self._definition._check_arguments(args, kwargs)
         args_json, kwargs_json = encode_arguments(
             args, kwargs, self._definition.app.max_payload_bytes
         )
@@ -68,58 +86,76 @@ class ConfiguredJob(Generic[P, R]):
             name=self._definition.name, queue=self.queue,
             due_at=self._due_at(now) if due_at is None else due_at,
             args_json=args_json, kwargs_json=kwargs_json,
+            key=self._key if key is None else key, trace_context=trace_context,
         )
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """Store one job; return its id.
+        """Store one job; return its id (with `configure(key=...)`, while a job of this
+        name and key is scheduled or leased: that job's id, and nothing is stored).
 
         Raises:
-            TypeError: naming an argument that is not JSON-serialisable (nothing stored).
+            TypeError: if the arguments do not fit the handler's signature, or naming an
+                argument that is not JSON-serialisable (nothing stored).
             rota.PayloadTooLarge: (a ValueError) if the arguments encode to more JSON than
                 the App's `max_payload_bytes` (nothing stored).
         """
-        app = self._definition.app
-        now = app.clock.now()
-        job_id = app.store.enqueue([self._new_job(args, kwargs, now)], now)[0]
-        app._notify_enqueued((self.queue,))
-        return job_id
+        now = self._definition.app.clock.now()
+        job = self._new_job(args, kwargs, now, trace_context=current_trace_context())
+        return self._store_jobs([job], now)[0]
 
     async def enqueue_async(self, *args: P.args, **kwargs: P.kwargs) -> int:
-        """`enqueue` from async code: the store call runs in a thread, off the event loop."""
-        app = self._definition.app
-        now = app.clock.now()
-        job = self._new_job(args, kwargs, now)
-        ids = await asyncio.to_thread(app.store.enqueue, [job], now)
-        app._notify_enqueued((self.queue,))
+        """`enqueue` from async code: the store call runs in a thread, off the event loop.
+        On a configured `connection=` it runs on the caller's connection: awaited for a
+        `psycopg.AsyncConnection`, inline for a sync one (a sqlite3 connection belongs to
+        its thread)."""
+        now = self._definition.app.clock.now()
+        job = self._new_job(args, kwargs, now, trace_context=current_trace_context())
+        if self._connection is not None:
+            store = self._definition.app.store
+            if isinstance(store, AsyncTransactionalEnqueue):  # psycopg AsyncConnection
+                return (await store.enqueue_on_async(self._connection, [job], now))[0]
+            return self._store_jobs([job], now)[0]
+        ids = await asyncio.to_thread(self._store_jobs, [job], now)
         return ids[0]
 
     def enqueue_many(self, entries: Iterable[ManyEntry]) -> list[int]:
         """Store many jobs in one round trip, all or none; return their ids in order.
 
         Each entry is a sequence of positional arguments (`("a@x", "hi")`), or a mapping
-        `{"args": [...], "kwargs": {...}}`.
+        `{"args": [...], "kwargs": {...}, "key": "..."}` (each part optional; `key` makes
+        that entry a unique job, overriding `configure(key=...)`). Entries with the same
+        key as a live job, or as an earlier entry of the batch, store nothing: their id
+        is that job's (the earlier entry's arguments win).
 
         Raises:
-            TypeError: naming the entry and argument that is not JSON-serialisable; nothing
-                is stored.
+            TypeError: naming the entry whose arguments do not fit the handler's signature,
+                or the entry and argument that is not JSON-serialisable; nothing of the
+                batch is stored.
         """
         app = self._definition.app
         now = app.clock.now()
         due_at = self._due_at(now)  # the same for every entry of the call
+        trace_context = current_trace_context()  # likewise (OpenTelemetry, when installed)
         jobs: list[NewJob] = []
         args: Sequence[object]
         kwargs: Mapping[str, object]
         for index, entry in enumerate(entries):
+            key: str | None = None
             if type(entry) is tuple:  # the common form, without the ABC checks below
                 args, kwargs = entry, {}
             elif isinstance(entry, Mapping):
-                unknown = set(entry) - {"args", "kwargs"}
+                unknown = set(entry) - {"args", "kwargs", "key"}
                 if unknown:
                     raise TypeError(
-                        f"enqueue_many entry {index}: a mapping takes only 'args' and "
-                        f"'kwargs'; got {sorted(unknown)}"
+                        f"enqueue_many entry {index}: a mapping takes only 'args', "
+                        f"'kwargs' and 'key'; got {sorted(unknown)}"
                     )
                 args, kwargs = entry.get("args", ()), entry.get("kwargs", {})
+                if entry.get("key") is not None:
+                    try:
+                        key = validate_job_key(entry["key"])
+                    except ValueError as error:
+                        raise ValueError(f"enqueue_many entry {index}: {error}") from None
             elif isinstance(entry, str | bytes) or not isinstance(entry, Sequence):
                 raise TypeError(
                     f"enqueue_many entry {index} must be a tuple of arguments or a mapping "
@@ -128,14 +164,40 @@ class ConfiguredJob(Generic[P, R]):
             else:
                 args, kwargs = entry, {}
             try:
-                jobs.append(self._new_job(args, kwargs, now, due_at))
+                jobs.append(self._new_job(args, kwargs, now, due_at, key, trace_context))
             except TypeError as error:
                 raise TypeError(f"enqueue_many entry {index}: {error}") from None
         if not jobs:
             return []
-        ids = app.store.enqueue(jobs, now)
-        app._notify_enqueued((self.queue,))
-        return ids
+        return self._store_jobs(jobs, now)
+
+
+def _readable_signature(func: Callable[..., object]) -> inspect.Signature | None:
+    """The handler's signature, read once at registration; None when Python cannot read
+    it."""
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+
+
+def _plain_positional_range(signature: inspect.Signature | None) -> tuple[int, float] | None:
+    """(fewest, most) positional arguments that bind to `signature` when no keyword
+    argument is given, or None when keywords are required (keyword-only parameters
+    without a default). Binding costs 2-4 µs; this check, a tenth of that."""
+    if signature is None:
+        return None
+    fewest, most = 0, 0.0
+    for parameter in signature.parameters.values():
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            most += 1
+            if parameter.default is parameter.empty:
+                fewest = int(most)
+        elif parameter.kind is parameter.VAR_POSITIONAL:
+            most = float("inf")
+        elif parameter.kind is parameter.KEYWORD_ONLY and parameter.default is parameter.empty:
+            return None
+    return fewest, most
 
 
 class JobDefinition(ConfiguredJob[P, R]):
@@ -151,6 +213,37 @@ class JobDefinition(ConfiguredJob[P, R]):
         super().__init__(self, queue, None, None)
         self.__doc__ = func.__doc__
         self.__wrapped__ = func
+        self._signature = _readable_signature(func)
+        self._positional_range = _plain_positional_range(self._signature)
+
+    def _check_arguments(self, args: Sequence[object], kwargs: Mapping[str, object]) -> None:
+        """Check that the handler could be called with `args` and `kwargs`.
+
+        Handlers whose signature Python cannot read (some builtins and C extensions) are
+        not checked.
+
+        Raises:
+            TypeError: naming the job, its signature and what does not fit.
+        """
+        signature = self._signature
+        if signature is None:
+            return
+        span = self._positional_range
+        if span is not None and not kwargs and span[0] <= len(args) <= span[1]:
+            return  # the common call, positional arguments only: no bind needed
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as error:
+            plain = signature.replace(
+                parameters=[p.replace(annotation=inspect.Parameter.empty)
+                            for p in signature.parameters.values()],
+                return_annotation=inspect.Signature.empty,
+            )
+            raise TypeError(
+                f"job {self.name!r}: the arguments do not fit its handler "
+                f"{getattr(self.func, '__name__', 'handler')}{plain}: {error}; "
+                "nothing was stored"
+            ) from None
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         return self.func(*args, **kwargs)
@@ -161,26 +254,38 @@ class JobDefinition(ConfiguredJob[P, R]):
         queue: str | None = None,
         due: datetime | None = None,
         delay: Duration | None = None,
+        connection: object | None = None,
+        key: str | None = None,
         **unknown: object,
     ) -> ConfiguredJob[P, R]:
-        """Override the Queue or the due time for enqueues made through the result.
+        """Override the Queue or the due time for enqueues made through the result, or
+        enqueue inside the caller's own database transaction.
 
         Args:
             queue: the Queue to put the jobs on (default: the definition's Queue).
             due: an aware datetime when the jobs become due.
             delay: a timedelta or seconds from now; not together with `due`.
+            connection: the caller's open database connection: the jobs are written on it,
+                inside its current transaction, and exist if and only if that transaction
+                commits; workers are woken on commit. A `psycopg.Connection` for a
+                PostgreSQL store, a `sqlite3.Connection` to the store's file for a SQLite
+                store (docs/integrations.md). rota never commits or rolls it back.
+            key: makes the jobs unique: while a job of this job name and key is scheduled
+                or leased, an enqueue stores nothing and returns that job's id. A str of
+                1 to 200 printable characters.
 
         Raises:
-            TypeError: for an unknown option (`priority` included: rota has none).
-            ValueError: for a bad Queue name, a naive `due`, a negative delay, or both
-                `due` and `delay`.
+            TypeError: for an unknown option (`priority` included: rota has none). A
+                connection of the wrong kind is a TypeError at enqueue.
+            ValueError: for a bad Queue name, a naive `due`, a negative delay, both `due`
+                and `delay`, or a bad key.
         """
         if "priority" in unknown:
             raise TypeError(NO_PRIORITY)
         if unknown:
             raise TypeError(
-                f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due= "
-                "and delay="
+                f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due=, "
+                "delay=, key= and connection="
             )
         if due is not None and delay is not None:
             raise ValueError("give configure() either due= or delay=, not both")
@@ -189,6 +294,8 @@ class JobDefinition(ConfiguredJob[P, R]):
             self.queue if queue is None else queue,
             None if due is None else ensure_utc(due, "due"),
             None if delay is None else to_timedelta(delay, "delay", allow_zero=True),
+            connection,
+            key,
         )
 
     def __repr__(self) -> str:

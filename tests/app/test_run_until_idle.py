@@ -315,3 +315,20 @@ def test_a_handler_raising_systemexit_hands_the_rest_of_the_pass_back(
         JobState.SUCCEEDED, JobState.SCHEDULED, JobState.SCHEDULED]
     assert [s.attempt if s else None for s in states] == [1, 0, 0]
     assert ran == [1, 2]
+
+
+def test_an_invalid_policy_names_its_worker_group_in_its_cause() -> None:
+    # Given two groups, the second with a weight of 0
+    app = rota.App("memory://")
+    app.add_worker_group(rota.WorkerGroupOptions(name="ok", policy=rota.Strict("x")))
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="fair", policy=rota.Weighted([("a", 1), ("b", 0)])))
+    # When the groups start
+    with pytest.raises(ValueError) as raised:
+        app.run_until_idle()
+    app.close()
+    # Then the message is exact and its cause says which group, Queue and weight
+    assert str(raised.value) == "Weighted dispatch needs at least one queue, all weights >= 1."
+    assert str(raised.value.__cause__) == (
+        "Queue 'b' has weight 0 (weights must be whole numbers >= 1), in Worker Group "
+        "'fair': DispatchPolicy.Weighted([('a', 1), ('b', 0)])")

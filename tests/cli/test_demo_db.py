@@ -40,3 +40,29 @@ def test_demo_reruns_on_its_own_file_and_reports_bad_paths_in_one_line(
         assert main(["demo", "--db", str(bad), "--seconds", "0.3"]) == 2
         err = capsys.readouterr().err
         assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_the_demo_file_keeps_the_runs_served_shares_after_its_workers_stopped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a finished demo run (its workers have stopped)
+    import rota
+
+    db = tmp_path / "demo.db"
+    assert main(["demo", "--db", str(db), "--seconds", "0.5"]) == 0
+    capsys.readouterr()
+    app = rota.App(f"sqlite:///{db}")
+    try:
+        # Then the store holds no worker, but every job the run finished is in the
+        # history, with each group's policy to set the shares against
+        assert app.workers() == []
+        views = {view.group: view for view in app.fairness(3600)}
+        finished = sum(count for (_, state), count in app.store.count_jobs().items()
+                       if state is rota.JobState.SUCCEEDED)
+        assert finished > 0
+        assert views["fair"].served + views["priority"].served == finished
+        assert [(q.queue, q.weight) for q in views["fair"].queues] == [
+            ("a", 6), ("b", 3), ("c", 1)]
+        assert views["priority"].policy == rota.Strict("critical", "bulk")
+    finally:
+        app.close()

@@ -193,8 +193,12 @@ def test_worker_with_an_invalid_policy_exits_1_before_saying_it_runs(
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert main(["worker", "bad_policy_app:app"]) == 1
-    err = capsys.readouterr().err
-    assert err == "rota worker: Weighted dispatch needs at least one queue, all weights >= 1.\n"
+    first, *notes = capsys.readouterr().err.splitlines()
+    # Then the first line is the exact message of the specification
+    assert first == "rota worker: Weighted dispatch needs at least one queue, all weights >= 1."
+    # And the line under it names the Queue and weight at fault, and the group
+    assert notes == ["Queue 'a' has weight 0 (weights must be whole numbers >= 1), in Worker "
+                     "Group 'g': DispatchPolicy.Weighted([('a', 0)])"]
 
 
 def test_cancel_by_id(durable_store_url: str, capsys: pytest.CaptureFixture[str]) -> None:

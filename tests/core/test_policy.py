@@ -221,3 +221,28 @@ def test_reprs_name_the_nested_type_and_evaluate_back() -> None:
     namespace = {"DispatchPolicy": DispatchPolicy}
     assert eval(repr(strict), namespace) == strict
     assert eval(repr(weighted), namespace) == weighted
+
+
+# -- what is at fault (issue 10): the cause of the exact message -------------------------
+
+
+def test_weighted_validation_keeps_its_message_and_names_the_queue_and_weight() -> None:
+    # Given a Weighted policy with two weights below 1
+    policy = Weighted([("a", 2), ("b", 0), ("c", -1)])
+    # When it is validated
+    with pytest.raises(ValueError, match=r"^Weighted dispatch needs at least one queue, "
+                       r"all weights >= 1\.$") as raised:
+        policy.validate()
+    # Then the message is exactly the specification's, and its cause names each fault
+    assert str(raised.value) == WEIGHTED_MESSAGE
+    assert str(raised.value.__cause__) == (
+        "Queue 'b' has weight 0; Queue 'c' has weight -1 (weights must be whole numbers >= 1)")
+    assert not hasattr(raised.value, "__notes__")
+
+
+def test_an_empty_weighted_policy_says_it_names_no_queue() -> None:
+    with pytest.raises(ValueError) as raised:
+        Weighted([]).validate()
+    assert str(raised.value) == WEIGHTED_MESSAGE
+    assert str(raised.value.__cause__) == (
+        "Weighted([]) names no Queue; give at least one (queue, weight) pair")

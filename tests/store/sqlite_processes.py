@@ -52,3 +52,20 @@ def hold_claim_open(url: str, holding: Event, never: Event) -> None:
         assert conn.execute(_sql("claim"), params).fetchall()
         holding.set()
         never.wait()
+
+
+def fire_instants(url: str, count: int, start: Barrier, results: Any) -> None:
+    """Fire the schedule "nightly" (definition "d1") for `count` instants, one a minute
+    after T0, all together with the others; put how many this process fired."""
+    store = open_store(url)
+    try:
+        fire = store.fire_schedule  # type: ignore[attr-defined]
+        start.wait()
+        fired = 0
+        for minute in range(1, count + 1):
+            instant = T0 + timedelta(minutes=minute)
+            job = NewJob("build-report", "reports", instant, '["daily"]', "{}")
+            fired += fire("nightly", "d1", job, instant).fired
+        results.put(fired)
+    finally:
+        store.close()

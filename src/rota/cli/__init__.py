@@ -22,6 +22,8 @@ SUBCOMMANDS = (
     "job", "requeue",
     "purge",
     "pause", "resume", "limit",
+    "schedules",
+    "workers",
 )
 
 
@@ -53,9 +55,28 @@ def _verbosity_first(argv: Sequence[str]) -> list[str]:
     return [*flags, *(arg for arg in argv if arg not in VERBOSE_FLAGS)]
 
 
+def _split_at_double_dash(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Options and positionals before the first `--`, and the verbatim arguments after it.
+
+    What follows `--` is never an option, not even -v (`rota enqueue job -- -v hi` passes
+    "-v" and "hi" as job arguments). argparse alone cannot do this for a command with
+    options between its positionals and `--` (`rota enqueue job --json -- -v`), so the
+    trailing arguments are parsed apart and handed to the command's `job_args`."""
+    argv = list(argv)
+    if "--" not in argv:
+        return argv, []
+    end = argv.index("--")
+    return argv[:end], argv[end + 1:]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(_verbosity_first(sys.argv[1:] if argv is None else argv))
+    before, trailing = _split_at_double_dash(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(_verbosity_first(before))
+    if trailing:
+        if not isinstance(getattr(args, "job_args", None), list):
+            parser.error(f"unrecognized arguments after '--': {' '.join(trailing)}")
+        args.job_args.extend(trailing)
     if args.command is None:
         parser.print_help()
         return 2

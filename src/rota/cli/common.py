@@ -69,6 +69,12 @@ def load_app(spec: str) -> App:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise UsageError(f"cannot import {module_name!r} for APP {spec!r}: {error}") from None
+    except StoreConfigError as error:
+        # The module's `rota.App(url)` refused its URL (malformed, an unknown parameter,
+        # the postgres extra missing): the same usage error as `--store URL` gives.
+        raise UsageError(f"APP {spec!r}: {error}") from None
+    except StoreError as error:
+        raise CommandError(f"APP {spec!r}: {error}") from None
     target: object = module
     for part in attribute.split("."):
         try:

@@ -28,7 +28,7 @@ from rich.table import Table
 
 import rota
 from rota.cli.common import UsageError
-from rota.cli.display import line, user_text
+from rota.cli.display import line, make_console, user_text
 from rota.store import StoreConfigError, StoreError
 
 WEIGHTS = (("a", 6), ("b", 3), ("c", 1))
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--work-ms must be between 0 and 1000; got {args.work_ms}")
     path = Path(args.db)
     _remove_previous_demo(path)
-    console = Console()
+    console = make_console()
     try:
         app = rota.App(f"sqlite:///{path}")
         _mark_as_demo(path)

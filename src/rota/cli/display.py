@@ -53,12 +53,20 @@ def line(*parts: str | Text | tuple[str, str]) -> Text:
     return Text.assemble(*parts)
 
 
+# The width a console assumes when its output is not a terminal (a pipe, a file, a CI log)
+# and COLUMNS is not set: wide enough that nothing is wrapped or cut with an ellipsis.
+# Tables take their natural width (they do not expand), so this adds no padding.
+FULL_WIDTH = 100_000
+
+
 def make_console(*, stderr: bool = False, piped_width: int | None = None) -> Console:
     """A Console for the command's output (stdout, or stderr): no automatic highlighting
-    of numbers and strings, no emoji codes. `piped_width`: the width to assume when the
-    output is not a terminal and COLUMNS is not set (rich would assume 80)."""
+    of numbers and strings, no emoji codes. When the output is not a terminal and
+    COLUMNS is not set, values are printed in full (rich would otherwise assume 80
+    columns and wrap or cut them): the width is `piped_width` if given, else
+    `FULL_WIDTH`. In a terminal rich fits the output to the terminal's width."""
     width = None
     stream = sys.stderr if stderr else sys.stdout
-    if piped_width is not None and not stream.isatty() and "COLUMNS" not in os.environ:
-        width = piped_width
+    if not stream.isatty() and "COLUMNS" not in os.environ:
+        width = piped_width if piped_width is not None else FULL_WIDTH
     return Console(highlight=False, emoji=False, stderr=stderr, width=width)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from rota.cli.common import UsageError, add_store_options, load_app, opened_store
 from rota.core.clock import SystemClock
@@ -13,9 +14,11 @@ from rota.core.jobs import (
     MAX_ARGUMENT_DEPTH,
     NewJob,
     encode_arguments,
+    validate_job_key,
     validate_job_name,
 )
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
+from rota.definition import JobDefinition
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,6 +36,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         f"else {DEFAULT_QUEUE!r})")
     parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
                         help="due this many seconds from now (default 0)")
+    parser.add_argument("--key", help="a unique job: while a job of this name and key is "
+                        "scheduled or leased, store nothing and print its id")
     add_store_options(
         parser, app_help="use this App's store and check the job name is registered",
         json_help="print the job (id, name, Queue, due time) as JSON instead of its id",
@@ -55,6 +60,7 @@ def _parse_arg(text: str) -> object:
 def run(args: argparse.Namespace) -> int:
     queue = args.queue
     max_bytes = DEFAULT_MAX_PAYLOAD_BYTES
+    definition: JobDefinition[Any, Any] | None = None
     if args.app:
         app = load_app(args.app)
         max_bytes = app.max_payload_bytes
@@ -78,15 +84,18 @@ def run(args: argparse.Namespace) -> int:
         validate_job_name(args.name)
         queue = validate_queue_name(queue or DEFAULT_QUEUE)
         delay = to_timedelta(args.delay, "--delay", allow_zero=True)
-        args_json, kwargs_json = encode_arguments(
-            [_parse_arg(a) for a in args.job_args], kwargs, max_bytes
-        )
+        job_args = [_parse_arg(a) for a in args.job_args]
+        if definition is not None:  # with --app: bind to the handler's signature first
+            definition._check_arguments(job_args, kwargs)
+        args_json, kwargs_json = encode_arguments(job_args, kwargs, max_bytes)
         now = SystemClock().now()
         due_at = due_after(now, delay, "--delay")
+        key = None if args.key is None else validate_job_key(args.key)
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
     with opened_store(args.store, args.app) as store:
-        (job_id,) = store.enqueue([NewJob(args.name, queue, due_at, args_json, kwargs_json)], now)
+        (job_id,) = store.enqueue(
+            [NewJob(args.name, queue, due_at, args_json, kwargs_json, key=key)], now)
     if args.json:
         print(json.dumps({"id": job_id, "name": args.name, "queue": queue,
                           "due_at": due_at.isoformat()}, ensure_ascii=False))

@@ -44,6 +44,7 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
         "result": job.result, "cancel_requested": job.cancel_requested,
         "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
+        **({"key": job.key} if job.key is not None else {}),
     }
 
 

@@ -14,12 +14,13 @@ from typing import TypeAlias
 
 from rich.table import Table
 
-from rota.cli.common import UsageError, add_store_options, opened_store
-from rota.cli.display import make_console, user_text
+from rota.cli.common import UsageError, add_store_options, load_app, opened_store
+from rota.cli.display import line, make_console, user_text
 from rota.core.clock import SystemClock
 from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
 from rota.core.queues import validate_queue_name
+from rota.core.serving import served_by
 from rota.store import Store
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -58,8 +59,11 @@ def register_queues(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "queues", help="every Queue: paused, limit, jobs per state, due now",
         description="Every Queue that has jobs or settings: paused, limit, jobs per state, "
-        "jobs due now and how long the oldest has waited.")
-    add_store_options(parser, json_help="print JSON instead of a table")
+        "jobs due now and how long the oldest has waited. With --app, also which of the "
+        "App's Worker Groups serve each Queue ('nobody' marks a Queue none serves).")
+    add_store_options(parser, json_help="print JSON instead of a table",
+                      app_help="use this App's store, and show which of its Worker Groups "
+                      "serve each Queue")
     parser.set_defaults(func=run_queues)
 
 
@@ -131,16 +135,29 @@ def info_as_json(info: QueueInfo) -> dict[str, object]:
     }
 
 
+def _serving(app_spec: str | None) -> dict[str, tuple[str, ...]] | None:
+    """With --app: Queue -> the App's groups serving it. Without: None (unknown until the
+    worker registry tells which live workers serve what)."""
+    if not app_spec:
+        return None
+    return served_by(load_app(app_spec).worker_groups)
+
+
 def run_queues(args: argparse.Namespace) -> int:
     now = SystemClock().now()
+    serving = _serving(args.app)
     with opened_store(args.store, args.app, read_only=True) as store:
         infos = store.queue_infos(now)
     if args.json:
-        print(json.dumps([info_as_json(info) for info in infos], indent=2))
+        rows = [info_as_json(info) for info in infos]
+        if serving is not None:
+            for row, info in zip(rows, infos, strict=True):
+                row["served_by"] = list(serving.get(info.name, ()))
+        print(json.dumps(rows, indent=2))
         return 0
-    # Eleven columns: in a terminal rich fits them to its width; piped, it would assume
-    # 80 columns and wrap every header, so give it room.
-    console = make_console(piped_width=160)
+    # Eleven columns (twelve with --app): in a terminal rich fits them to its width;
+    # piped, make_console prints them in full.
+    console = make_console()
     if not infos:
         console.print("no Queues: no jobs and no settings")
         return 0
@@ -152,14 +169,30 @@ def run_queues(args: argparse.Namespace) -> int:
         table.add_column(state.value, justify="right")
     table.add_column("due", justify="right")
     table.add_column("oldest due", justify="right")
+    if serving is not None:
+        table.add_column("served by")
+    unserved = 0
     for info in infos:
         waited = "" if info.oldest_due_at is None else _ago(now - info.oldest_due_at)
-        table.add_row(
+        cells = [
             user_text(info.name), "paused" if info.paused else "", "" if info.limit is None
             else str(info.limit), *(str(info.counts[s] or "") for s in JobState),
             str(info.due or ""), waited,
-        )
+        ]
+        if serving is not None:
+            groups = serving.get(info.name, ())
+            if groups:
+                cells.append(user_text(", ".join(groups)))
+            else:
+                unserved += info.due > 0
+                cells.append(user_text("nobody", "bold red" if info.due else ""))
+        table.add_row(*cells)
     console.print(table)
+    if unserved:
+        what = ("1 Queue with due jobs is" if unserved == 1
+                else f"{unserved} Queues with due jobs are")
+        console.print(line(f"{what} served by no Worker Group of ", user_text(args.app),
+                           ": such jobs wait until a worker serving their Queue runs."))
     return 0
 
 

@@ -67,7 +67,13 @@ def _requeue_ids(store: Store, ids: list[int], as_json: bool) -> int:
                 print(f"{job_id} requeued")
             continue
         job = store.get_job(job_id)
-        refused[job_id] = "no such job" if job is None else f"it is {job.state.value}"
+        if job is None:
+            refused[job_id] = "no such job"
+        elif job.state in REQUEUEABLE_STATES and job.key is not None:
+            refused[job_id] = (f"a live job already holds its key {job.key!r} "
+                               "(unique jobs: requeue it once that job has finished)")
+        else:
+            refused[job_id] = f"it is {job.state.value}"
     if as_json:
         print(json.dumps({
             "requeued": requeued,

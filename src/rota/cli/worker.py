@@ -21,10 +21,19 @@ import threading
 from types import FrameType
 from typing import Any
 
-from rota.app import App
+from rota.app import App, store_location
 from rota.cli.common import CommandError, UsageError, load_app
+from rota.core.policy import PolicyFault
 from rota.store import StoreConfigError, StoreError
 from rota.store.base import Migratable
+
+
+def with_fault(error: BaseException) -> str:
+    """The error's message, and on a second line what is at fault in an invalid policy
+    (its `PolicyFault` cause): the Weighted message is exact by specification."""
+    if isinstance(error.__cause__, PolicyFault):
+        return f"{error}\n{error.__cause__}"
+    return str(error)
 
 
 def _seconds(text: str) -> float:
@@ -51,7 +60,22 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--grace", type=_seconds, default=None, metavar="SECONDS",
                         help="how long running jobs may finish at shutdown (default: each "
                         "group's grace_period, 30 s unless configured)")
+    parser.add_argument("--metrics-port", type=_port, default=None, metavar="N",
+                        help="serve this process's Prometheus metrics at "
+                        "http://HOST:N/metrics (needs pip install 'rota[metrics]')")
+    parser.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
+                        help="the address the metrics server binds (default 127.0.0.1)")
     parser.set_defaults(func=run)
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a TCP port 0-65535; got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a TCP port 0-65535; got {text!r}")
+    return value
 
 
 class _StoppedWhileStarting(BaseException):
@@ -119,8 +143,10 @@ def _run_app(app: App, args: argparse.Namespace) -> int:
             # errors are retried with backoff instead.
             app.store.migrate()
     except (ValueError, StoreError) as error:
-        raise CommandError(str(error)) from None
-    print(f"rota worker: running {', '.join(selected)} on {app.store.url} "
+        raise CommandError(with_fault(error)) from None
+    if args.metrics_port is not None:
+        _serve_metrics(app, args.metrics_host, args.metrics_port)
+    print(f"rota worker: running {', '.join(selected)} on {store_location(app.store)} "
           "(Ctrl-C or SIGTERM to stop)", file=sys.stderr, flush=True)
     try:
         app.run(groups=groups, grace=args.grace)
@@ -130,3 +156,17 @@ def _run_app(app: App, args: argparse.Namespace) -> int:
         raise CommandError(str(error)) from None
     print("rota worker: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _serve_metrics(app: App, host: str, port: int) -> None:
+    from rota.metrics import serve_metrics
+
+    try:
+        metrics = serve_metrics(app, port, host)
+    except RuntimeError as error:  # the extra is missing: the message names the fix
+        raise CommandError(str(error)) from None
+    except OSError as error:
+        raise CommandError(f"--metrics-port {port}: cannot listen on {host}:{port}: "
+                           f"{error.strerror or error}") from None
+    print(f"rota worker: metrics at http://{host}:{metrics.port}/metrics", file=sys.stderr,
+          flush=True)

@@ -142,6 +142,12 @@ class JobRecord:
     # Set when the row's stored arguments cannot be decoded (corrupted outside rota): then
     # `args` is () and `kwargs` {}, and this says why. A claim quarantines such a job.
     arguments_error: str | None = None
+    # Unique jobs: the key it was enqueued with (None: none). Read paths (get_job,
+    # list_jobs) fill it on every store; the durable stores' claims leave it None (the
+    # worker does not need it to run the job).
+    key: str | None = None
+    # The enqueuing span's trace context (NewJob.trace_context); set on claimed records.
+    trace_context: str | None = None
 
     @property
     def lease(self) -> Lease:
@@ -173,6 +179,12 @@ class NewJob:
     due_at: datetime
     args_json: str = "[]"
     kwargs_json: str = "{}"
+    # Unique jobs: while a job of the same name and key is live (scheduled or leased),
+    # enqueueing this one stores nothing and answers that job's id. None: no key.
+    key: str | None = None
+    # W3C trace context (JSON of the propagator's carrier) of the span the enqueue ran in;
+    # None outside a span or without OpenTelemetry (rota.worker.tracing).
+    trace_context: str | None = None
 
 
 # The most encoded JSON (UTF-8 bytes) a job's arguments, or its result, may take: the
@@ -231,14 +243,52 @@ def _checked_job_name(name: str) -> str:
     return name
 
 
+# Unique jobs: the states in which a job holds its key (the stores' unique index covers
+# exactly these); a job that leaves them frees the key.
+LIVE_STATES = frozenset({JobState.SCHEDULED, JobState.LEASED})
+MAX_JOB_KEY_LENGTH = 200
+
+
+def validate_job_key(key: object) -> str:
+    """Return `key` if it is a valid unique-job key: a str of 1 to 200 printable
+    characters (spaces allowed), like a job name.
+
+    Raises:
+        ValueError: for anything else (a key that is not a str included).
+    """
+    if not isinstance(key, str):
+        raise ValueError(
+            f"a job key must be a str of 1 to {MAX_JOB_KEY_LENGTH} printable characters; got "
+            f"{key!r} ({type(key).__name__}). Use str(...) of your id, e.g. key=f'order-{{id}}'"
+        )
+    return _checked_job_key(key)
+
+
+@lru_cache(maxsize=1024)
+def _checked_job_key(key: str) -> str:
+    if not key:
+        raise ValueError("a job key must be non-empty; got ''")
+    if len(key) > MAX_JOB_KEY_LENGTH:
+        raise ValueError(
+            f"a job key must be at most {MAX_JOB_KEY_LENGTH} characters; got {len(key)} "
+            f"({key[:20]!r}...); hash a longer identity (e.g. hashlib.sha256(...).hexdigest())"
+        )
+    if not key.isprintable():
+        raise ValueError(
+            f"a job key must not contain control characters (NUL, newline, tab, ...); "
+            f"got {key!r}"
+        )
+    return key
+
+
 def check_new_jobs(jobs: Sequence[NewJob]) -> None:
     """Refuse a batch that some store could not save as it is, before any store writes it:
     every store calls this first in `enqueue`, so that all of them accept and refuse the
     same jobs (all or none of a batch).
 
     Raises:
-        ValueError: a job or Queue name breaks its rule (`validate_job_name`,
-            `validate_queue_name`).
+        ValueError: a job or Queue name, or a key, breaks its rule (`validate_job_name`,
+            `validate_queue_name`, `validate_job_key`).
         TypeError: a job's encoded arguments hold a NUL character.
     """
     # A batch has few distinct names; 0.3-0.6 µs a job in all, against 12 µs a job for
@@ -246,6 +296,9 @@ def check_new_jobs(jobs: Sequence[NewJob]) -> None:
     for name, queue in {(job.name, job.queue) for job in jobs}:
         validate_job_name(name)
         validate_queue_name(queue)
+    for key in {job.key for job in jobs}:
+        if key is not None:
+            validate_job_key(key)
     # "\n" cannot be part of the escape, so no false match forms across two texts.
     if _NUL_ESCAPE in "\n".join(map(_ARGS_JSON, jobs)) or \
             _NUL_ESCAPE in "\n".join(map(_KWARGS_JSON, jobs)):

@@ -58,11 +58,16 @@ def describe_error(error: BaseException) -> str:
     return text
 
 
-def after_failure(attempt: int, error: str, policy: RetryPolicy, now: datetime) -> Outcome:
-    """Retry with backoff, or dead-letter once `attempt` reaches `policy.max_attempts`."""
-    decision = policy.decide(attempt)
+def after_failure(
+    attempt: int, error: str, policy: RetryPolicy, now: datetime,
+    *, exception: BaseException | None = None, job_id: int = 0,
+) -> Outcome:
+    """Retry with backoff, or dead-letter once `attempt` reaches `policy.max_attempts`, or
+    at once when `exception` is one the policy does not retry (`retry_on`, `give_up_on`).
+    `error` is the text to record; `job_id` seeds the policy's jitter."""
+    decision = policy.decide(attempt, exception, job_id=job_id)
     if isinstance(decision, DeadLetter):
-        return DeadLettered(error)
+        return DeadLettered(error if decision.reason is None else f"{error} ({decision.reason})")
     if decision.backoff_error is not None:
         error = (f"{error} (the RetryPolicy's backoff failed: {decision.backoff_error}; "
                  "retried on the default backoff)")

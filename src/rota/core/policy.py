@@ -19,6 +19,12 @@ from typing import Any, ClassVar, NoReturn
 from rota.core.queues import validate_queue_name
 
 WEIGHTED_INVALID = "Weighted dispatch needs at least one queue, all weights >= 1."
+
+
+class PolicyFault(ValueError):
+    """What is at fault in an invalid policy: the `__cause__` of the ValueError that
+    `validate()` raises when that error's message is exact by specification. A group
+    that fails to start adds its own name to it (rota.worker.group)."""
 STRICT_EMPTY = "Strict dispatch needs at least one queue."
 
 _sealed = False
@@ -187,7 +193,18 @@ class Weighted(DispatchPolicy):
 
     def validate(self) -> None:
         if not self._weights or any(weight < 1 for _, weight in self._weights):
-            raise ValueError(WEIGHTED_INVALID)
+            # The message is exact by specification, so what is at fault goes in the
+            # exception's cause (printed above it in a traceback, and under it by
+            # `rota worker`), not in the message nor in a note: pytest's `match=` reads
+            # notes too, so a note would break `match=r"...>= 1\.$"`.
+            if not self._weights:
+                fault = "Weighted([]) names no Queue; give at least one (queue, weight) pair"
+            else:
+                fault = "; ".join(
+                    f"Queue {queue!r} has weight {weight}" for queue, weight in self._weights
+                    if weight < 1
+                ) + " (weights must be whole numbers >= 1)"
+            raise ValueError(WEIGHTED_INVALID) from PolicyFault(fault)
         for queue in self.queues:
             validate_queue_name(queue)
         _check_distinct(self.queues)

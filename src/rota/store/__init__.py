@@ -22,6 +22,10 @@ _USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):.*@")
 _QUERY_PASSWORD = re.compile(r"([?&](?:password|passwd|pwd)=)[^&#]*", re.IGNORECASE)
 
 
+# What `pip install 'rota[postgres]'` brings; a missing one means the extra is missing.
+POSTGRES_MODULES = frozenset({"psycopg", "psycopg_pool", "psycopg_binary", "psycopg_c"})
+
+
 def mask_url(url: str) -> str:
     """`url` with any password replaced by ***, for messages and logs.
 
@@ -43,7 +47,9 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
 
     Raises:
         StoreConfigError: if the URL is malformed or names an unknown scheme; the message
-            names the URL (password masked) and the expected forms.
+            names the URL (password masked) and the expected forms. Also for a
+            `postgresql://` URL when the `postgres` extra is not installed (the message
+            says `pip install 'rota[postgres]'`).
     """
     if not isinstance(url, str):
         raise TypeError(f"a store URL must be a str; got {url!r}. {EXPECTED_FORMS}")
@@ -59,8 +65,15 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
 
         return SQLiteStore.from_url(url, read_only=read_only)
     if scheme in {"postgresql", "postgres"}:
-        from rota.store.postgres import PostgresStore
-
+        try:
+            from rota.store.postgres import PostgresStore
+        except ModuleNotFoundError as error:
+            if error.name not in POSTGRES_MODULES:
+                raise
+            raise StoreConfigError(
+                f"store URL {mask_url(url)!r} needs the PostgreSQL extra, which is not "
+                f"installed (no module {error.name!r}): pip install 'rota[postgres]'"
+            ) from None
         return PostgresStore.from_url(url)
     raise StoreConfigError(f"store URL {mask_url(url)!r} is not one rota knows; {EXPECTED_FORMS}")
 

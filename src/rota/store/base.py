@@ -48,18 +48,26 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   claimers (threads, processes, machines) ever leases more than the limit. Settings may
   name a Queue that has no jobs. A claim already running when a setting changes may still
   finish under the old one.
+- Worker registry (`register_worker`, `refresh_worker`, ...): one row per worker process,
+  written with the heartbeats (never per job). `list_workers(now)` computes `alive` from
+  the row's `dead_at` and `now`. `refresh_worker` adds its `new` counts to the per-minute
+  history bucket of `now` (minute, group, Queue, outcome), summing with what is there;
+  `register_worker` keeps each group's policy in a groups table (last registration wins)
+  that outlives the worker rows.
 
 Imports only the pure core.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from rota.core.jobs import JobRecord, JobState, Lease, NewJob
 from rota.core.queue_controls import QueueInfo, QueueSettings
+from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo
 
 
 class StoreError(RuntimeError):
@@ -304,6 +312,93 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    # -- transactional enqueue (branch integrate) -------------------------------------------
+
+    def enqueue_on(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """Store `jobs` on the caller's own open database `connection`, inside its current
+        transaction (all or none); return their ids in order. The jobs exist if and only if
+        the caller commits; this never commits or rolls back the caller's transaction.
+
+        Raises:
+            TypeError: if `connection` is not the kind this store writes on (a
+                `sqlite3.Connection` to the same file, a `psycopg.Connection`); the memory
+                store has no connection and always raises it.
+            StoreError: if the connection's database does not hold this store's schema.
+            Errors of the caller's database driver propagate unchanged.
+        """
+        ...
+
+
+    # -- worker registry (branch registry) -------------------------------------------------
+
+    def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
+        """Insert or replace `worker`'s row (its `last_seen` becomes `now`; `alive` is not
+        stored), and record each of its groups (name, policy, pool size) in the groups
+        table, `seen_at` `now`."""
+        ...
+
+    def refresh_worker(
+        self,
+        worker_id: str,
+        now: datetime,
+        *,
+        dead_at: datetime,
+        in_flight: Mapping[str, int],
+        served: Sequence[ServedCount],
+        new: Sequence[ServedCount] = (),
+    ) -> bool:
+        """Refresh a registered worker: `last_seen` = `now`, `dead_at`, jobs in flight per
+        group, `served` (its totals since start, replacing the stored ones); add `new`
+        (served since the previous refresh; their `minute` is ignored) to the history
+        bucket of `now`'s minute. One transaction.
+
+        Returns:
+            False if there is no such row (removed as dead meanwhile); nothing is written
+            then, and the worker should `register_worker` again.
+        """
+        ...
+
+    def unregister_worker(self, worker_id: str) -> bool:
+        """Remove the worker's row (graceful stop); False if there was none."""
+        ...
+
+    def remove_dead_workers(self, dead_before: datetime) -> int:
+        """Remove the rows whose `dead_at` is before `dead_before`; return how many."""
+        ...
+
+    def prune_served(self, before: datetime) -> int:
+        """Delete the history buckets of minutes before `before`; return how many rows."""
+        ...
+
+    def list_workers(self, now: datetime) -> list[WorkerInfo]:
+        """Every registered worker, by `started_at` then id, `alive` = `now` < `dead_at`."""
+        ...
+
+    def served_counts(self, since: datetime) -> list[ServedCount]:
+        """The history rows of every minute bucket starting at or after `since`'s minute,
+        by (minute, group, Queue, outcome)."""
+        ...
+
+    def worker_groups(self) -> list[WorkerGroupInfo]:
+        """Every Worker Group any worker registered (as last registered), by name."""
+        ...
+
+
+@runtime_checkable
+class AsyncTransactionalEnqueue(Protocol):
+    """A store that can also enqueue on the caller's *async* connection (PostgreSQL:
+    `psycopg.AsyncConnection`), awaiting its statements on the caller's event loop.
+    `enqueue_async` with `configure(connection=...)` uses it when the store has it.
+    (branch integrate)"""
+
+    async def enqueue_on_async(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """`Store.enqueue_on` for async code; a sync connection is written on inline."""
+        ...
+
 
 @runtime_checkable
 class WakeupSource(Protocol):
@@ -347,4 +442,44 @@ class WalCheckpointing(Protocol):
     def checkpoint_wal(self) -> int:
         """Fold the write-ahead log back into the database as far as readers allow, without
         waiting for anyone; return the pages left in it (0: all folded back)."""
+        ...
+
+
+# -- Schedules (branch schedules) ---------------------------------------------------------
+
+
+@runtime_checkable
+class ScheduleStore(Protocol):
+    """The schedules part of the contract (every store of rota implements it; the contract
+    suite tests/store/test_contract_schedules.py runs on each).
+
+    Rules:
+    - `register_schedules` creates a missing row with `registered_at = now` (kept for good:
+      the schedule never fires for an instant at or before it) and otherwise overwrites the
+      row's definition, rule, time zone, job name and Queue with the caller's, setting
+      `updated_at = now`. The last App to register a schedule owns it.
+    - `fire_schedule` enqueues the schedule's job for the instant `fire_at` (due at
+      `fire_at`) if and only if the row exists, holds the caller's `definition`, and
+      `registered_at < fire_at` and (`last_fire_at` is None or `last_fire_at < fire_at`);
+      it then sets `last_fire_at = fire_at`. The check, the update and the insert are one
+      atomic step: however many processes and machines fire at once, an instant is fired
+      at most once, and `last_fire_at` only ever moves forward (so no earlier instant can
+      fire after a later one). The job goes through `check_new_jobs` like every enqueue.
+    - Rows are never deleted by rota: a schedule removed from the code keeps its row,
+      which nothing fires (firing is driven by the Apps that define the schedule).
+    """
+
+    def register_schedules(self, schedules: Sequence[ScheduleRegistration],
+                           now: datetime) -> None:
+        """Create or update the rows of `schedules` (see the class)."""
+        ...
+
+    def fire_schedule(self, name: str, definition: str, job: NewJob,
+                      now: datetime) -> FireOutcome:
+        """Enqueue `job` for the instant `job.due_at` of schedule `name`, at most once per
+        instant (see the class)."""
+        ...
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        """Every schedule row, sorted by name."""
         ...

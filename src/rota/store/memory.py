@@ -11,12 +11,13 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
 from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
+    LIVE_STATES,
     REQUEUEABLE_STATES,
     JobEvent,
     JobRecord,
@@ -38,6 +39,8 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
+from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import Claimed, Renewal, claim_caps
 
 
@@ -55,6 +58,16 @@ class MemoryStore:
         # when the limit is set); those no longer leased are pruned when counted, so every
         # path that ends a lease keeps this right without touching it.
         self._leased: dict[str, set[int]] = {}
+        # Unique jobs: each keyed job's (name, key), and per (name, key) the id of the job
+        # that last took it; that job holds the key while it is live (LIVE_STATES).
+        self._keys: dict[int, tuple[str, str]] = {}
+        self._key_holder: dict[tuple[str, str], int] = {}
+        self._schedules: dict[str, ScheduleRow] = {}  # schedules (branch schedules)
+        # Worker registry: rows by worker id, history by (minute, group, Queue, outcome),
+        # groups as last registered.
+        self._workers: dict[str, WorkerInfo] = {}
+        self._served: dict[tuple[datetime, str, str, str], int] = {}
+        self._groups: dict[str, WorkerGroupInfo] = {}
 
     @property
     def url(self) -> str:
@@ -71,15 +84,32 @@ class MemoryStore:
         with self._lock:
             ids: list[int] = []
             for job, (args, kwargs) in zip(jobs, decoded, strict=True):
+                if job.key is not None:
+                    holder = self._live_holder((job.name, job.key))
+                    if holder is not None:
+                        ids.append(holder)
+                        continue
+                    self._keys[self._next_id] = (job.name, job.key)
+                    self._key_holder[(job.name, job.key)] = self._next_id
                 job_id = self._next_id
                 self._next_id += 1
                 self._jobs[job_id] = JobRecord(
                     id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
                     attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
+                    key=job.key, trace_context=job.trace_context,
                 )
                 heapq.heappush(self._due[job.queue], (job.due_at, job_id))
                 ids.append(job_id)
             return ids
+
+    def enqueue_on(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        raise TypeError(
+            "the memory:// store keeps its jobs in this process, not in a database, so it "
+            f"cannot enqueue on a connection (got {type(connection).__name__}); "
+            "transactional enqueue needs a sqlite:/// or postgresql:// store"
+        )
 
     def claim(
         self,
@@ -289,20 +319,34 @@ class MemoryStore:
             )
             return True
 
-    def _requeue(self, job: JobRecord, now: datetime) -> None:
+    def _live_holder(self, name_key: tuple[str, str]) -> int | None:
+        """The id of the live job holding (name, key), if any."""
+        holder = self._key_holder.get(name_key)
+        if holder is None:
+            return None
+        job = self._jobs.get(holder)
+        return holder if job is not None and job.state in LIVE_STATES else None
+
+    def _requeue(self, job: JobRecord, now: datetime) -> bool:
+        """Requeue `job`, unless another live job holds its name and key."""
+        name_key = self._keys.get(job.id)
+        if name_key is not None:
+            if self._live_holder(name_key) is not None:
+                return False
+            self._key_holder[name_key] = job.id
         self._jobs[job.id] = replace(
             job, state=transition(job.state, JobEvent.REQUEUE), attempt=0, due_at=now,
             result=None, cancel_requested=False, finished_at=None,
         )
         heapq.heappush(self._due[job.queue], (now, job.id))
+        return True
 
     def requeue(self, job_id: int, now: datetime) -> bool:
         with self._lock:
             job = self._jobs.get(job_id)
             if job is None or job.state not in REQUEUEABLE_STATES:
                 return False
-            self._requeue(job, now)
-            return True
+            return self._requeue(job, now)
 
     def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
         check_requeueable(state)
@@ -311,9 +355,8 @@ class MemoryStore:
                 job for job in self._jobs.values()
                 if job.state is state and (queue is None or job.queue == queue)
             ]
-            for job in found:
-                self._requeue(job, now)
-            return len(found)
+            # In id order: of several jobs sharing a name and key, the oldest goes back.
+            return sum(self._requeue(job, now) for job in sorted(found, key=lambda j: j.id))
 
     def purge(
         self, states: Sequence[JobState], finished_before: datetime, limit: int
@@ -329,6 +372,9 @@ class MemoryStore:
                     doomed.append(job.id)
             for job_id in doomed:
                 del self._jobs[job_id]  # stale due-heap entries of it are skipped by claim
+                name_key = self._keys.pop(job_id, None)
+                if name_key is not None and self._key_holder.get(name_key) == job_id:
+                    del self._key_holder[name_key]
             return len(doomed)
 
     # -- Queue controls -------------------------------------------------------------------
@@ -415,3 +461,119 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+    # -- Schedules (branch schedules) -----------------------------------------------------
+
+    def register_schedules(self, schedules: Sequence[ScheduleRegistration],
+                           now: datetime) -> None:
+        with self._lock:
+            for s in schedules:
+                old = self._schedules.get(s.name)
+                self._schedules[s.name] = ScheduleRow(
+                    s.name, s.definition, s.rule, s.timezone, s.job_name, s.queue,
+                    registered_at=now if old is None else old.registered_at,
+                    updated_at=now,
+                    last_fire_at=None if old is None else old.last_fire_at,
+                )
+
+    def fire_schedule(self, name: str, definition: str, job: NewJob,
+                      now: datetime) -> FireOutcome:
+        check_new_jobs([job])  # the same jobs refused on every store
+        args, kwargs = decode_arguments(job.args_json, job.kwargs_json)
+        with self._lock:  # the check, the update and the insert: one atomic step
+            row = self._schedules.get(name)
+            if row is None or row.definition != definition:
+                return FireOutcome(None, current=False)
+            if row.registered_at >= job.due_at or (
+                    row.last_fire_at is not None and row.last_fire_at >= job.due_at):
+                return FireOutcome(None)
+            self._schedules[name] = replace(row, last_fire_at=job.due_at)
+            job_id = self._next_id
+            self._next_id += 1
+            self._jobs[job_id] = JobRecord(
+                id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
+                attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
+            )
+            heapq.heappush(self._due[job.queue], (job.due_at, job_id))
+            return FireOutcome(job_id)
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        with self._lock:
+            return [self._schedules[name] for name in sorted(self._schedules)]
+
+    # -- worker registry (branch registry) -------------------------------------------------
+
+    def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
+        with self._lock:
+            self._workers[worker.id] = replace(worker, last_seen=now, alive=True)
+            for group in worker.groups:
+                self._groups[group.name] = WorkerGroupInfo(
+                    name=group.name, policy=group.policy, pool_size=group.pool_size,
+                    seen_at=now,
+                )
+
+    def refresh_worker(
+        self,
+        worker_id: str,
+        now: datetime,
+        *,
+        dead_at: datetime,
+        in_flight: Mapping[str, int],
+        served: Sequence[ServedCount],
+        new: Sequence[ServedCount] = (),
+    ) -> bool:
+        with self._lock:
+            worker = self._workers.get(worker_id)
+            if worker is None:
+                return False
+            groups = tuple(
+                replace(group, in_flight=in_flight.get(group.name, 0))
+                for group in worker.groups
+            )
+            self._workers[worker_id] = replace(
+                worker, last_seen=now, dead_at=dead_at, groups=groups,
+                served=tuple(replace(count, minute=None) for count in served),
+            )
+            minute = minute_of(now)
+            for count in new:
+                key = (minute, count.group, count.queue, count.outcome)
+                self._served[key] = self._served.get(key, 0) + count.count
+            return True
+
+    def unregister_worker(self, worker_id: str) -> bool:
+        with self._lock:
+            return self._workers.pop(worker_id, None) is not None
+
+    def remove_dead_workers(self, dead_before: datetime) -> int:
+        with self._lock:
+            doomed = [w.id for w in self._workers.values() if w.dead_at < dead_before]
+            for worker_id in doomed:
+                del self._workers[worker_id]
+            return len(doomed)
+
+    def prune_served(self, before: datetime) -> int:
+        with self._lock:
+            doomed = [key for key in self._served if key[0] < before]
+            for key in doomed:
+                del self._served[key]
+            return len(doomed)
+
+    def list_workers(self, now: datetime) -> list[WorkerInfo]:
+        with self._lock:
+            workers = list(self._workers.values())
+        workers.sort(key=lambda w: (w.started_at, w.id))
+        return [replace(w, alive=now < w.dead_at) for w in workers]
+
+    def served_counts(self, since: datetime) -> list[ServedCount]:
+        start = minute_of(since)
+        with self._lock:
+            rows = [(key, count) for key, count in self._served.items() if key[0] >= start]
+        rows.sort(key=lambda row: row[0])
+        return [
+            ServedCount(group=group, queue=queue, outcome=outcome, count=count, minute=minute)
+            for (minute, group, queue, outcome), count in rows
+        ]
+
+    def worker_groups(self) -> list[WorkerGroupInfo]:
+        with self._lock:
+            return sorted(self._groups.values(), key=lambda group: group.name)

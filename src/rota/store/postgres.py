@@ -29,13 +29,14 @@ Imports the core, the store contract, psycopg and psycopg_pool; never the worker
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import re
 import select
 import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from functools import cache
@@ -46,7 +47,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import psycopg
 import psycopg_pool
 from psycopg import sql
-from psycopg.rows import TupleRow
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import TupleRow, tuple_row
 
 from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
@@ -68,6 +70,8 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
+from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store import mask_url
 from rota.store.base import (
     Claimed,
@@ -78,6 +82,15 @@ from rota.store.base import (
     claim_caps,
 )
 from rota.store.corrupt import quarantine_undecodable
+from rota.store.registry_rows import (
+    group_from_columns,
+    groups_from_json,
+    groups_json,
+    in_flight_json,
+    policy_columns,
+    served_from_json,
+    served_json,
+)
 
 __all__ = ["DEFAULT_SCHEMA", "SCHEMA_VERSION", "PostgresStore"]
 
@@ -175,6 +188,17 @@ def _parse_url(url: str) -> tuple[str, dict[str, str]]:
         else:
             theirs.append((key, value))
     conninfo = urlunsplit(parts._replace(scheme="postgresql", query=urlencode(theirs)))
+    # libpq's own parser: an unknown parameter (?foo=bar) is a usage error now, with the
+    # URL named, not a failure at first connect.
+    problem = None
+    try:
+        conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError as error:
+        problem = str(error).strip() or type(error).__name__
+    if problem is not None:
+        bad(f"{problem}; the query parameters rota takes are schema, pool_min_size and "
+            "pool_max_size, and libpq's own connection parameters (e.g. sslmode, "
+            "connect_timeout, application_name)")
     return conninfo, ours
 
 
@@ -228,7 +252,8 @@ def _arguments(
 def _record(row: TupleRow) -> JobRecord:
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-     finished_at) = row
+     finished_at) = row[:16]
+    key = row[16] if len(row) > 16 else None  # read paths add the unique-job key
     args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
@@ -238,6 +263,7 @@ def _record(row: TupleRow) -> JobRecord:
         cancel_requested=cancel_requested,
         arguments_error=arguments_error,
         finished_at=finished_at,
+        key=key,
     )
 
 
@@ -246,14 +272,14 @@ def _leased_record(
 ) -> JobRecord:
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at) = row
+     created_at, trace_context) = row
     args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=JobState.LEASED, attempt=attempt,
         due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
         created_at=created_at, lease_owner=owner, lease_expires_at=lease_expires_at,
         started_at=started_at,
-        arguments_error=arguments_error,
+        arguments_error=arguments_error, trace_context=trace_context,
     )
 
 
@@ -263,6 +289,12 @@ def _lease_columns(leases: Sequence[Lease]) -> dict[str, list[int] | list[str]]:
         "owners": [lease.owner for lease in leases],
         "attempts": [lease.attempt for lease in leases],
     }
+
+
+def _enqueue_statement(params: Mapping[str, object]) -> str:
+    """enqueue_traced.sql for a batch with trace contexts (enqueued inside a span), else
+    the usual enqueue.sql."""
+    return "enqueue_traced" if "trace_contexts" in params else "enqueue"
 
 
 def _utc(moment: datetime, what: str) -> datetime:
@@ -397,16 +429,19 @@ class PostgresStore:
 
     def _fail(self, doing: str, error: BaseException) -> NoReturn:
         """Raise `error` as a StoreError naming the masked URL."""
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        # The cause is named in the message itself: the CLI prints one line and no
+        # traceback, so "see the cause below" would point at nothing.
+        lines = [part.strip() for part in str(error).strip().splitlines() if part.strip()]
+        detail = f"{type(error).__name__}: {' '.join(lines)}" if lines else type(error).__name__
         if isinstance(error, psycopg.OperationalError | psycopg_pool.PoolTimeout):
             hint = (
-                "check that PostgreSQL is running and reachable at this URL "
+                "; check that PostgreSQL is running and reachable at this URL "
                 f"({EXPECTED_FORM})"
             )
         else:
-            hint = "see the cause below"
+            hint = ""
         raise StoreError(
-            f"PostgreSQL store {self._url!r} failed to {doing}: {detail}; {hint}"
+            f"PostgreSQL store {self._url!r} failed to {doing}: {detail}{hint}"
         ) from error
 
     def _query(self, name: str) -> str:
@@ -532,13 +567,92 @@ class PostgresStore:
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
+        params = self._enqueue_params(jobs, now)
+        if all(job.key is None for job in jobs):
+            rows, _ = self._execute(_enqueue_statement(params), params)
+            return [row[0] for row in rows]
+        # Unique jobs: a few statements, so one transaction on the pooled connection.
+        with self._cursor("enqueue") as cursor, cursor.connection.transaction():
+            return self._enqueue_keyed(cursor, jobs, params)
+
+    def _enqueue_keyed(
+        self, cursor: psycopg.Cursor[TupleRow], jobs: Sequence[NewJob],
+        params: dict[str, object],
+    ) -> list[int]:
+        """Enqueue a batch that has keys on `cursor` (inside a transaction): the
+        statements of `_keyed_steps`, run one after another."""
+        steps = self._keyed_steps(jobs, params)
+        query, query_params = next(steps)
+        while True:
+            cursor.execute(query, query_params)
+            try:
+                query, query_params = steps.send(cursor.fetchall())
+            except StopIteration as done:
+                ids: list[int] = done.value
+                return ids
+
+    def _keyed_steps(
+        self, jobs: Sequence[NewJob], params: dict[str, object],
+    ) -> Generator[tuple[str, dict[str, object]], list[TupleRow], list[int]]:
+        """The statements that enqueue a batch with keys, sans I/O: yields (query, params),
+        is sent each statement's rows, returns the ids in input order (a job not inserted
+        because a live job holds its name and key gets that job's id). The sync and the
+        async enqueue on a caller's connection both drive it.
+
+        Under READ COMMITTED each statement sees what committed before it started. The
+        INSERT waits for a concurrent enqueuer of the same key and then skips its job;
+        live_keys.sql, a later statement, sees that job. If the live job finished in
+        between (the key is free again), the job is inserted in another round."""
+        ids: list[int | None] = [None] * len(jobs)
+        pending = list(range(len(jobs)))
+        for _round in range(10):
+            batch = [jobs[index] for index in pending]
+            inserted = yield self._query("enqueue_keyed"), {
+                **params,
+                "names": [job.name for job in batch],
+                "queues": [job.queue for job in batch],
+                "due_ats": [job.due_at for job in batch],
+                "args": [job.args_json for job in batch],
+                "kwargs": [job.kwargs_json for job in batch],
+                "keys": [job.key for job in batch],
+                "trace_contexts": [job.trace_context for job in batch],
+            }  # rows (id, name, key), in input order
+            keyless = iter([row[0] for row in inserted if row[2] is None])
+            by_key = {(row[1], row[2]): row[0] for row in inserted if row[2] is not None}
+            missing: dict[tuple[str, str], list[int]] = {}
+            for index in pending:
+                job = jobs[index]
+                if job.key is None:
+                    ids[index] = next(keyless)
+                elif (job.name, job.key) in by_key:
+                    ids[index] = by_key[(job.name, job.key)]
+                else:
+                    missing.setdefault((job.name, job.key), []).append(index)
+            if missing:
+                holders = yield self._query("live_keys"), {
+                    "names": [name for name, _ in missing],
+                    "keys": [key for _, key in missing],
+                }
+                for name, key, job_id in holders:
+                    for index in missing.pop((name, key), []):
+                        ids[index] = job_id
+            pending = sorted(index for indexes in missing.values() for index in indexes)
+            if not pending:
+                return [job_id for job_id in ids if job_id is not None]
+        raise StoreError(
+            f"PostgreSQL store {self._url!r}: unique jobs kept finishing while being "
+            "enqueued (10 rounds); retry the enqueue"
+        )
+
+    def _enqueue_params(self, jobs: Sequence[NewJob], now: datetime) -> dict[str, object]:
+        """enqueue.sql's parameters, after the checks every store makes."""
         check_new_jobs(jobs)  # the same jobs refused on every store
         # Arguments are JSON text from encode_arguments; the statement's ::json cast checks
         # them again, atomically (decoding them here too cost ~40% of enqueue time).
         # Array parameters are sent in binary (%(name)b): 10x cheaper to encode than text.
         for job in jobs:
             _utc(job.due_at, "due_at")
-        rows, _ = self._execute("enqueue", {
+        params: dict[str, object] = {
             "now": _utc(now, "now"),
             "names": [job.name for job in jobs],
             "queues": [job.queue for job in jobs],
@@ -546,8 +660,10 @@ class PostgresStore:
             "args": [job.args_json for job in jobs],
             "kwargs": [job.kwargs_json for job in jobs],
             "channel": self.channel,
-        })
-        return [row[0] for row in rows]
+        }
+        if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
+            params["trace_contexts"] = [job.trace_context for job in jobs]
+        return params
 
     def claim(
         self,
@@ -701,7 +817,15 @@ class PostgresStore:
         return count == 1
 
     def requeue(self, job_id: int, now: datetime) -> bool:
-        _, count = self._execute("requeue", {"id": job_id, "now": _utc(now, "now")})
+        try:
+            _, count = self._execute("requeue", {"id": job_id, "now": _utc(now, "now")})
+        except StoreError as error:
+            # Unique jobs: a job of the same name and key was enqueued (committed) while
+            # this statement ran; its NOT EXISTS saw the snapshot before. Refused, as if
+            # that job had been there first.
+            if isinstance(error.__cause__, psycopg.errors.UniqueViolation):
+                return False
+            raise
         return count == 1
 
     def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
@@ -821,6 +945,204 @@ class PostgresStore:
         for listener in listeners:
             listener.stop()
         self._pool.close()
+
+    # -- transactional enqueue (branch integrate) -------------------------------------------
+
+    def enqueue_on(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """Store `jobs` on the caller's `psycopg.Connection` (psycopg 3), inside its current
+        transaction: they exist if and only if the caller commits. The wake-up NOTIFY is
+        part of that transaction, so PostgreSQL delivers it to the workers at commit, and
+        not at all on rollback. An autocommit connection has no transaction to join: the
+        jobs commit at once, like any statement run on it.
+
+        The connection must reach the store's database; the store's schema is migrated
+        first if needed (on the store's own connection).
+
+        Raises:
+            TypeError: `connection` is not a `psycopg.Connection` (for an
+                `AsyncConnection`, see `enqueue_on_async`).
+            psycopg.Error: from the caller's connection, unchanged (the caller's
+                transaction is then aborted, as after any failed statement: roll it back).
+        """
+        if not isinstance(connection, psycopg.Connection):
+            raise TypeError(
+                f"PostgreSQL store {self._url!r} enqueues on a psycopg.Connection (psycopg "
+                f"3, sync); got {type(connection).__module__}.{type(connection).__qualname__}"
+            )
+        if not jobs:
+            return []
+        params = self._enqueue_params(jobs, now)
+        if self._closed:
+            raise StoreError(f"PostgreSQL store {self._url!r} is closed; open a new one")
+        self._ensure_ready()  # migrated: the statement needs the schema
+        with connection.cursor(row_factory=tuple_row) as cursor:
+            if all(job.key is None for job in jobs):
+                cursor.execute(self._query(_enqueue_statement(params)), params)
+                return [row[0] for row in cursor.fetchall()]
+            if connection.autocommit:  # no transaction of the caller's: make one
+                with connection.transaction():
+                    return self._enqueue_keyed(cursor, jobs, params)
+            return self._enqueue_keyed(cursor, jobs, params)
+
+    async def enqueue_on_async(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """`enqueue_on` for async code: on a `psycopg.AsyncConnection` the statements are
+        awaited on the caller's event loop; a sync `psycopg.Connection` is written on
+        inline, as `enqueue_on` does. The same rules otherwise.
+
+        Raises:
+            TypeError: `connection` is neither.
+            psycopg.Error: from the caller's connection, unchanged.
+        """
+        if not isinstance(connection, psycopg.AsyncConnection):
+            return self.enqueue_on(connection, jobs, now)
+        if not jobs:
+            return []
+        params = self._enqueue_params(jobs, now)
+        if self._closed:
+            raise StoreError(f"PostgreSQL store {self._url!r} is closed; open a new one")
+        if not self._ready:
+            await asyncio.to_thread(self._ensure_ready)  # migrating blocks: off the loop
+        async with connection.cursor(row_factory=tuple_row) as cursor:
+            if all(job.key is None for job in jobs):
+                await cursor.execute(self._query(_enqueue_statement(params)), params)
+                return [row[0] for row in await cursor.fetchall()]
+            if connection.autocommit:  # no transaction of the caller's: make one
+                async with connection.transaction():
+                    return await self._enqueue_keyed_async(cursor, jobs, params)
+            return await self._enqueue_keyed_async(cursor, jobs, params)
+
+    async def _enqueue_keyed_async(
+        self, cursor: psycopg.AsyncCursor[TupleRow], jobs: Sequence[NewJob],
+        params: dict[str, object],
+    ) -> list[int]:
+        steps = self._keyed_steps(jobs, params)
+        query, query_params = next(steps)
+        while True:
+            await cursor.execute(query, query_params)
+            try:
+                query, query_params = steps.send(await cursor.fetchall())
+            except StopIteration as done:
+                ids: list[int] = done.value
+                return ids
+
+    # -- Schedules (branch schedules) -----------------------------------------------------
+
+    def register_schedules(self, schedules: Sequence[ScheduleRegistration],
+                           now: datetime) -> None:
+        if not schedules:
+            return
+        self._execute("register_schedules", {
+            "now": _utc(now, "now"),
+            "names": [s.name for s in schedules],
+            "definitions": [s.definition for s in schedules],
+            "rules": [s.rule for s in schedules],
+            "timezones": [s.timezone for s in schedules],
+            "job_names": [s.job_name for s in schedules],
+            "queues": [s.queue for s in schedules],
+        })
+
+    def fire_schedule(self, name: str, definition: str, job: NewJob,
+                      now: datetime) -> FireOutcome:
+        check_new_jobs([job])  # the same jobs refused on every store
+        rows, _ = self._execute("fire_schedule", {
+            "name": name, "definition": definition,
+            "fire_at": _utc(job.due_at, "due_at"), "job_name": job.name,
+            "queue": job.queue, "args": job.args_json, "kwargs": job.kwargs_json,
+            "now": _utc(now, "now"), "channel": self.channel,
+        })
+        job_id, stored, _hints = rows[0]
+        return FireOutcome(job_id, current=job_id is not None or stored == definition)
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        rows, _ = self._execute("list_schedules", {})
+        return [ScheduleRow(*row) for row in rows]
+
+    # -- worker registry (branch registry) -------------------------------------------------
+
+    def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
+        columns = [policy_columns(group) for group in worker.groups]
+        self._execute("register_worker", {
+            "id": worker.id, "host": worker.host, "pid": worker.pid, "version": worker.version,
+            "started_at": _utc(worker.started_at, "started_at"), "now": _utc(now, "now"),
+            "dead_at": _utc(worker.dead_at, "dead_at"), "groups": groups_json(worker.groups),
+            "in_flight": in_flight_json({g.name: g.in_flight for g in worker.groups}),
+            "served": served_json(worker.served),
+            "names": [group.name for group in worker.groups],
+            "kinds": [kind for kind, _, _ in columns],
+            "queue_lists": [queues for _, queues, _ in columns],
+            "weight_lists": [weights for _, _, weights in columns],
+            "pool_sizes": [group.pool_size for group in worker.groups],
+        })
+
+    def refresh_worker(
+        self,
+        worker_id: str,
+        now: datetime,
+        *,
+        dead_at: datetime,
+        in_flight: Mapping[str, int],
+        served: Sequence[ServedCount],
+        new: Sequence[ServedCount] = (),
+    ) -> bool:
+        # One INSERT may not touch a row twice: sum duplicates first.
+        summed: dict[tuple[str, str, str], int] = {}
+        for count in new:
+            key = (count.group, count.queue, count.outcome)
+            summed[key] = summed.get(key, 0) + count.count
+        rows, _ = self._execute("refresh_worker", {
+            "id": worker_id, "now": _utc(now, "now"), "dead_at": _utc(dead_at, "dead_at"),
+            "in_flight": in_flight_json(in_flight), "served": served_json(served),
+            "minute": minute_of(_utc(now, "now")),
+            "grps": [key[0] for key in summed], "queues": [key[1] for key in summed],
+            "outcomes": [key[2] for key in summed], "counts": list(summed.values()),
+        })
+        return bool(rows)
+
+    def unregister_worker(self, worker_id: str) -> bool:
+        _, count = self._execute("unregister_worker", {"id": worker_id})
+        return count == 1
+
+    def remove_dead_workers(self, dead_before: datetime) -> int:
+        _, count = self._execute(
+            "remove_dead_workers", {"dead_before": _utc(dead_before, "dead_before")})
+        return count
+
+    def prune_served(self, before: datetime) -> int:
+        _, count = self._execute("prune_served", {"before": _utc(before, "before")})
+        return count
+
+    def list_workers(self, now: datetime) -> list[WorkerInfo]:
+        rows, _ = self._execute("list_workers", {})
+        moment = _utc(now, "now")
+        return [
+            WorkerInfo(
+                id=worker_id, host=host, pid=pid, version=version, started_at=started_at,
+                last_seen=last_seen, dead_at=dead_at,
+                groups=groups_from_json(groups, in_flight), served=served_from_json(served),
+                alive=moment < dead_at,
+            )
+            for (worker_id, host, pid, version, started_at, last_seen, dead_at, groups,
+                 in_flight, served) in rows
+        ]
+
+    def served_counts(self, since: datetime) -> list[ServedCount]:
+        rows, _ = self._execute(
+            "served_counts", {"since": minute_of(_utc(since, "since"))})
+        return [
+            ServedCount(group=group, queue=queue, outcome=outcome, count=count, minute=minute)
+            for minute, group, queue, outcome, count in rows
+        ]
+
+    def worker_groups(self) -> list[WorkerGroupInfo]:
+        rows, _ = self._execute("worker_groups", {})
+        return [
+            group_from_columns(name, kind, queues, weights, pool_size, seen_at)
+            for name, kind, queues, weights, pool_size, seen_at in rows
+        ]
 
 
 class _Listener:

@@ -26,8 +26,8 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -56,6 +56,8 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
+from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import (
     Claimed,
     Renewal,
@@ -65,6 +67,15 @@ from rota.store.base import (
     claim_caps,
 )
 from rota.store.corrupt import quarantine_undecodable
+from rota.store.registry_rows import (
+    group_from_columns,
+    groups_from_json,
+    groups_json,
+    in_flight_json,
+    policy_columns,
+    served_from_json,
+    served_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +89,8 @@ _STATES = {state.value: state for state in JobState}
 _MIGRATION_FILE = re.compile(r"(\d{4})_[a-z0-9_]+\.sql")
 # A row as every SELECT/RETURNING of a whole job gives it, in this column order:
 # id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-# lease_owner, lease_expires_at, started_at, result, cancel_requested, finished_at.
+# lease_owner, lease_expires_at, started_at, result, cancel_requested, finished_at
+# (and key, on the read paths: get_job, list_jobs, find_expired_leases).
 _Row = tuple[Any, ...]
 
 
@@ -175,7 +187,8 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
     creation times, and a claim's rows share their lease expiry (~4 % of a drain)."""
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-     finished_at) = row
+     finished_at) = row[:16]
+    key = row[16] if len(row) > 16 else None  # read paths add the unique-job key
     if times is None:
         times = {}
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
@@ -197,6 +210,7 @@ def _record(row: _Row, times: dict[int, datetime] | None = None) -> JobRecord:
         cancel_requested=bool(cancel_requested),
         arguments_error=arguments_error,
         finished_at=None if finished_at is None else _at(finished_at),
+        key=key,
     )
 
 
@@ -205,7 +219,7 @@ def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
     """The record of a row the claim just leased (claim.sql's RETURNING columns): what the
     claim set comes from its parameters rather than back from the row."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
-     result, cancel_requested, finished_at) = row
+     result, cancel_requested, finished_at, trace_context) = row
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     if (due := times.get(due_at)) is None:
         due = times[due_at] = _at(due_at)
@@ -215,7 +229,7 @@ def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
         job_id, name, queue, JobState.LEASED, attempt, due, args, kwargs, last_error,
         created, None if finished_at is None else _at(finished_at), owner, expires, started,
         None if result is None else decode_result(result), bool(cancel_requested),
-        arguments_error,
+        arguments_error, trace_context=trace_context,
     )
 
 
@@ -224,6 +238,48 @@ def _is_busy(error: sqlite3.Error) -> bool:
     if code is not None:
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return "locked" in str(error) or "busy" in str(error)
+
+
+def _enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, ...]]:
+    """The rows enqueue.sql inserts, after the checks every store makes (nothing is
+    written when one job is refused)."""
+    check_new_jobs(jobs)  # the same jobs refused on every store
+    created_at = _us(now)
+    rows: list[tuple[object, ...]] = []
+    for job in jobs:
+        decode_arguments(job.args_json, job.kwargs_json)  # bad JSON fails before writing
+        rows.append(
+            (job.name, job.queue, _us(job.due_at), job.args_json, job.kwargs_json, created_at)
+        )
+    if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
+        rows = [(*row, job.trace_context) for row, job in zip(rows, jobs, strict=True)]
+    return rows
+
+
+def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[object, ...]],
+                 jobs: Sequence[NewJob]) -> list[int]:
+    """Insert `rows` (of `jobs`) inside the caller's write transaction; their ids in
+    order. A keyed job whose name and key a live job holds is not inserted: its id is that
+    job's (an earlier job of the same batch included). Rows with a 7th column (a trace
+    context) go through enqueue_traced.sql, the rest as before."""
+    if all(job.key is None for job in jobs):
+        traced = bool(rows) and len(rows[0]) == 7
+        conn.executemany(_sql("enqueue_traced" if traced else "enqueue"), rows)
+        (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
+        # AUTOINCREMENT under the write lock hands one batch consecutive ids.
+        return list(range(last_id - len(rows) + 1, last_id + 1))
+    ids: list[int] = []
+    insert, live = _sql("enqueue_keyed"), _sql("live_key_id")
+    for row, job in zip(rows, jobs, strict=True):
+        name, queue, due_at, args, kwargs, created_at = row[:6]
+        params = {"name": name, "queue": queue, "due_at": due_at, "args": args,
+                  "kwargs": kwargs, "created_at": created_at, "key": job.key,
+                  "trace_context": job.trace_context}
+        row = conn.execute(insert, params).fetchone()
+        if row is None:  # the write lock is held: the live job cannot finish meanwhile
+            row = conn.execute(live, {"name": name, "key": job.key}).fetchone()
+        ids.append(int(row[0]))
+    return ids
 
 
 # -- the store ------------------------------------------------------------------------------
@@ -550,19 +606,9 @@ class SQLiteStore:
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
-        check_new_jobs(jobs)  # the same jobs refused on every store
-        created_at = _us(now)
-        rows = []
-        for job in jobs:
-            decode_arguments(job.args_json, job.kwargs_json)  # bad JSON fails before writing
-            rows.append(
-                (job.name, job.queue, _us(job.due_at), job.args_json, job.kwargs_json, created_at)
-            )
+        rows = _enqueue_rows(jobs, now)
         with self._write("enqueueing") as conn:
-            conn.executemany(_sql("enqueue"), rows)
-            (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
-        # AUTOINCREMENT under the write lock hands one batch consecutive ids.
-        return list(range(last_id - len(rows) + 1, last_id + 1))
+            return _insert_jobs(conn, rows, jobs)
 
     def claim(
         self,
@@ -864,6 +910,216 @@ class SQLiteStore:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    # -- transactional enqueue (branch integrate) -------------------------------------------
+
+    def enqueue_on(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """Store `jobs` on the caller's `sqlite3.Connection` to this store's file, inside
+        its current transaction: they exist if and only if the caller commits.
+
+        The writes run inside a SAVEPOINT, so a failure leaves the caller's transaction as
+        it was. A connection in Python's default (legacy) transaction mode that has no
+        transaction open gets one (`BEGIN`, as Python would open before an INSERT), for the
+        caller to commit or roll back. A connection in autocommit mode with no transaction
+        open has nothing to join: the jobs commit at once. Workers in other processes see
+        them when the caller commits (their watcher polls `PRAGMA data_version`).
+
+        Raises:
+            TypeError: `connection` is not a `sqlite3.Connection`.
+            StoreError: it is open on another file, or its file's schema is not this rota's
+                (opening the store migrates it: `rota.App(url)` or `rota migrate` first).
+            sqlite3.Error: from the caller's connection, unchanged.
+        """
+        if not isinstance(connection, sqlite3.Connection):
+            raise TypeError(
+                f"SQLite store {self._url!r} enqueues on a sqlite3.Connection to its file "
+                f"{self._path!r}; got {type(connection).__module__}."
+                f"{type(connection).__qualname__}"
+            )
+        if self._read_only:
+            raise StoreError(
+                f"SQLite store {self._url!r} was opened read-only; enqueueing needs a "
+                "writable store: open it without read_only"
+            )
+        if not jobs:
+            return []
+        rows = _enqueue_rows(jobs, now)
+        cursor = connection.cursor()
+        cursor.row_factory = None  # whatever the caller's connection uses, tuples here
+        try:
+            self._check_callers_file(cursor)
+            legacy = getattr(sqlite3, "LEGACY_TRANSACTION_CONTROL", -1)
+            if (not connection.in_transaction and connection.isolation_level is not None
+                    and getattr(connection, "autocommit", legacy) == legacy):
+                # What Python itself runs before the first INSERT of a transaction.
+                cursor.execute(f"BEGIN {connection.isolation_level}")
+            cursor.execute("SAVEPOINT rota_enqueue")
+            try:
+                ids = _insert_jobs(cursor, rows, jobs)
+            except BaseException:
+                # Undo rota's writes only. Some errors (disk full, I/O) make SQLite roll
+                # the whole transaction back itself: then there is no savepoint left, and
+                # the original error is the one to raise.
+                if connection.in_transaction:
+                    with suppress(sqlite3.Error):
+                        cursor.execute("ROLLBACK TO rota_enqueue")
+                        cursor.execute("RELEASE rota_enqueue")
+                raise
+            cursor.execute("RELEASE rota_enqueue")
+            return ids
+        finally:
+            cursor.close()
+
+    def _check_callers_file(self, cursor: sqlite3.Cursor) -> None:
+        main = next((row[2] for row in cursor.execute("PRAGMA database_list")
+                     if row[1] == "main"), "")
+        if not main or os.path.realpath(main) != os.path.realpath(self._path):
+            raise StoreError(
+                f"SQLite store {self._url!r}: the connection given is open on "
+                f"{main or 'an in-memory database'!r}, not on the store's file "
+                f"{str(Path(self._path).resolve())!r}; connect to the store's file"
+            )
+        version = int(cursor.execute(_sql("schema_version")).fetchone()[0])
+        if version != schema_version_known():
+            raise StoreError(
+                f"SQLite store {self._url!r} has schema version {version}, this rota writes "
+                f"version {schema_version_known()}; open the store first (rota.App(url) or "
+                "`rota migrate`), which migrates it"
+            )
+
+    # -- Schedules (branch schedules) ---------------------------------------------------------
+
+    def register_schedules(self, schedules: Sequence[ScheduleRegistration],
+                           now: datetime) -> None:
+        if not schedules:
+            return
+        at = _us(now)
+        rows = [
+            {"name": s.name, "definition": s.definition, "rule": s.rule,
+             "timezone": s.timezone, "job_name": s.job_name, "queue": s.queue, "now": at}
+            for s in schedules
+        ]
+        with self._write("registering schedules") as conn:
+            conn.executemany(_sql("register_schedule"), rows)
+
+    def fire_schedule(self, name: str, definition: str, job: NewJob,
+                      now: datetime) -> FireOutcome:
+        check_new_jobs([job])  # the same jobs refused on every store
+        decode_arguments(job.args_json, job.kwargs_json)  # bad JSON fails before writing
+        params: dict[str, object] = {
+            "name": name, "definition": definition, "fire_at": _us(job.due_at),
+            "job_name": job.name, "queue": job.queue, "args": job.args_json,
+            "kwargs": job.kwargs_json, "now": _us(now),
+        }
+        # The compare-and-set and the insert share one write transaction (BEGIN
+        # IMMEDIATE holds the file's write lock): no other process can fire in between.
+        with self._write("firing a schedule") as conn:
+            if conn.execute(_sql("fire_schedule"), params).rowcount == 1:
+                (job_id,) = conn.execute(_sql("fire_schedule_enqueue"), params).fetchone()
+                return FireOutcome(int(job_id))
+            row = conn.execute(_sql("schedule_definition"), {"name": name}).fetchone()
+        return FireOutcome(None, current=row is not None and row[0] == definition)
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        with self._read("listing schedules") as conn:
+            rows = conn.execute(_sql("list_schedules")).fetchall()
+        return [
+            ScheduleRow(name, definition, rule, timezone, job_name, queue,
+                        _at(registered_at), _at(updated_at),
+                        None if last_fire_at is None else _at(last_fire_at))
+            for (name, definition, rule, timezone, job_name, queue, registered_at,
+                 updated_at, last_fire_at) in rows
+        ]
+
+    # -- worker registry (branch registry) -------------------------------------------------
+
+    def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
+        params = {
+            "id": worker.id, "host": worker.host, "pid": worker.pid, "version": worker.version,
+            "started_at": _us(worker.started_at), "now": _us(now),
+            "dead_at": _us(worker.dead_at), "groups": groups_json(worker.groups),
+            "in_flight": in_flight_json({g.name: g.in_flight for g in worker.groups}),
+            "served": served_json(worker.served),
+        }
+        group_rows = []
+        for group in worker.groups:
+            kind, queues, weights = policy_columns(group)
+            group_rows.append({"name": group.name, "kind": kind, "queues": queues,
+                               "weights": weights, "pool_size": group.pool_size,
+                               "now": _us(now)})
+        with self._write("registering a worker") as conn:
+            conn.execute(_sql("register_worker"), params)
+            conn.executemany(_sql("register_worker_group"), group_rows)
+
+    def refresh_worker(
+        self,
+        worker_id: str,
+        now: datetime,
+        *,
+        dead_at: datetime,
+        in_flight: Mapping[str, int],
+        served: Sequence[ServedCount],
+        new: Sequence[ServedCount] = (),
+    ) -> bool:
+        params = {"id": worker_id, "now": _us(now), "dead_at": _us(dead_at),
+                  "in_flight": in_flight_json(in_flight), "served": served_json(served)}
+        minute = _us(minute_of(now))
+        rows = [{"minute": minute, "grp": c.group, "queue": c.queue, "outcome": c.outcome,
+                 "count": c.count} for c in new]
+        with self._write("refreshing a worker") as conn:
+            if conn.execute(_sql("refresh_worker"), params).rowcount != 1:
+                return False
+            if rows:
+                conn.executemany(_sql("add_served"), rows)
+        return True
+
+    def unregister_worker(self, worker_id: str) -> bool:
+        with self._write("unregistering a worker") as conn:
+            return bool(conn.execute(_sql("unregister_worker"), {"id": worker_id}).rowcount)
+
+    def remove_dead_workers(self, dead_before: datetime) -> int:
+        with self._write("removing dead workers") as conn:
+            return int(conn.execute(
+                _sql("remove_dead_workers"), {"dead_before": _us(dead_before)}).rowcount)
+
+    def prune_served(self, before: datetime) -> int:
+        with self._write("pruning the served history") as conn:
+            return int(conn.execute(_sql("prune_served"), {"before": _us(before)}).rowcount)
+
+    def list_workers(self, now: datetime) -> list[WorkerInfo]:
+        with self._read("listing workers") as conn:
+            rows = conn.execute(_sql("list_workers")).fetchall()
+        moment = _us(now)
+        return [
+            WorkerInfo(
+                id=worker_id, host=host, pid=pid, version=version, started_at=_at(started_at),
+                last_seen=_at(last_seen), dead_at=_at(dead_at),
+                groups=groups_from_json(groups, in_flight), served=served_from_json(served),
+                alive=moment < dead_at,
+            )
+            for (worker_id, host, pid, version, started_at, last_seen, dead_at, groups,
+                 in_flight, served) in rows
+        ]
+
+    def served_counts(self, since: datetime) -> list[ServedCount]:
+        with self._read("reading the served history") as conn:
+            rows = conn.execute(
+                _sql("served_counts"), {"since": _us(minute_of(since))}).fetchall()
+        return [
+            ServedCount(group=group, queue=queue, outcome=outcome, count=count,
+                        minute=_at(minute))
+            for minute, group, queue, outcome, count in rows
+        ]
+
+    def worker_groups(self) -> list[WorkerGroupInfo]:
+        with self._read("reading Worker Groups") as conn:
+            rows = conn.execute(_sql("worker_groups")).fetchall()
+        return [
+            group_from_columns(name, kind, queues, weights, pool_size, _at(seen_at))
+            for name, kind, queues, weights, pool_size, seen_at in rows
+        ]
 
 
 def _require_sqlite_with_returning() -> None:

@@ -40,10 +40,12 @@ from rota.core.outcomes import (
     Cancelled,
     Outcome,
     Quarantined,
+    RetryAt,
     Succeeded,
     describe,
     unknown_job,
 )
+from rota.core.retry import Retry
 from rota.worker.context import _CURRENT, CurrentJob
 from rota.worker.group import GroupRunner, Handler
 
@@ -190,8 +192,13 @@ def _on_failure(job: JobRecord, handler: Handler, runner: GroupRunner, clock: Cl
     if current._cancel_requested:
         return _cancelled(job)
     outcome = runner.outcome_of_error(job, handler, error, clock.now())
-    logger.warning("job %s (%s) attempt %s failed: %s", job.id, job.name, job.attempt,
-                   describe(outcome), exc_info=error)
+    if isinstance(error, Retry) and isinstance(outcome, RetryAt):
+        # Asked for by the handler: not a failure worth a traceback.
+        logger.info("job %s (%s) attempt %s: %s", job.id, job.name, job.attempt,
+                    describe(outcome))
+    else:
+        logger.warning("job %s (%s) attempt %s failed: %s", job.id, job.name, job.attempt,
+                       describe(outcome), exc_info=error)
     return outcome
 
 

@@ -31,6 +31,7 @@ from rota.core.outcomes import (
     describe,
     describe_error,
 )
+from rota.core.policy import PolicyFault
 from rota.core.retry import RetryPolicy
 from rota.core.suspects import lease_expired_error
 from rota.store.base import Claimed, Store, StoreError
@@ -72,11 +73,20 @@ class GroupRunner:
     def __init__(self, options: WorkerGroupOptions) -> None:
         self.options = options
         # Validates the policy. A Weighted group remembers its Queues found empty across
-        # passes and probes them again (one round trip) after a pass that came back short
-        # of its free slots, after a wake-up hint names one of them, and at least every
-        # poll interval: with thousands of tenant Queues, asking each empty one every pass
-        # cost more round trips than the jobs served (issue 13, docs/dispatch.md).
-        self.dispatcher = Dispatcher.for_policy(options.policy, remember_empty=True)
+        # passes and probes them again (one round trip) when a wake-up hint names one of
+        # them, at least every poll interval, and before it goes idle: with thousands of
+        # tenant Queues, asking each empty one every pass cost more round trips than the
+        # jobs served (issue 13, docs/dispatch.md).
+        try:
+            self.dispatcher = Dispatcher.for_policy(options.policy, remember_empty=True)
+        except ValueError as error:
+            # The message may be exact by specification: the group is named in its cause.
+            where = f"in Worker Group {options.name!r}: {options.policy!r}"
+            fault = error.__cause__
+            error.__cause__ = PolicyFault(
+                f"{fault}, {where}" if isinstance(fault, PolicyFault) else where)
+            error.__suppress_context__ = True
+            raise
         self.owner = new_owner_id(options.name)
         # Whether the last claim_pass was cut short by a StoreError; read by the drive that
         # owns this runner (one pass at a time) to back off before the next pass.
@@ -280,7 +290,8 @@ class GroupRunner:
     def outcome_of_error(
         self, job: JobRecord, handler: Handler | None, error: BaseException, now: datetime
     ) -> Outcome:
-        return after_failure(job.attempt, describe_error(error), self.retry_policy(handler), now)
+        return after_failure(job.attempt, describe_error(error), self.retry_policy(handler), now,
+                             exception=error, job_id=job.id)
 
 
 def _record(
@@ -355,7 +366,7 @@ def sweep_expired_leases(
     applied = 0
     for job in expired:
         error = lease_expired_error(job.lease_owner)
-        outcome = after_failure(job.attempt, error, retry_for(job), now)
+        outcome = after_failure(job.attempt, error, retry_for(job), now, job_id=job.id)
         due_at = outcome.due_at if isinstance(outcome, RetryAt) else None
         if store.expire_lease(job.lease, now, due_at, error):
             applied += 1

@@ -60,10 +60,11 @@ import contextlib
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from rota.core.clock import Clock
 from rota.core.dispatch import PassPlan
@@ -82,8 +83,10 @@ from rota.worker.group import (
     record_successes,
     sweep_expired_leases,
 )
+from rota.worker.registry import OUTCOME_NAMES
 from rota.worker.supervision import supervise
 from rota.worker.threads import DaemonPool
+from rota.worker.tracing import Tracing
 
 logger = logging.getLogger("rota")
 
@@ -93,6 +96,32 @@ T = TypeVar("T")
 # started with the runtime, cancelled when it stops. It owns its cadence and must survive
 # its own errors; it gets the runtime for `store_call`, `sleep_unless_stopping`, `stopping`.
 Duty = Callable[["Runtime"], Coroutine[Any, Any, None]]
+
+
+class RuntimeObserver(Protocol):
+    """Watches a runtime for metrics (`rota.metrics`): told when it starts and stops,
+    after every pass's claims how long they took (store round trips included) and how
+    many jobs they returned, and after every handler how long it ran (perf_counter
+    seconds). Called on the loop thread, per job for `job_ran`: keep them quick. Without
+    observers the runtime reads no timer at all."""
+
+    def runtime_started(self, runtime: Runtime, /) -> None: ...
+
+    def runtime_stopped(self, runtime: Runtime, /) -> None: ...
+
+    def claimed(self, group: str, round_trip_s: float, jobs: int, /) -> None: ...
+
+    def job_ran(self, group: str, queue: str, ran_s: float, /) -> None: ...
+
+
+@runtime_checkable
+class StoppingDuty(Protocol):
+    """A duty with work to do at a graceful stop, after the groups stopped (the store
+    threads still run): `at_stop` is awaited, bounded by FLUSH_TIMEOUT_S. Not at abort."""
+
+    def __call__(self, runtime: Runtime, /) -> Coroutine[Any, Any, None]: ...
+
+    async def at_stop(self, runtime: Runtime, /) -> None: ...
 
 # Store errors are retried after this backoff, doubling up to the cap.
 STORE_RETRY_FIRST_S = 0.05
@@ -129,7 +158,7 @@ class _Held:
 
     job: JobRecord
     started_at: datetime
-    task: asyncio.Task[None] | None = None
+    task: asyncio.Task[Outcome | None] | None = None
     running: bool = True  # its handler occupies a Worker (set False by its job task)
     waiting: bool = False  # a suspect claimed but not started: it waits to run alone
     lost: bool = False  # a heartbeat found the lease gone (set by the heartbeat task)
@@ -160,6 +189,7 @@ class Runtime:
         outcome_callbacks: called with an `OutcomeEvent` after every attempt.
         grace_s: overrides every group's `grace_period` (seconds), or None.
         duties: housekeeping tasks to run while the runtime runs (see `Duty`).
+        observers: told of starts, stops and claim round trips (see `RuntimeObserver`).
     """
 
     def __init__(
@@ -173,8 +203,12 @@ class Runtime:
         outcome_callbacks: Sequence[OutcomeCallback] = (),
         grace_s: float | None = None,
         duties: Sequence[Duty] = (),
+        observers: Sequence[RuntimeObserver] = (),
     ) -> None:
         self.store = store
+        self.observers = tuple(observers)
+        # OpenTelemetry, when installed and a tracer provider is set (read at start).
+        self.tracing: Tracing | None = None
         self.clock = clock
         self.handlers = handlers
         self.retry_for = retry_for
@@ -212,6 +246,7 @@ class Runtime:
             raise RuntimeError("a Runtime starts once; build a new one to run again")
         self._state = "running"
         self._loop = asyncio.get_running_loop()
+        self.tracing = Tracing.active()
         for group in self.groups:
             group.start()
         self._sweeper = asyncio.create_task(
@@ -229,6 +264,8 @@ class Runtime:
         ]
         if isinstance(self.store, WakeupSource):
             await self._listen(self.store)
+        for observer in self.observers:
+            observer.runtime_started(self)
         logger.debug(
             "runtime started: groups %s on %s",
             ", ".join(g.runner.name for g in self.groups), self.store.url,
@@ -262,8 +299,24 @@ class Runtime:
             try:
                 await asyncio.gather(*(g.shutdown(override) for g in self.groups))
             finally:
+                await self._stop_duties()
                 self._finish()
         await self._stopped.wait()
+
+    async def _stop_duties(self) -> None:
+        """Cancel the duties, then give those with an `at_stop` (the worker registry's
+        last refresh) a bounded time to finish, while the store threads still run."""
+        for task in self._duty_tasks:
+            task.cancel()
+        await asyncio.gather(*self._duty_tasks, return_exceptions=True)
+        if self._state == "stopped":
+            return  # aborted meanwhile (a second signal): exit at once, no farewells
+        for duty in self._duties:
+            if isinstance(duty, StoppingDuty):
+                try:
+                    await asyncio.wait_for(duty.at_stop(self), FLUSH_TIMEOUT_S)
+                except Exception:
+                    logger.warning("stopping duty %r failed", duty, exc_info=True)
 
     def abort(self) -> None:
         """Stop at once: cancel every task, hand nothing back (the leases will expire and
@@ -290,6 +343,8 @@ class Runtime:
             except Exception:
                 logger.warning("stopping the wake-up listener failed", exc_info=True)
         self._store_threads.close()
+        for observer in self.observers:
+            observer.runtime_stopped(self)
         self._stopped.set()
         logger.debug("runtime stopped")
 
@@ -427,6 +482,10 @@ class GroupLoop:
         self._claiming = 0
         # Loop thread. The batch the outcome writer is writing now (set and cleared by it).
         self._in_write: list[_Finished] | None = None
+        # Loop thread. Attempts whose outcomes were written, per (Queue, outcome name),
+        # since the group started: counted by the outcome writer, read by the worker
+        # registry's refresh (rota.worker.registry) and metrics.
+        self.served: dict[tuple[str, str], int] = {}
         self._wake = asyncio.Event()  # set by any trigger; cleared by the pass task
         # Created by start(), cancelled or awaited by shutdown()/abort().
         self._pass_task: asyncio.Task[None] | None = None
@@ -441,6 +500,11 @@ class GroupLoop:
     def running(self) -> int:
         """Jobs whose handlers are running now (Workers busy)."""
         return self._running
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs the group holds: running, waiting to run alone, or outcome unwritten."""
+        return len(self._held)
 
     def start(self) -> None:
         self._pass_task = self._spawn(self._pass_forever, "passes",
@@ -502,6 +566,8 @@ class GroupLoop:
                 continue
             now = self.runtime.clock.now()
             self._claiming = free
+            observers = self.runtime.observers
+            began = time.perf_counter() if observers else 0.0
             try:
                 # Whatever a claim raises, claim_pass returns (or, for an error outside
                 # the claims, hands back) what it had claimed; an exception that gets out
@@ -511,6 +577,10 @@ class GroupLoop:
                 )
             finally:
                 self._claiming = 0
+            if observers:
+                round_trip_s = time.perf_counter() - began
+                for observer in observers:
+                    observer.claimed(self.name, round_trip_s, len(jobs))
             if logger.isEnabledFor(logging.DEBUG):
                 logger.debug("group %s: pass claimed %d of %d free", self.name, len(jobs),
                              free)
@@ -545,6 +615,7 @@ class GroupLoop:
         held_jobs = self._held
         create_task = asyncio.create_task
         held_back: list[JobRecord] = []
+        run_job = self._run_job if self.runtime.tracing is None else self._run_job_traced
         index = 0
         try:
             for index, job in enumerate(jobs):
@@ -567,7 +638,7 @@ class GroupLoop:
                 held = _Held(job, clock.now() if timed else now)
                 held_jobs[job.id] = held
                 self._running += 1
-                held.task = create_task(self._run_job(held))
+                held.task = create_task(run_job(held))
                 if debug:
                     logger.debug("group %s: job %s (%s) attempt %s started from %s",
                                  self.name, job.id, job.name, job.attempt, job.queue)
@@ -587,12 +658,29 @@ class GroupLoop:
         held.running = True
         held.started_at = self.runtime.clock.now()
         self._running += 1
-        held.task = asyncio.create_task(self._run_job(held))
+        run_job = self._run_job if self.runtime.tracing is None else self._run_job_traced
+        held.task = asyncio.create_task(run_job(held))
 
-    async def _run_job(self, held: _Held) -> None:
+    async def _run_job_traced(self, held: _Held) -> Outcome | None:
+        """`_run_job` inside the attempt's span (rota.worker.tracing)."""
+        tracing = self.runtime.tracing
+        assert tracing is not None
+        with tracing.attempt(held.job, self.name) as span:
+            outcome = None
+            try:
+                outcome = await self._run_job(held)
+            finally:
+                tracing.record(span, outcome)
+        return outcome
+
+    async def _run_job(self, held: _Held) -> Outcome | None:
+        """Run the job's handler and queue its outcome for the writer; returns the
+        outcome (None if the job was handed back)."""
         job = held.job
         held.current = current = CurrentJob(job)
         runtime = self.runtime
+        observers = runtime.observers
+        began = time.perf_counter() if observers else 0.0
         try:
             handler = runtime.handlers.get(job.name)
             if handler is not None and handler.timeout is None and handler.is_async and (
@@ -612,16 +700,21 @@ class GroupLoop:
             handler = self.runtime.handlers.get(job.name)
             outcome = self.runner.outcome_of_error(job, handler, error, self.runtime.clock.now())
         held.running = False
+        if observers:
+            ran_s = time.perf_counter() - began
+            for observer in observers:
+                observer.job_ran(self.name, job.queue, ran_s)
         if not held.overran:  # _worker_freed, inline (per job)
             self._running -= 1
             self._wake.set()  # refill this Worker's slot at once
         if held.handed_back:
-            return
+            return None
         self._finished.append(_Finished(held, outcome))
         self._all_written.clear()
         self._finished_ready.set()
         if self.runtime.outcome_callbacks:
             self.runtime.report(self.name, held, outcome, self.runtime.clock.now())
+        return outcome
 
     def _overran(self, held: _Held, thread: asyncio.Future[object]) -> None:
         """A sync handler past its timeout: its attempt fails now, but its Worker stays
@@ -751,8 +844,11 @@ class GroupLoop:
                     self._in_write = None
                 done = {id(item) for item in written}
                 self._finished = [item for item in self._finished if id(item) not in done]
+                served = self.served
                 for item in written:
                     self._held.pop(item.held.job.id, None)
+                    key = (item.held.job.queue, OUTCOME_NAMES[type(item.outcome)])
+                    served[key] = served.get(key, 0) + 1
                 if self.runtime._suspect is not None:
                     self.runtime.after_outcomes_written()
                 if error is not None and not isinstance(error, StoreError):
@@ -807,7 +903,8 @@ class GroupLoop:
                 self._held.pop(held.job.id, None)
         await self._flush()
         self._cancel_tasks()
-        tasks = [t for t in (self._heartbeat_task, self._writer_task) if t is not None]
+        tasks: list[asyncio.Task[Any]] = [
+            t for t in (self._heartbeat_task, self._writer_task) if t is not None]
         tasks += [h.task for h in unfinished if h.task is not None]
         await asyncio.gather(*tasks, return_exceptions=True)
         self._workers.close()

@@ -73,15 +73,16 @@ leased AS (
     -- scheduled job has neither).
     RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.attempt, jobs.due_at,
               jobs.args::text AS args, jobs.kwargs::text AS kwargs, jobs.last_error,
-              jobs.created_at
+              jobs.created_at, jobs.trace_context
 )
-SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at
+SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, trace_context
 FROM (
-    SELECT position, id, name, queue, attempt, due_at, args, kwargs, last_error, created_at
+    SELECT position, id, name, queue, attempt, due_at, args, kwargs, last_error, created_at,
+           trace_context
     FROM leased
     UNION ALL
     -- The signal "a Queue has a limit": id NULL (leased is empty then).
-    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM limited
 ) AS claimed
 ORDER BY position, due_at, id

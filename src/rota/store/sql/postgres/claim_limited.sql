@@ -76,8 +76,8 @@ leased AS (
       AND jobs.id = picked.id
     RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.attempt, jobs.due_at,
               jobs.args::text AS args, jobs.kwargs::text AS kwargs, jobs.last_error,
-              jobs.created_at
+              jobs.created_at, jobs.trace_context
 )
-SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at
+SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, trace_context
 FROM leased
 ORDER BY position, due_at, id

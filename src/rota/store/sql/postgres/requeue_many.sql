@@ -1,6 +1,18 @@
 -- Every job in `state` (one of dead_lettered, quarantined, cancelled: the store checks),
 -- of `queue` or of every Queue when it is NULL, back to scheduled: attempt 0, due now.
-UPDATE {schema}.jobs
+-- Unique jobs: a keyed job is left where it is while another live job holds its name and
+-- key, and of several selected jobs sharing a name and key only the oldest (lowest id)
+-- goes back, so a key is never live twice.
+UPDATE {schema}.jobs AS j
 SET state = 'scheduled', attempt = 0, due_at = %(now)s, finished_at = NULL, result = NULL,
     cancel_requested = false
-WHERE state = %(state)s::text AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
+WHERE j.state = %(state)s::text AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
+  AND (j.key IS NULL OR (
+      NOT EXISTS (
+          SELECT 1 FROM {schema}.jobs AS live
+          WHERE live.name = j.name AND live.key = j.key
+            AND live.key IS NOT NULL AND live.state IN ('scheduled', 'leased'))
+      AND j.id = (
+          SELECT min(same.id) FROM {schema}.jobs AS same
+          WHERE same.name = j.name AND same.key = j.key AND same.state = %(state)s::text
+            AND (%(queue)s::text IS NULL OR same.queue = %(queue)s::text))))

@@ -14,5 +14,6 @@ SET state = 'leased',
 WHERE id IN (
 {arms}
 )
+-- The same columns as claim.sql's RETURNING (the caller decodes them alike).
 RETURNING id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, result,
-          cancel_requested, finished_at;
+          cancel_requested, finished_at, trace_context;

@@ -1,5 +1,11 @@
 -- A dead_lettered, quarantined or cancelled job back to scheduled: attempt 0, due now.
+-- Unique jobs: not while another live job holds its name and key (the requeue answers
+-- False; the key's live job stands for it).
 UPDATE rota_jobs
 SET state = 'scheduled', attempt = 0, due_at = :now, result = NULL, cancel_requested = 0,
     finished_at = NULL
-WHERE id = :id AND state IN ('dead_lettered', 'quarantined', 'cancelled');
+WHERE id = :id AND state IN ('dead_lettered', 'quarantined', 'cancelled')
+  AND (key IS NULL OR NOT EXISTS (
+      SELECT 1 FROM rota_jobs AS live
+      WHERE live.name = rota_jobs.name AND live.key = rota_jobs.key
+        AND live.key IS NOT NULL AND live.state IN ('scheduled', 'leased')));

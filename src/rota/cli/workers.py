@@ -1,0 +1,85 @@
+"""`rota workers --store URL|--app APP [--json]`: the worker registry, read-only.
+
+One row per worker process (host, pid, version, started, last seen, alive or dead, its
+groups with policy, pool use and served counts). Dead workers (not refreshed for a few
+lease periods: killed, or cut off from the store) are shown as dead until removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from rich.table import Table
+
+from rota.cli.common import add_store_options, opened_store
+from rota.cli.display import line, make_console, user_text
+from rota.core.clock import SystemClock
+from rota.core.workers import WorkerInfo, worker_to_json
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "workers", help="the worker processes registered in the store, alive or dead",
+        description="Every worker process registered in the store: host, pid, version, "
+        "when it started and was last seen, whether it is alive, and per Worker Group its "
+        "policy, jobs in flight of its pool and attempts served. A worker not refreshed "
+        "for a few lease periods is shown as dead (killed, or cut off from the store).")
+    add_store_options(parser, json_help="print JSON instead of a table")
+    parser.set_defaults(func=run)
+
+
+def _ago(now: datetime, moment: datetime) -> str:
+    seconds = max(0, int((now - moment) / timedelta(seconds=1)))
+    if seconds < 120:
+        return f"{seconds} s ago"
+    if seconds < 7200:
+        return f"{seconds // 60} min ago"
+    return f"{seconds // 3600} h ago"
+
+
+def _policy(worker: WorkerInfo, index: int) -> str:
+    group = worker.groups[index]
+    if group.kind == "weighted":
+        return "Weighted " + ", ".join(f"{queue}={weight}" for queue, weight in group.weights)
+    return "Strict " + " > ".join(group.policy.queues)
+
+
+def run(args: argparse.Namespace) -> int:
+    now = SystemClock().now()
+    with opened_store(args.store, args.app, read_only=True) as store:
+        workers = store.list_workers(now)
+    if args.json:
+        print(json.dumps([worker_to_json(worker) for worker in workers], indent=2))
+        return 0
+    console = make_console(piped_width=160)
+    if not workers:
+        console.print("no workers registered (none running, or all stopped gracefully)")
+        return 0
+    table = Table(title="Workers")
+    for column in ("worker", "state", "version", "started", "last seen", "group", "policy",
+                   "in flight", "served"):
+        table.add_column(column, justify="right" if column in ("in flight", "served") else
+                         "left")
+    for worker in workers:
+        state = line(("alive", "green")) if worker.alive else line(("DEAD", "bold red"))
+        first = True
+        for index, group in enumerate(worker.groups or ()):
+            served = sum(c.count for c in worker.served if c.group == group.name)
+            table.add_row(
+                user_text(worker.id) if first else "", state if first else "",
+                user_text(worker.version) if first else "",
+                _ago(now, worker.started_at) if first else "",
+                _ago(now, worker.last_seen) if first else "",
+                user_text(group.name), user_text(_policy(worker, index)),
+                f"{group.in_flight}/{group.pool_size}", str(served),
+            )
+            first = False
+        if first:  # a worker with no group (should not happen): still one row
+            table.add_row(user_text(worker.id), state, user_text(worker.version),
+                          _ago(now, worker.started_at), _ago(now, worker.last_seen),
+                          "", "", "", "")
+    console.print(table)
+    return 0

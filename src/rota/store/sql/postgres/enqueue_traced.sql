@@ -1,0 +1,24 @@
+-- enqueue.sql with each job's trace context (the span the enqueue ran in); used only when
+-- a job of the batch has one, so the common enqueue stays as it was.
+-- Insert a batch of jobs in one statement (one round trip, all or none) and send one
+-- wake-up hint per Queue touched. PostgreSQL delivers notifications at commit and folds
+-- identical (channel, payload) pairs of one transaction into one.
+-- Ids are drawn in input order (ORDER BY position), so sorted ids are the input order.
+WITH new_jobs AS (
+    INSERT INTO {schema}.jobs (name, queue, due_at, args, kwargs, created_at, trace_context)
+    SELECT j.name, j.queue, j.due_at, j.args::json, j.kwargs::json, %(now)s, j.trace_context
+    FROM unnest(
+        %(names)b::text[], %(queues)b::text[], %(due_ats)b::timestamptz[],
+        %(args)b::text[], %(kwargs)b::text[], %(trace_contexts)s::text[]
+    ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, trace_context, position)
+    ORDER BY j.position
+    RETURNING id, queue
+),
+hints AS (
+    SELECT pg_notify(%(channel)s, touched.queue)
+    FROM (SELECT DISTINCT queue FROM new_jobs) AS touched
+)
+-- A SELECT in WITH runs only as far as it is read: count(*) reads every hint.
+SELECT new_jobs.id
+FROM new_jobs CROSS JOIN (SELECT count(*) FROM hints) AS sent
+ORDER BY new_jobs.id

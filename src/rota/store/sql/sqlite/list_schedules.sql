@@ -1,0 +1,4 @@
+SELECT name, definition, rule, timezone, job_name, queue, registered_at, updated_at,
+       last_fire_at
+FROM rota_schedules
+ORDER BY name;

@@ -1,0 +1,3 @@
+SELECT id, host, pid, version, started_at, last_seen, dead_at, groups, in_flight, served
+FROM rota_workers
+ORDER BY started_at, id;

@@ -1,0 +1,220 @@
+"""The registry duty: this worker process's row in the store's worker registry.
+
+Theory of operation: `RegistryDuty` runs beside the groups (a `Duty`, one per runtime).
+It registers the process first thing (id `host:pid:token`, host, pid, rota version,
+start time, each group's policy, pool size and lease owner), then every heartbeat interval
+(the shortest of its groups') it refreshes the row: liveness (`dead_at` = now + 3 x the
+longest lease), jobs in flight per group, and its served counters. The counters are
+counted by the groups' outcome writers (`GroupLoop.served`, one dict increment per job on
+the loop thread); the refresh sends the totals and, for the per-minute history, what was
+served since the refresh before. One store call per interval per process, never per job.
+
+Every `PRUNE_EVERY` refreshes (and at registration) it also removes rows of workers dead
+for more than `REMOVE_DEAD_AFTER` and history older than `SERVED_HISTORY`: any worker
+cleans up after the dead ones. At a graceful stop (`at_stop`, after the groups wrote their
+last outcomes) it sends a last refresh, so the history holds every served job, and
+removes its row. A killed process leaves its row, which turns dead at `dead_at`.
+
+State lives on the object (the supervisor may restart `__call__`). Imports the core, the
+store contract and `rota.worker.runtime` (for types only).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from rota.core.outcomes import Cancelled, DeadLettered, Quarantined, RetryAt, Succeeded
+from rota.core.workers import (
+    REMOVE_DEAD_AFTER,
+    SERVED_HISTORY,
+    ServedCount,
+    WorkerGroupInfo,
+    WorkerInfo,
+    dead_after,
+)
+from rota.store.base import Store, StoreError
+
+if TYPE_CHECKING:
+    from rota.worker.runtime import Runtime
+
+logger = logging.getLogger("rota")
+
+# The name a served count gets for each outcome type (rota.OutcomeKind's values).
+OUTCOME_NAMES: dict[type, str] = {
+    Succeeded: "succeeded",
+    RetryAt: "retried",
+    DeadLettered: "dead_lettered",
+    Quarantined: "quarantined",
+    Cancelled: "cancelled",
+}
+# Clean up dead rows and old history every this many refreshes (~10 min at 20 s).
+PRUNE_EVERY = 30
+# How long a failed registry call waits before it tries again, at most.
+RETRY_CAP_S = 5.0
+
+
+def new_worker_id() -> str:
+    """`host:pid:token`, unique per process start (the part of a lease owner after `@`
+    has the same form, with each group's own token)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def _version() -> str:
+    from rota import __version__  # imported late: rota's __init__ imports this module
+
+    return __version__
+
+
+class RegistryDuty:
+    """Registers the worker process and refreshes its row (see the module docstring)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.worker_id = new_worker_id()
+        self._started_at: datetime | None = None
+        self._registered = False
+        # The call in flight (register or refresh), shielded from the duty's cancellation
+        # so that at_stop can wait for it instead of racing it.
+        self._pending: asyncio.Future[Any] | None = None
+        self._sent: dict[tuple[str, str, str], int] = {}  # totals the store has seen
+        self._refreshes = 0
+        self._failing = False
+
+    # -- what the row says ------------------------------------------------------------------
+
+    @staticmethod
+    def _interval_s(runtime: Runtime) -> float:
+        return min(group.options.heartbeat_interval.total_seconds() for group in runtime.groups)
+
+    def _dead_after(self, runtime: Runtime) -> timedelta:
+        by_lease = dead_after(group.options.lease_duration for group in runtime.groups)
+        return max(by_lease, timedelta(seconds=3 * self._interval_s(runtime)))
+
+    @staticmethod
+    def _totals(runtime: Runtime) -> dict[tuple[str, str, str], int]:
+        return {
+            (group.name, queue, outcome): count
+            for group in runtime.groups
+            for (queue, outcome), count in group.served.items()
+        }
+
+    def _info(self, runtime: Runtime, now: datetime) -> WorkerInfo:
+        if self._started_at is None:
+            self._started_at = now
+        host, pid, _ = self.worker_id.rsplit(":", 2)
+        totals = self._totals(runtime)
+        return WorkerInfo(
+            id=self.worker_id, host=host, pid=int(pid), version=_version(),
+            started_at=self._started_at, last_seen=now, dead_at=now + self._dead_after(runtime),
+            groups=tuple(
+                WorkerGroupInfo(
+                    name=group.name, policy=group.options.policy,
+                    pool_size=group.options.pool_size, in_flight=group.in_flight,
+                    owner=group.runner.owner,
+                )
+                for group in runtime.groups
+            ),
+            served=tuple(ServedCount(g, q, o, n) for (g, q, o), n in totals.items()),
+        )
+
+    # -- store calls ------------------------------------------------------------------------
+
+    async def _call(self, runtime: Runtime, call: Any, *args: Any, **kwargs: Any) -> Any:
+        future = asyncio.ensure_future(runtime.store_call(call, *args, **kwargs))
+        self._pending = future
+        try:
+            return await asyncio.shield(future)
+        finally:
+            if future.done():
+                self._pending = None
+
+    async def _register(self, runtime: Runtime) -> None:
+        now = runtime.clock.now()
+        info = self._info(runtime, now)
+        await self._call(runtime, self.store.register_worker, info, now)
+        self._registered = True  # `_sent` stays: the next refresh adds the rest to history
+        logger.debug("registered as worker %s", self.worker_id)
+        await self._clean_up(runtime, now)
+
+    async def _refresh(self, runtime: Runtime) -> None:
+        now = runtime.clock.now()
+        totals = self._totals(runtime)
+        new = [
+            ServedCount(group, queue, outcome, count - self._sent.get((group, queue, outcome), 0))
+            for (group, queue, outcome), count in totals.items()
+            if count != self._sent.get((group, queue, outcome), 0)
+        ]
+        refreshed = await self._call(
+            runtime, self.store.refresh_worker, self.worker_id, now,
+            dead_at=now + self._dead_after(runtime),
+            in_flight={group.name: group.in_flight for group in runtime.groups},
+            served=[ServedCount(g, q, o, n) for (g, q, o), n in totals.items()],
+            new=new,
+        )
+        if not refreshed:
+            # Removed as dead meanwhile (this process was cut off for long): register
+            # again; what was served meanwhile goes into the history now.
+            logger.warning("worker %s: its registry row was gone (removed as dead); "
+                           "registering again", self.worker_id)
+            self._registered = False
+            return
+        self._sent = totals
+        self._refreshes += 1
+        if self._refreshes % PRUNE_EVERY == 0:
+            await self._clean_up(runtime, now)
+
+    async def _clean_up(self, runtime: Runtime, now: datetime) -> None:
+        await self._call(runtime, self.store.remove_dead_workers, now - REMOVE_DEAD_AFTER)
+        await self._call(runtime, self.store.prune_served, now - SERVED_HISTORY)
+
+    # -- the duty ---------------------------------------------------------------------------
+
+    async def __call__(self, runtime: Runtime) -> None:
+        interval_s = self._interval_s(runtime)
+        delay_s = 0.0
+        while True:
+            if delay_s:
+                await asyncio.sleep(delay_s)
+            try:
+                if self._pending is not None:  # restarted while a call was in flight
+                    await asyncio.shield(self._pending)
+                    self._pending = None
+                if self._registered:
+                    await self._refresh(runtime)
+                else:
+                    await self._register(runtime)
+            except StoreError as error:
+                if not self._failing:
+                    logger.warning("worker registry: writing this worker's row failed "
+                                   "(retrying): %s", error)
+                self._failing = True
+                delay_s = min(interval_s, RETRY_CAP_S)
+                continue
+            if self._failing:
+                logger.info("worker registry: writing this worker's row works again")
+            self._failing = False
+            delay_s = interval_s
+
+    async def at_stop(self, runtime: Runtime) -> None:
+        """Graceful stop (after the groups wrote their outcomes): a last refresh so the
+        history holds every served job, then the row is removed."""
+        if self._pending is not None:
+            with contextlib.suppress(Exception):  # its failure is handled below
+                await asyncio.shield(self._pending)
+            self._pending = None
+        try:
+            if not self._registered:
+                await self._register(runtime)  # a short life still leaves its history
+            await self._refresh(runtime)
+            await self._call(runtime, self.store.unregister_worker, self.worker_id)
+            self._registered = False
+        except StoreError as error:
+            logger.warning("worker registry: could not remove this worker's row (%s); it "
+                           "shows as dead, then goes", error)

@@ -1,0 +1,115 @@
+"""OpenTelemetry tracing, optional: one span per job attempt, linked to the enqueuing span.
+
+Needs `opentelemetry-api` (`pip install 'rota[otel]'`) and, to record anything, an SDK
+tracer provider set by the application (`opentelemetry.trace.set_tracer_provider`).
+Without the package, or with no provider set, nothing here costs anything per job:
+
+- enqueue (`current_trace_context`): inside a valid span, the propagator's carrier (W3C
+  `traceparent`, `tracestate`, baggage) is stored with the job as JSON text
+  (`NewJob.trace_context`); outside a span nothing is stored.
+- run (`Tracing.attempt`): a span named after the job (kind CONSUMER) per attempt, with a
+  *link* to the enqueuing span (not a parent: the attempt is its own unit of work, maybe
+  one of several, long after the enqueue; the messaging conventions do the same). The
+  span is the current one while the handler runs, so the handler's own spans nest under
+  it. Attributes: `messaging.system` "rota", `messaging.operation` "process",
+  `messaging.destination.name` (the Queue), `rota.job.id`, `rota.job.name`,
+  `rota.job.attempt`, `rota.group`, and at the end `rota.outcome`; failures set the
+  span's status to ERROR with the error text (a cancelled attempt's stays unset).
+
+`Tracing.active()` is read when a runtime starts (and by `run_until_idle`): set the tracer
+provider before starting the worker.
+
+Imports the core; imports opentelemetry only if installed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rota.core.jobs import JobRecord
+from rota.core.outcomes import DeadLettered, Outcome, Quarantined, RetryAt
+
+try:
+    from opentelemetry import propagate, trace
+except ImportError:  # the extra is optional
+    propagate = None  # type: ignore[assignment]
+    trace = None  # type: ignore[assignment]
+
+__all__ = ["Tracing", "current_trace_context"]
+
+
+def current_trace_context() -> str | None:
+    """The current span's context as JSON text to store with a job; None outside a span
+    (or without OpenTelemetry)."""
+    if trace is None:
+        return None
+    if not trace.get_current_span().get_span_context().is_valid:
+        return None
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return json.dumps(carrier, separators=(",", ":")) if carrier else None
+
+
+def _link(trace_context: str | None) -> list[Any]:
+    if not trace_context:
+        return []
+    try:
+        carrier = json.loads(trace_context)
+    except ValueError:
+        return []  # stored by something else: no link rather than no job
+    if not isinstance(carrier, dict):
+        return []
+    context = propagate.extract({str(k): str(v) for k, v in carrier.items()})
+    span_context = trace.get_current_span(context).get_span_context()
+    return [trace.Link(span_context)] if span_context.is_valid else []
+
+
+class Tracing:
+    """Makes the spans of job attempts with one tracer (see the module docstring)."""
+
+    def __init__(self, tracer: Any) -> None:
+        self._tracer = tracer
+
+    @classmethod
+    def active(cls) -> Tracing | None:
+        """A Tracing if OpenTelemetry is installed and a tracer provider was set; else None
+        (then the runtime skips tracing altogether)."""
+        if trace is None:
+            return None
+        provider = trace.get_tracer_provider()
+        if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+            return None
+        from rota import __version__  # late: rota's __init__ imports the runtime
+
+        return cls(provider.get_tracer("rota", __version__))
+
+    @contextmanager
+    def attempt(self, job: JobRecord, group: str) -> Iterator[Any]:
+        """A span for one attempt at `job`, current inside the block, ended on leaving."""
+        span = self._tracer.start_span(
+            job.name, kind=trace.SpanKind.CONSUMER, links=_link(job.trace_context),
+            attributes={
+                "messaging.system": "rota", "messaging.operation": "process",
+                "messaging.destination.name": job.queue, "rota.job.id": job.id,
+                "rota.job.name": job.name, "rota.job.attempt": job.attempt,
+                "rota.group": group,
+            },
+        )
+        with trace.use_span(span, end_on_exit=True, record_exception=False,
+                            set_status_on_exception=False):
+            yield span
+
+    @staticmethod
+    def record(span: Any, outcome: Outcome | None) -> None:
+        """Put the attempt's outcome on its span (None: handed back unfinished)."""
+        from rota.worker.registry import OUTCOME_NAMES
+
+        if outcome is None:
+            span.set_attribute("rota.outcome", "handed_back")
+            return
+        span.set_attribute("rota.outcome", OUTCOME_NAMES[type(outcome)])
+        if isinstance(outcome, RetryAt | DeadLettered | Quarantined):
+            span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.error))

@@ -1,0 +1,70 @@
+"""`rota workers`: the registry as a table or JSON, read-only, names shown exactly."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import rota
+from rota.cli import main
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo
+from rota.store import open_store
+
+HOSTILE = "[bold]grp[/]"
+
+
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+
+
+def fill(url: str) -> None:
+    now = datetime.now(UTC)
+    store = open_store(url)
+    try:
+        for worker_id, dead_at in (("h:1:alive", now + timedelta(minutes=3)),
+                                   ("h:2:dead", now - timedelta(seconds=1))):
+            store.register_worker(WorkerInfo(
+                id=worker_id, host="h", pid=int(worker_id.split(":")[1]), version="0.1.0",
+                started_at=now, last_seen=now, dead_at=dead_at,
+                groups=(WorkerGroupInfo(name=HOSTILE, policy=rota.Weighted([("[/]", 2)]),
+                                        pool_size=4, in_flight=1),),
+                served=(ServedCount(HOSTILE, "[/]", "succeeded", 7),),
+            ), now)
+    finally:
+        store.close()
+
+
+def test_workers_lists_alive_and_dead_with_names_exactly(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fill(durable_store_url)
+    assert main(["workers", "--store", durable_store_url]) == 0
+    out = capsys.readouterr().out
+    assert "h:1:alive" in out and "h:2:dead" in out and "DEAD" in out and "alive" in out
+    assert HOSTILE in out and "Weighted [/]=2" in out and "1/4" in out
+    assert main(["workers", "--store", durable_store_url, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [(w["id"], w["alive"]) for w in listed] == [("h:1:alive", True),
+                                                       ("h:2:dead", False)]
+    assert listed[0]["groups"][0] == {
+        "name": HOSTILE, "policy": "weighted", "queues": ["[/]"], "weights": [2],
+        "pool_size": 4, "in_flight": 1, "owner": "", "seen_at": None}
+    assert listed[0]["served"][0]["count"] == 7
+
+
+def test_workers_opens_sqlite_read_only_and_says_when_empty(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "rota.db"
+    open_store(f"sqlite:///{path}").close()
+    path.chmod(0o444)
+    before = path.read_bytes()
+    assert main(["workers", "--store", f"sqlite:///{path}"]) == 0
+    assert "no workers registered" in capsys.readouterr().out
+    assert path.read_bytes() == before
+    assert main(["workers", "--store", f"sqlite:///{tmp_path / 'missing.db'}"]) == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -1,0 +1,216 @@
+"""The store contract for schedules (register_schedules, fire_schedule, list_schedules),
+run unchanged against every store. Concurrent firers: threads on every store (each with
+its own store object on the durable ones, as separate processes would have), processes on
+the durable ones; nothing waits on a timer.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from rota.core.jobs import JobState, NewJob
+from rota.core.schedules import ScheduleRegistration
+from rota.store import Store, open_store
+from rota.store.base import ScheduleStore
+from tests.store import sqlite_processes
+from tests.store.test_contract_concurrency import run_together
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+SPAWN = multiprocessing.get_context("spawn")
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def open_stores(store_url: str) -> Iterator[Callable[[int], list[Store]]]:
+    """Factory: `n` stores on the one store `store_url` names (memory:// is shared)."""
+    opened: list[Store] = []
+
+    def factory(n: int) -> list[Store]:
+        if store_url.startswith("memory:"):
+            shared = open_store(store_url)
+            opened.append(shared)
+            return [shared] * n
+        stores = [open_store(store_url) for _ in range(n)]
+        opened.extend(stores)
+        return stores
+
+    yield factory
+    for one in opened:
+        one.close()
+
+
+def registration(name: str = "nightly", definition: str = "d1", *, rule: str = "0 3 * * *",
+                 timezone: str = "UTC", queue: str = "reports") -> ScheduleRegistration:
+    return ScheduleRegistration(name, definition, rule, timezone, "build-report", queue)
+
+
+def fire_job(at: datetime, queue: str = "reports", args_json: str = '["daily"]') -> NewJob:
+    return NewJob("build-report", queue, at, args_json, "{}")
+
+
+def schedules_of(store: Store) -> ScheduleStore:
+    assert isinstance(store, ScheduleStore)
+    return store
+
+
+def test_every_store_keeps_schedules(store: Store) -> None:
+    assert isinstance(store, ScheduleStore)
+    assert schedules_of(store).list_schedules() == []
+
+
+def test_registration_records_when_and_keeps_it(store: Store) -> None:
+    # Given a schedule registered at T0
+    schedules = schedules_of(store)
+    schedules.register_schedules([registration()], T0)
+    # When it is registered again later with another definition
+    later = T0 + timedelta(hours=1)
+    schedules.register_schedules([registration(definition="d2", rule="0 4 * * *",
+                                               timezone="Europe/Berlin")], later)
+    # Then the first registration time stays; the rest is the last registrant's
+    (row,) = schedules.list_schedules()
+    assert (row.name, row.definition, row.rule, row.timezone, row.job_name, row.queue) == (
+        "nightly", "d2", "0 4 * * *", "Europe/Berlin", "build-report", "reports")
+    assert (row.registered_at, row.updated_at, row.last_fire_at) == (T0, later, None)
+    assert row.lower == T0
+
+
+def test_list_is_sorted_by_name(store: Store) -> None:
+    schedules = schedules_of(store)
+    schedules.register_schedules([registration("b"), registration("a"), registration("c")], T0)
+    assert [row.name for row in schedules.list_schedules()] == ["a", "b", "c"]
+
+
+def test_a_fire_enqueues_one_job_due_at_the_instant(store: Store) -> None:
+    # Given a registered schedule
+    schedules = schedules_of(store)
+    schedules.register_schedules([registration()], T0)
+    instant = T0 + timedelta(hours=15)
+    # When it fires late for its instant
+    now = instant + timedelta(seconds=42)
+    outcome = schedules.fire_schedule("nightly", "d1", fire_job(instant), now)
+    # Then one job exists, due at the instant itself, and the row remembers the instant
+    assert outcome.fired and outcome.current and outcome.job_id is not None
+    job = store.get_job(outcome.job_id)
+    assert job is not None
+    assert (job.name, job.queue, job.state, job.due_at, job.args, job.created_at) == (
+        "build-report", "reports", JobState.SCHEDULED, instant, ("daily",), now)
+    (row,) = schedules.list_schedules()
+    assert row.last_fire_at == instant and row.lower == instant
+    # and claims see it like any job
+    claimed = store.claim(["reports"], 10, now=now, owner="w",
+                          lease_expires_at=now + timedelta(seconds=60))
+    assert [j.id for j in claimed] == [outcome.job_id]
+
+
+def test_an_instant_fires_once(store: Store) -> None:
+    schedules = schedules_of(store)
+    schedules.register_schedules([registration()], T0)
+    instant = T0 + timedelta(hours=15)
+    first = schedules.fire_schedule("nightly", "d1", fire_job(instant), instant)
+    again = schedules.fire_schedule("nightly", "d1", fire_job(instant), instant)
+    assert first.fired and not again.fired and again.current
+    assert sum(store.count_jobs().values()) == 1
+
+
+def test_an_earlier_instant_never_fires_after_a_later_one(store: Store) -> None:
+    schedules = schedules_of(store)
+    schedules.register_schedules([registration()], T0)
+    late = T0 + timedelta(days=2)
+    assert schedules.fire_schedule("nightly", "d1", fire_job(late), late).fired
+    earlier = schedules.fire_schedule("nightly", "d1", fire_job(late - timedelta(days=1)), late)
+    assert not earlier.fired and earlier.current
+    assert schedules.list_schedules()[0].last_fire_at == late
+
+
+def test_no_fire_at_or_before_the_registration(store: Store) -> None:
+    schedules = schedules_of(store)
+    schedules.register_schedules([registration()], T0)
+    for instant in (T0 - timedelta(hours=1), T0):
+        outcome = schedules.fire_schedule("nightly", "d1", fire_job(instant), T0)
+        assert not outcome.fired and outcome.current
+    assert store.count_jobs() == {}
+    assert schedules.list_schedules()[0].last_fire_at is None
+
+
+def test_an_unregistered_schedule_or_another_definition_does_not_fire(store: Store) -> None:
+    schedules = schedules_of(store)
+    instant = T0 + timedelta(hours=1)
+    unknown = schedules.fire_schedule("nightly", "d1", fire_job(instant), instant)
+    assert not unknown.fired and not unknown.current
+    schedules.register_schedules([registration(definition="d2")], T0)
+    stale = schedules.fire_schedule("nightly", "d1", fire_job(instant), instant)
+    assert not stale.fired and not stale.current
+    assert store.count_jobs() == {}
+    assert schedules.list_schedules()[0].last_fire_at is None
+
+
+def test_a_fire_with_a_bad_job_stores_nothing(store: Store) -> None:
+    # The checks every enqueue path makes (check_new_jobs) hold for fires too.
+    schedules = schedules_of(store)
+    schedules.register_schedules([registration()], T0)
+    instant = T0 + timedelta(hours=1)
+    for bad in (NewJob("", "reports", instant), NewJob("build-report", "bad queue", instant),
+                NewJob("build-report", "reports", instant, '["a\\u0000b"]')):
+        with pytest.raises((ValueError, TypeError)):
+            schedules.fire_schedule("nightly", "d1", bad, instant)
+    assert store.count_jobs() == {}
+    assert schedules.list_schedules()[0].last_fire_at is None
+
+
+def test_concurrent_firers_fire_each_instant_once(
+    open_stores: Callable[[int], list[Store]],
+) -> None:
+    # Given six firers (own store objects: own connections) and a registered schedule
+    stores = open_stores(6)
+    schedules_of(stores[0]).register_schedules([registration()], T0)
+    # When all of them fire each of 20 instants at once
+    fired: list[int] = []
+    for minute in range(1, 21):
+        instant = T0 + timedelta(minutes=minute)
+        outcomes = run_together([
+            (lambda s=s, at=instant: schedules_of(s).fire_schedule(
+                "nightly", "d1", fire_job(at), at))
+            for s in stores
+        ])
+        fired.append(sum(outcome.fired for outcome in outcomes))
+    # Then each instant was fired exactly once
+    assert fired == [1] * 20
+    jobs = stores[0].list_jobs(limit=100)
+    assert sorted(job.due_at for job in jobs) == [T0 + timedelta(minutes=m) for m in range(1, 21)]
+
+
+@pytest.mark.slow
+def test_concurrent_processes_fire_each_instant_once(durable_store_url: str) -> None:
+    # Given a registered schedule and four processes firing the same 25 instants at once
+    store = open_store(durable_store_url)
+    try:
+        schedules_of(store).register_schedules([registration()], T0)
+        start = SPAWN.Barrier(4)
+        results = SPAWN.Queue()
+        children = [
+            SPAWN.Process(target=sqlite_processes.fire_instants,
+                          args=(durable_store_url, 25, start, results))
+            for _ in range(4)
+        ]
+        for child in children:
+            child.start()
+        fired = [results.get(timeout=120) for _ in children]
+        for child in children:
+            child.join(60)
+            assert child.exitcode == 0
+        # Then 25 jobs exist, one per instant, and the processes' fires add up to 25
+        assert sum(fired) == 25
+        due = sorted(job.due_at for job in store.list_jobs(limit=100))
+        assert due == [T0 + timedelta(minutes=m) for m in range(1, 26)]
+    finally:
+        store.close()

@@ -1,0 +1,159 @@
+"""The worker registry inside a real-time runtime, on every store: a serving App registers,
+refreshes with its heartbeats (served counters, jobs in flight), records the per-minute
+history, and removes its row at a graceful stop. Waits on store conditions, never sleeps
+for a fixed time, asserts no duration."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+
+import pytest
+
+import rota
+from rota.store import Store, open_store
+from rota.store.base import StoreError
+from tests.worker.conftest import FaultyStore
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+async def until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
+    async def poll() -> None:
+        while not await asyncio.to_thread(condition):
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(poll(), timeout_s)
+
+
+def make_app(store: Store) -> tuple[rota.App, asyncio.Event]:
+    app = rota.App(store, retention=None)
+    release = asyncio.Event()
+
+    @app.job("work")
+    def work() -> None:
+        pass
+
+    @app.job("fail", retry=rota.RetryPolicy(max_attempts=1))
+    def fail() -> None:
+        raise RuntimeError("no")
+
+    @app.job("hold")
+    async def hold() -> None:
+        await release.wait()
+
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="fair", policy=rota.Weighted([("a", 2), ("b", 1)]), pool_size=4,
+        poll_interval=0.05, lease_duration=1, heartbeat_interval=0.1))
+    return app, release
+
+
+def served_by(app: rota.App) -> dict[tuple[str, str], int]:
+    totals: dict[tuple[str, str], int] = {}
+    for count in app.served():
+        key = (count.queue, count.outcome)
+        totals[key] = totals.get(key, 0) + count.count
+    return totals
+
+
+def test_a_serving_app_registers_refreshes_and_leaves(store: Store) -> None:
+    app, release = make_app(store)
+    app.jobs["work"].configure(queue="a").enqueue_many([()] * 6)
+    app.jobs["fail"].configure(queue="b").enqueue_many([()] * 2)
+    app.jobs["hold"].configure(queue="b").enqueue()
+
+    async def scenario() -> None:
+        async with app.serve():
+            # Then the worker shows up, alive, with its group and policy
+            await until(lambda: len(app.workers()) == 1)
+            [worker] = app.workers()
+            assert worker.alive and worker.groups[0].policy == rota.Weighted([("a", 2),
+                                                                              ("b", 1)])
+            assert worker.groups[0].owner.startswith("fair@")
+            # And its refreshes carry the served counters and the job in flight
+            await until(lambda: app.workers()[0].in_flight == 1 and sum(
+                c.count for c in app.workers()[0].served) == 8)
+            assert {(c.queue, c.outcome): c.count for c in app.workers()[0].served} == {
+                ("a", "succeeded"): 6, ("b", "dead_lettered"): 2}
+            release.set()
+        # And at a graceful stop the row is gone, the history holds every attempt
+        assert app.workers() == []
+        assert served_by(app) == {("a", "succeeded"): 6, ("b", "dead_lettered"): 2,
+                                  ("b", "succeeded"): 1}
+        [view] = app.fairness()
+        assert [(q.queue, q.target_share, q.served) for q in view.queues] == [
+            ("a", 2 / 3, 6), ("b", 1 / 3, 3)]
+
+    asyncio.run(scenario())
+    app.close()
+
+
+def test_a_short_life_still_leaves_its_history(store: Store) -> None:
+    # Given a runtime stopped right after it served its jobs, maybe before any refresh
+    app, _ = make_app(store)
+    app.jobs["work"].configure(queue="a").enqueue_many([()] * 3)
+
+    async def scenario() -> None:
+        async with app.serve():
+            await until(lambda: sum(
+                n for (_, state), n in app.store.count_jobs().items()
+                if state is rota.JobState.SUCCEEDED) == 3)
+
+    asyncio.run(scenario())
+    assert served_by(app) == {("a", "succeeded"): 3}
+    assert app.workers() == []
+    app.close()
+
+
+def test_registry_failures_never_stop_the_worker(store: Store) -> None:
+    # Given a store whose registry writes fail the first few times
+    class FlakyRegistry(FaultyStore):
+        def register_worker(self, *args: object, **kwargs: object) -> None:
+            self.calls["register_worker"] += 1
+            if self.calls["register_worker"] <= 2:
+                raise StoreError("injected register failure")
+            self.inner.register_worker(*args, **kwargs)  # type: ignore[arg-type]
+
+    flaky = FlakyRegistry(store)
+    app, _ = make_app(flaky)  # type: ignore[arg-type]
+    app.jobs["work"].configure(queue="a").enqueue_many([()] * 3)
+
+    async def scenario() -> None:
+        async with app.serve():
+            # Then jobs are served meanwhile and the worker registers in the end
+            await until(lambda: len(app.workers()) == 1)
+            await until(lambda: sum(c.count for c in app.workers()[0].served) == 3)
+
+    asyncio.run(scenario())
+    assert served_by(app) == {("a", "succeeded"): 3}
+    app.close()
+
+
+def test_a_starting_worker_removes_rows_dead_for_over_an_hour(store: Store) -> None:
+    # Given two rows left by killed workers: one dead for two hours, one for a minute
+    from datetime import UTC, datetime, timedelta
+
+    from rota.core.workers import WorkerInfo
+
+    now = datetime.now(UTC)
+    for worker_id, dead_for in (("old:1:x", timedelta(hours=2)),
+                                ("recent:2:y", timedelta(minutes=1))):
+        store.register_worker(WorkerInfo(
+            id=worker_id, host="h", pid=1, version="0", started_at=now - dead_for,
+            last_seen=now - dead_for, dead_at=now - dead_for), now - dead_for)
+    app, _ = make_app(store)
+
+    async def scenario() -> None:
+        async with app.serve():
+            # Then the new worker's registration cleans up only the long-dead one
+            await until(lambda: len([w for w in app.workers() if w.alive]) == 1)
+            await until(lambda: "old:1:x" not in {w.id for w in app.workers()})
+            assert "recent:2:y" in {w.id for w in app.workers()}
+
+    asyncio.run(scenario())
+    app.close()
