@@ -17,6 +17,8 @@ from benchmarks.targets.procrastinate_target import ProcrastinateTarget
 from benchmarks.targets.rota_target import RotaTarget
 
 SUITES = ("drain", "enqueue", "latency", "ceiling", "fairness", "memory")
+# Run only when named (`--suite queues`): rota alone, ~15 minutes with PostgreSQL.
+EXTRA_SUITES = ("queues",)
 
 
 def _targets() -> list[Target]:
@@ -52,6 +54,9 @@ def _suite_runner(name: str) -> Runner:
     if name == "memory":
         from benchmarks.suites import memory
         return lambda _targets, settings, _done: memory.run(settings)
+    if name == "queues":
+        from benchmarks.suites import queues
+        return lambda _targets, settings, _done: queues.run(settings)
     from benchmarks.suites import fairness
     return lambda _targets, settings, _done: fairness.run(settings)
 
@@ -60,7 +65,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python3 -m benchmarks")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run benchmark suites")
-    run.add_argument("--suite", choices=("all", *SUITES), default="all")
+    run.add_argument("--suite", choices=("all", *SUITES, *EXTRA_SUITES), default="all")
     run.add_argument("--quick", action="store_true", help="smoke run with small counts")
     run.add_argument("--runs", type=int, default=3, help="runs per figure (default 3)")
     run.add_argument("--only", action="append", default=[],
@@ -97,7 +102,7 @@ def main(argv: list[str]) -> int:
             print(f"   ({time.perf_counter() - suite_started:.0f} s)", flush=True)
     finally:
         cleanup.run_all()
-        rows, skipped, detail = report.merge(results, SUITES)
+        rows, skipped, detail = report.merge(results, SUITES + EXTRA_SUITES)
         elapsed = time.perf_counter() - started
         print(f"\n{report.table(rows)}")
         for what, why in skipped.items():

@@ -328,6 +328,7 @@ class App:
             ValueError, TypeError: if `queue` breaks the Queue name rule of enqueue.
         """
         self.store.resume_queue(validate_queue_name(queue))
+        self._notify_enqueued((queue,))  # its jobs may be claimed again: look at once
 
     def set_queue_limit(self, queue: str, limit: int | None) -> None:
         """At most `limit` jobs of `queue` leased at once, all workers on this store
@@ -341,6 +342,7 @@ class App:
         """
         checked = validate_queue_limit(limit)
         self.store.set_queue_limit(validate_queue_name(queue), checked)
+        self._notify_enqueued((queue,))  # a higher limit may leave room: look at once
 
     def queues(self) -> list[QueueInfo]:
         """Every Queue that has jobs or settings, sorted by name, as `rota.QueueInfo`:
@@ -478,7 +480,10 @@ class App:
                     if self._outcome_callbacks:
                         emit(self._outcome_callbacks, outcome_event(
                             job, runner.name, outcome, started_at, finished_at))
-            if not claimed_any:
+            # Idle only after a round that claimed nothing and in which every group
+            # probed the Queues it held for empty (docs/dispatch.md).
+            looking = [runner.must_look_again() for runner in runners]
+            if not claimed_any and not any(looking):
                 return executions
 
     # -- the real-time runtime ------------------------------------------------------------
@@ -813,10 +818,14 @@ class App:
         self._runtime_observers = (*self._runtime_observers, observer)
 
     def _notify_enqueued(self, queues: Iterable[str]) -> None:
-        """Jobs were enqueued through this App: wake the running groups serving them."""
+        """Jobs were enqueued through this App: wake the running groups serving them, and
+        have the groups that hold one of these Queues for empty probe it again."""
         listeners = self._enqueue_listeners
-        if listeners:
+        runners = self._runners.values()
+        if listeners or runners:
             for queue in set(queues):
+                for runner in runners:
+                    runner.note_work(queue)
                 for listener in listeners:
                     listener(queue)
 

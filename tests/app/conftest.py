@@ -27,14 +27,28 @@ class RecordingStore:
 
     def claim(
         self, queues: Sequence[str], limit: int, *, now: datetime, owner: str,
-        lease_expires_at: datetime,
+        lease_expires_at: datetime, limits: Sequence[int] | None = None,
+        probe: Sequence[str] = (),
     ) -> list[JobRecord]:
+        if limit == 0 and not queues:  # a probe only (issue 13): it claims nothing
+            return self.inner.claim(queues, limit, now=now, owner=owner,
+                                    lease_expires_at=lease_expires_at, probe=probe)
+        # A batched claim (per-Queue limits, one round trip) is recorded as the one-Queue
+        # claims it stands for; when it fails, as its first claim failing.
+        asked = ([((queue,), count) for queue, count in zip(queues, limits, strict=True)]
+                 if limits is not None else [(tuple(queues), limit)])
         if self.fail(len(self.claims)):
-            self.claims.append((tuple(queues), limit, None))
+            self.claims.append((asked[0][0], asked[0][1], None))
             raise StoreError("injected claim failure")
         jobs = self.inner.claim(
-            queues, limit, now=now, owner=owner, lease_expires_at=lease_expires_at)
-        self.claims.append((tuple(queues), limit, len(jobs)))
+            queues, limit, now=now, owner=owner, lease_expires_at=lease_expires_at,
+            limits=limits, probe=probe)
+        if limits is None:
+            self.claims.append((tuple(queues), limit, len(jobs)))
+        else:
+            for queue_tuple, count in asked:
+                got = sum(1 for job in jobs if job.queue == queue_tuple[0])
+                self.claims.append((queue_tuple, count, got))
         return jobs
 
     def __getattr__(self, name: str) -> Any:

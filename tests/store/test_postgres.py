@@ -200,7 +200,7 @@ def test_claims_use_the_partial_index_with_many_finished_rows(
     # When the claim statement is planned
     plan = "\n".join(str(row[0]) for row in admin.execute(
         "EXPLAIN " + render_sql("claim", "rota"),
-        {"queues": ["q", "other"], "limit": 10, "now": T0, "owner": "w",
+        {"queues": ["q", "other"], "limits": [10, 10], "limit": 10, "now": T0, "owner": "w",
          "lease_expires_at": T0 + LEASE},
     ))
     # Then it walks the partial index, never the table
@@ -239,21 +239,24 @@ LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
 @pytest.mark.parametrize(
     ("name", "values", "index"),
     [
-        ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+        ("claim", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10, "now": T0, "owner": "w",
                    "lease_expires_at": T0 + LEASE}, "jobs_claimable"),
         # ...and finds the rows it locked by primary key (not by hashing a table scan)
-        ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+        ("claim", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10, "now": T0, "owner": "w",
                    "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
         # ...and looks up each Queue's settings by primary key
-        ("claim", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
+        ("claim", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10, "now": T0, "owner": "w",
                    "lease_expires_at": T0 + LEASE}, "queue_settings_pkey"),
         # A claim over a limited Queue: due jobs, leases counted on the lease index, rows
-        ("claim_limited", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
-                           "lease_expires_at": T0 + LEASE}, "jobs_claimable"),
-        ("claim_limited", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
-                           "lease_expires_at": T0 + LEASE}, "jobs_lease_expiry"),
-        ("claim_limited", {"queues": ["q", "r"], "limit": 10, "now": T0, "owner": "w",
-                           "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
+        ("claim_limited", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10,
+                           "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE},
+         "jobs_claimable"),
+        ("claim_limited", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10,
+                           "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE},
+         "jobs_lease_expiry"),
+        ("claim_limited", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10,
+                           "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE},
+         "jobs_pkey"),
         ("complete", {**LEASES, "now": T0}, "jobs_pkey"),
         ("complete_results", {**LEASES, "now": T0, "results": ["1", None]}, "jobs_pkey"),
         ("release", {**LEASES, "now": T0, "cancelled_error": "c"}, "jobs_pkey"),
@@ -351,7 +354,7 @@ def test_a_claim_over_a_limited_queue_waits_for_the_claimer_before_it(
     store = make_store()
     ids = store.enqueue([new("q") for _ in range(4)], T0)
     store.set_queue_limit("q", 2)
-    params = {"queues": ["q"], "limit": 2, "now": T0, "owner": "first",
+    params = {"queues": ["q"], "limits": [2], "limit": 2, "now": T0, "owner": "first",
               "lease_expires_at": T0 + LEASE}
     with psycopg.connect(pg_url) as first:
         first.execute(render_sql("lock_queue_limits", "rota"), {"queues": ["q"]})
@@ -470,7 +473,7 @@ def test_a_connection_dying_between_claim_and_commit_leaves_the_job_claimable(
     dying = psycopg.connect(pg_url)
     try:
         claimed = dying.execute(render_sql("claim", "rota"), {
-            "queues": ["q"], "limit": 1, "now": T0, "owner": "dying",
+            "queues": ["q"], "limits": [1], "limit": 1, "now": T0, "owner": "dying",
             "lease_expires_at": T0 + LEASE}).fetchall()
         assert [row[0] for row in claimed] == [job_id]
         # Then another claimer skips the locked job instead of waiting for it
@@ -697,3 +700,25 @@ def test_a_closed_store_refuses_calls(make_store: Callable[..., PostgresStore]) 
     store.close()
     with pytest.raises(StoreError, match="closed"):
         store.count_jobs()
+
+
+def test_the_probe_is_one_index_probe_per_queue_in_its_generic_plan(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given many due jobs in one Queue (a probe must not walk them)
+    store = make_store()
+    store.migrate()
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at) "
+        "SELECT 'due', 'q', 'scheduled', %(t)s, '[]', '{}', %(t)s "
+        "FROM generate_series(1, 50000)", {"t": T0 - timedelta(days=1)},
+    )
+    admin.execute("ANALYZE rota.jobs")
+    # When probe.sql is planned without knowing its parameters
+    plan = _generic_plan(admin, "probe", {"probe": ["q", "r"], "now": T0})
+    # Then it loops over the Queues probed, one (index-only) probe of jobs_claimable each
+    assert "Nested Loop" in plan and "using jobs_claimable" in plan, plan
+    assert "Hash" not in plan and "Seq Scan on jobs" not in plan, plan
+    # And the store answers which Queues have due work
+    assert store.claim([], 0, now=T0, owner="w", lease_expires_at=T0 + LEASE,
+                       probe=["q", "r"]).due == {"q"}  # type: ignore[attr-defined]

@@ -567,3 +567,19 @@ def test_purge_walks_the_finished_index_not_the_table(store: SQLiteStore) -> Non
     assert "USING INDEX rota_jobs_finished" in plan or "USING COVERING INDEX rota_jobs_finished" \
         in plan, plan
     assert "SCAN rota_jobs" not in plan, plan
+
+
+def test_a_batched_claim_is_one_statement_of_index_range_scans(store: SQLiteStore) -> None:
+    # When claim_many.sql with three arms is planned (issue 13: a batched claim)
+    from rota.store.sqlite import _claim_many_sql
+
+    params: dict[str, object] = {"now": 0, "owner": "w", "lease_expires_at": 1}
+    for index in range(3):
+        params[f"queue_{index}"] = f"q{index}"
+        params[f"limit_{index}"] = 2
+    with closing(raw_connection(store)) as conn:
+        plan = " ".join(str(row[-1]) for row in conn.execute(
+            "EXPLAIN QUERY PLAN " + _claim_many_sql(3), params))
+    # Then every arm searches rota_jobs_claimable and none scans the table
+    assert plan.count("rota_jobs_claimable") >= 3, plan
+    assert "SCAN rota_jobs " not in plan + " ", plan

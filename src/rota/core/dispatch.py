@@ -45,11 +45,11 @@ Pure: no I/O, no clock, no asyncio, no randomness.
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Sequence
+import heapq
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 
@@ -58,10 +58,15 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class ClaimRequest:
-    """One claim a pass wants issued: up to `limit` due jobs from `queues`, in that order."""
+    """One claim a pass wants issued: up to `limit` due jobs from `queues`, in that order.
+
+    A *probe* (`probe=True`, limit 0) asks no jobs: it asks which of `queues` have due work
+    (`Store.claim(..., probe=queues)`), answered with `PassPlan.probed`. Only a dispatcher
+    that remembers empty Queues issues probes."""
 
     queues: tuple[str, ...]
     limit: int
+    probe: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,56 +105,15 @@ class _Supply(Enum):
     BLOCKED = "blocked"  # its claim failed or was never issued: gets nothing more this pass
 
 
-def _simulate(
-    weights: Sequence[int],
-    credits: Sequence[int],
-    held: Sequence[int],
-    supply: Sequence[_Supply],
-    room: int,
-) -> tuple[list[Step], list[int]]:
-    """Simulate steps on a scratch copy of `credits` until no Queue can be served.
+@dataclass(slots=True)
+class _Simulated:
+    """The outcome of one simulation: the winner of each step in slot order, the Queues that
+    stop taking part (`leaves`: (step position, Queue), in position order: the Queue takes
+    no part from that step on), and per Queue the slots still to claim."""
 
-    `held[i]` jobs of Queue i are already claimed and must all get a slot. A Queue whose
-    held jobs are used up may take `room` more slots in total (to be claimed) if its supply
-    is OPEN; an EMPTY one leaves the steps once its held jobs are used up; a BLOCKED one, or
-    an OPEN one when there is no room left, keeps taking part but cannot be served.
-
-    Returns the steps in slot order and, per Queue, the number of slots still to claim.
-    """
-    count = len(weights)
-    scratch = list(credits)
-    left = list(held)
-    wanted = [0] * count
-    is_open = [s is _Supply.OPEN for s in supply]
-    is_empty = [s is _Supply.EMPTY for s in supply]
-    participants = tuple(i for i in range(count) if not (is_empty[i] and left[i] == 0))
-    total = sum(weights[i] for i in participants)
-    steps: list[Step] = []
-    while participants:
-        # The winner: highest credit after this step's increment among the Queues that
-        # can be served; ties to the lower index (strict > while scanning in order).
-        winner = -1
-        best = 0
-        for i in participants:
-            if left[i] > 0 or (room > 0 and is_open[i]):
-                value = scratch[i] + weights[i]
-                if winner < 0 or value > best:
-                    winner, best = i, value
-        if winner < 0:
-            break
-        for i in participants:
-            scratch[i] += weights[i]
-        scratch[winner] -= total
-        steps.append(Step(participants, winner))
-        if left[winner] > 0:
-            left[winner] -= 1
-            if left[winner] == 0 and is_empty[winner]:
-                participants = tuple(i for i in participants if i != winner)
-                total -= weights[winner]
-        else:
-            wanted[winner] += 1
-            room -= 1
-    return steps, wanted
+    winners: list[int]
+    leaves: list[tuple[int, int]]
+    wanted: dict[int, int]
 
 
 class PassPlan(Generic[T]):
@@ -159,13 +123,22 @@ class PassPlan(Generic[T]):
         """The claims to issue now; an empty list when the pass has claimed all it will."""
         raise NotImplementedError  # pragma: no cover
 
-    def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
-        """Record what a claim returned, in the order the store returned it."""
+    def claimed(
+        self, request: ClaimRequest, items: Sequence[T], *, controlled: bool = False
+    ) -> None:
+        """Record what a claim returned, in the order the store returned it.
+
+        `controlled`: the Queue is paused or has a concurrency limit (`Claimed.controlled`),
+        so a short claim is found empty for this pass only, never remembered."""
         raise NotImplementedError  # pragma: no cover
 
     def claim_failed(self, request: ClaimRequest) -> None:
         """Record that a claim raised: the pass is cut short, and the claim charges nothing."""
         raise NotImplementedError  # pragma: no cover
+
+    def probed(self, request: ClaimRequest, due: Collection[str]) -> None:
+        """Record a probe's answer: `due` names the probed Queues that have due work."""
+        raise ValueError("this pass issues no probe")
 
     def cut_short(self) -> None:
         """Issue no further claims (shutdown); what was claimed is still dispatched."""
@@ -208,7 +181,9 @@ class _StrictPass(PassPlan[T]):
         pending, self._pending = self._pending, []
         return pending
 
-    def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
+    def claimed(
+        self, request: ClaimRequest, items: Sequence[T], *, controlled: bool = False
+    ) -> None:
         _check_count(request, items)
         self._issued += 1
         self._items.extend(items)
@@ -235,111 +210,190 @@ class _StrictPass(PassPlan[T]):
         return self._issued
 
 
+_PROBE = -1  # the outstanding "request" of a probe, in `_WeightedPass._outstanding`
+
+
 class _WeightedPass(PassPlan[T]):
-    def __init__(self, dispatcher: WeightedDispatcher, free: int) -> None:
+    def __init__(self, dispatcher: WeightedDispatcher, free: int, recheck: bool) -> None:
         self._dispatcher = dispatcher
-        count = len(dispatcher.queues)
         self._free = free
-        self._held: list[deque[T]] = [deque() for _ in range(count)]
-        self._supply = [_Supply.OPEN] * count
+        # Only the Queues this pass touched have entries: the pass costs nothing per Queue.
+        self._held: dict[int, list[T]] = {}
+        self._held_total = 0
+        self._supply: dict[int, _Supply] = {}  # absent: OPEN (or out, see the dispatcher)
+        self._open = len(dispatcher.queues) - len(dispatcher._out)
         self._round = 0
         self._outstanding: set[int] = set()
         self._stopped = free <= 0
         self._issued = 0
-        self._steps: list[Step] | None = None
+        self._probe = recheck and not self._stopped and bool(dispatcher._out)
+        self._final: _Simulated | None = None
         # The last round's simulation, and whether every claim of that round came back
         # full: then it is already the final slot order (no need to simulate again).
-        self._planned: list[Step] | None = None
+        self._planned: _Simulated | None = None
         self._planned_exact = False
         self._served = 0
+        self._next_leave = 0
+        self._left: list[int] = []  # Queues this pass moved out of the steps
+        self._found_empty: list[int] = []  # Queues a claim of this pass found empty
+        self._controlled: set[int] = set()  # ... of which paused or limited ones
+        self._finished = False
 
     def _index(self, request: ClaimRequest) -> int:
-        return self._dispatcher.queues.index(request.queues[0])
+        return self._dispatcher.index[request.queues[0]]
 
     def next_claims(self) -> list[ClaimRequest]:
+        dispatcher = self._dispatcher
+        if self._probe and not self._stopped:
+            self._probe = False
+            self._outstanding.add(_PROBE)
+            names = tuple(dispatcher.queues[i] for i in sorted(dispatcher._out))
+            return [ClaimRequest(names, 0, probe=True)]
         if self._stopped or self._outstanding:
             return []
-        held = [len(items) for items in self._held]
-        room = self._free - sum(held)
+        room = self._free - self._held_total
         if room <= 0:
             return []
-        steps, wanted = _simulate(
-            self._dispatcher.weights, self._dispatcher.credits, held, self._supply, room
-        )
-        shares = [(index, count) for index, count in enumerate(wanted) if count > 0]
-        budget = 2 * len(self._dispatcher.queues) - self._issued
+        held = {index: len(items) for index, items in self._held.items() if items}
+        simulated = dispatcher._simulate(held, self._supply, room)
+        shares = sorted(simulated.wanted.items())
+        budget = 2 * len(dispatcher.queues) - self._issued
         if not shares or budget <= 0:
             return []
-        self._planned = steps
+        self._planned = simulated
         self._planned_exact = True
-        if self._round > 0:
-            still_open = sum(1 for supply in self._supply if supply is _Supply.OPEN)
-            # Invariant: budget >= still_open before every reflow round. A proportional
-            # round that comes back short leaves at most still_open - 1 Queues to ask, so
-            # it is affordable only if that many claims remain after it; otherwise one
-            # claim for all the room keeps the invariant (it fills, or finds one empty).
-            if budget - len(shares) < still_open - 1:
-                index, _ = max(shares, key=lambda share: (share[1], -share[0]))
-                shares = [(index, room)]
-                self._planned_exact = False
+        # Invariant: budget >= still open before every reflow round. A proportional round
+        # that comes back short leaves at most (still open - 1) Queues to ask, so it is
+        # affordable only if that many claims remain after it; otherwise one claim for all
+        # the room keeps the invariant (it fills, or finds one empty).
+        if self._round > 0 and budget - len(shares) < self._open - 1:
+            index, _ = max(shares, key=lambda share: (share[1], -share[0]))
+            shares = [(index, room)]
+            self._planned_exact = False
         self._round += 1
         requests: list[ClaimRequest] = []
         for index, count in shares:
-            requests.append(ClaimRequest((self._dispatcher.queues[index],), count))
+            requests.append(ClaimRequest((dispatcher.queues[index],), count))
             self._outstanding.add(index)
         return requests
 
-    def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
+    def probed(self, request: ClaimRequest, due: Collection[str]) -> None:
+        if not request.probe:
+            raise ValueError("probed() answers a probe request; use claimed() for a claim")
+        self._outstanding.discard(_PROBE)
+        dispatcher = self._dispatcher
+        for name in request.queues:
+            if name in due:
+                index = dispatcher.index[name]
+                if index in dispatcher._out:
+                    dispatcher._join(index)
+                    self._open += 1
+
+    def _mark(self, index: int, supply: _Supply) -> None:
+        if index not in self._supply:
+            self._open -= 1
+        self._supply[index] = supply
+        self._planned_exact = False
+
+    def claimed(
+        self, request: ClaimRequest, items: Sequence[T], *, controlled: bool = False
+    ) -> None:
+        if request.probe:
+            raise ValueError("claimed() answers a claim; use probed() for a probe request")
         _check_count(request, items)
         self._issued += 1
         index = self._index(request)
         self._outstanding.discard(index)
-        self._held[index].extend(items)
+        if items:
+            self._held.setdefault(index, []).extend(items)
+            self._held_total += len(items)
         if len(items) < request.limit:
-            self._supply[index] = _Supply.EMPTY
-            self._planned_exact = False
+            self._found_empty.append(index)
+            if controlled:
+                self._controlled.add(index)
+            if index in self._held:
+                self._mark(index, _Supply.EMPTY)
+            else:
+                # Found empty with nothing held: it takes no part in any step of this pass,
+                # so it leaves the steps now (no step was charged yet in this pass, so its
+                # credit is what it would be at the first step). This keeps every later
+                # simulation of the pass free of it: with 10,000 Queues the first pass
+                # finds thousands empty.
+                if index not in self._supply:
+                    self._open -= 1
+                self._supply.pop(index, None)
+                self._planned_exact = False
+                self._dispatcher._leave(index)
+                self._left.append(index)
 
     def claim_failed(self, request: ClaimRequest) -> None:
-        self._issued += 1
-        index = self._index(request)
-        self._outstanding.discard(index)
-        self._supply[index] = _Supply.BLOCKED
-        self._planned_exact = False
+        if request.probe:
+            self._outstanding.discard(_PROBE)
+        else:
+            self._issued += 1
+            index = self._index(request)
+            self._outstanding.discard(index)
+            self._mark(index, _Supply.BLOCKED)
         self.cut_short()
 
     def cut_short(self) -> None:
         self._stopped = True
 
-    def _final_steps(self) -> list[Step]:
-        if self._steps is None and self._planned_exact and not self._outstanding:
+    def _final_steps(self) -> _Simulated:
+        if self._final is None and self._planned_exact and not self._outstanding:
             self._stopped = True
-            self._steps = self._planned  # every claim came back full: the plan stands
-        if self._steps is None:
+            self._final = self._planned  # every claim came back full: the plan stands
+        if self._final is None:
             self._stopped = True
-            supply = [
-                _Supply.BLOCKED if s is _Supply.OPEN else s for s in self._supply
-            ]
-            held = [len(items) for items in self._held]
-            self._steps, _ = _simulate(
-                self._dispatcher.weights, self._dispatcher.credits, held, supply, 0
-            )
-        return self._steps
+            # With no room, a Queue that was never asked (or was claimed in full) takes
+            # part but cannot be served: as BLOCKED, exactly.
+            held = {index: len(items) for index, items in self._held.items() if items}
+            self._final = self._dispatcher._simulate(held, self._supply, 0)
+        return self._final
 
     def dispatch_order(self) -> list[T]:
-        held = [deque(items) for items in self._held]
-        return [held[step.winner].popleft() for step in self._final_steps()]
+        held = {index: iter(items) for index, items in self._held.items()}
+        return [next(held[winner]) for winner in self._final_steps().winners]
 
     def serve(self) -> None:
-        steps = self._final_steps()
-        if self._served >= len(steps):
+        final = self._final_steps()
+        if self._served >= len(final.winners):
             raise RuntimeError("serve() called more often than the pass dispatched jobs")
-        apply_step(self._dispatcher.weights, self._dispatcher.credits, steps[self._served])
+        if self._finished:
+            raise RuntimeError("serve() after the group's next pass began")
+        dispatcher = self._dispatcher
+        leaves = final.leaves
+        while self._next_leave < len(leaves) and leaves[self._next_leave][0] <= self._served:
+            index = leaves[self._next_leave][1]
+            self._next_leave += 1
+            if index not in dispatcher._out:
+                dispatcher._leave(index)
+                self._left.append(index)
+        dispatcher._charge(final.winners[self._served])
         self._served += 1
 
     def skip(self) -> None:
-        if self._served >= len(self._final_steps()):
+        if self._served >= len(self._final_steps().winners):
             raise RuntimeError("skip() called more often than the pass dispatched jobs")
         self._served += 1
+
+    def _finish(self) -> None:
+        """The group's next pass begins: a Queue found empty in this pass takes part again
+        (or, remembering empty Queues, every one found empty stays out until a probe)."""
+        self._finished = True
+        dispatcher = self._dispatcher
+        if dispatcher.remember_empty:
+            for index in self._found_empty:
+                if index in self._controlled:
+                    # Paused or limited: found empty for this pass only (DESIGN.md, Queue
+                    # controls); the next pass asks it again, as it always did.
+                    if index in dispatcher._out:
+                        dispatcher._join(index)
+                elif index not in dispatcher._out:
+                    dispatcher._leave(index)
+        else:
+            for index in self._left:
+                dispatcher._join(index)
 
     @property
     def claims_issued(self) -> int:
@@ -352,13 +406,17 @@ class Dispatcher:
     def __init__(self, policy: DispatchPolicy) -> None:
         self.policy = policy
 
-    def begin_pass(self, free: int) -> PassPlan[T]:
-        """Plan one pass into `free` free Worker slots (0 means no claim at all)."""
+    def begin_pass(self, free: int, *, recheck: bool = False) -> PassPlan[T]:
+        """Plan one pass into `free` free Worker slots (0 means no claim at all).
+
+        `recheck`: a dispatcher that remembers empty Queues first probes them (one probe
+        request) and lets those with due work take part again. Ignored otherwise."""
         raise NotImplementedError  # pragma: no cover
 
     @staticmethod
-    def for_policy(policy: DispatchPolicy) -> Dispatcher:
-        """The dispatcher for `policy`, after validating it.
+    def for_policy(policy: DispatchPolicy, *, remember_empty: bool = False) -> Dispatcher:
+        """The dispatcher for `policy`, after validating it (`remember_empty`: see
+        `WeightedDispatcher`; Strict keeps no state, so it ignores it).
 
         Raises:
             ValueError: if the policy's values are invalid (see `DispatchPolicy.validate`).
@@ -367,7 +425,7 @@ class Dispatcher:
         if isinstance(policy, Strict):
             return StrictDispatcher(policy)
         if isinstance(policy, Weighted):
-            return WeightedDispatcher(policy)
+            return WeightedDispatcher(policy, remember_empty=remember_empty)
         raise TypeError(f"unknown dispatch policy {policy!r}")  # pragma: no cover
 
 
@@ -376,18 +434,205 @@ class StrictDispatcher(Dispatcher):
         super().__init__(policy)
         self.queues = policy.queues
 
-    def begin_pass(self, free: int) -> PassPlan[T]:
+    def begin_pass(self, free: int, *, recheck: bool = False) -> PassPlan[T]:
         return _StrictPass(self.queues, free)
 
 
 class WeightedDispatcher(Dispatcher):
-    """Holds the smooth weighted round-robin credits, one per Queue, in declaration order."""
+    """Holds the smooth weighted round-robin credits, one per Queue, in declaration order.
 
-    def __init__(self, policy: Weighted) -> None:
+    Representation (see the module docstring): a Queue taking part in the steps ("in")
+    has credit `weight * g + e` where `g` counts the steps charged so far and `e` is its
+    offset, so a step changes `g` and the winner's offset only; a Queue out of the steps
+    (found empty) keeps its credit as a plain number. The Queues that are in sit in one
+    heap per distinct weight, ordered by offset: within one weight the order of credits is
+    the order of offsets, whatever `g` is, so a step's winner is the best of one heap top
+    per weight.
+
+    Args:
+        remember_empty: keep a Queue found empty (by a claim) out of the steps across
+            passes, until a probe (`begin_pass(recheck=True)`) finds it has due work
+            again. Without it (the default), every pass starts with every Queue taking
+            part. Either way a Queue never found empty takes part from the first pass.
+    """
+
+    def __init__(self, policy: Weighted, *, remember_empty: bool = False) -> None:
         super().__init__(policy)
         self.queues = policy.queues
         self.weights = tuple(weight for _, weight in policy.weights)
-        self.credits = [0] * len(self.queues)
+        self.index = {queue: index for index, queue in enumerate(self.queues)}
+        self.remember_empty = remember_empty
+        count = len(self.queues)
+        self._g = 0
+        self._e = [0] * count  # offsets of the Queues that are in
+        self._absolute = [0] * count  # credits of the Queues that are out
+        self._out: set[int] = set()
+        self._buckets: dict[int, list[tuple[int, int]]] = {}  # weight -> heap of (-e, i)
+        # Queues that are in but whose heap entry a simulation took out (it stepped on
+        # them): a charge gives them a new entry; the next simulation puts back the rest.
+        self._unheaped: set[int] = set()
+        self._total_in = 0
+        self._current: _WeightedPass[Any] | None = None
+        self._rebuild()
 
-    def begin_pass(self, free: int) -> PassPlan[T]:
-        return _WeightedPass(self, free)
+    @property
+    def credits(self) -> list[int]:
+        """Every Queue's credit, in declaration order (a new list: read-only)."""
+        g, e, out, absolute = self._g, self._e, self._out, self._absolute
+        return [absolute[i] if i in out else weight * g + e[i]
+                for i, weight in enumerate(self.weights)]
+
+    def _rebuild(self) -> None:
+        buckets: dict[int, list[tuple[int, int]]] = {}
+        total = 0
+        for index, weight in enumerate(self.weights):
+            if index not in self._out:
+                buckets.setdefault(weight, []).append((-self._e[index], index))
+                total += weight
+        for heap in buckets.values():
+            heapq.heapify(heap)
+        self._buckets = buckets
+        self._unheaped = set()
+        self._total_in = total
+
+    def _leave(self, index: int) -> None:
+        """Take Queue `index` out of the steps; its credit stands still from now on."""
+        weight = self.weights[index]
+        self._absolute[index] = weight * self._g + self._e[index]
+        self._out.add(index)
+        self._unheaped.discard(index)
+        self._total_in -= weight  # its heap entry is stale from now on
+
+    def _join(self, index: int) -> None:
+        """Let Queue `index` take part in the steps again, with the credit it left with."""
+        weight = self.weights[index]
+        self._out.discard(index)
+        self._unheaped.discard(index)
+        self._e[index] = self._absolute[index] - weight * self._g
+        self._total_in += weight
+        heapq.heappush(self._buckets.setdefault(weight, []), (-self._e[index], index))
+
+    def _charge(self, winner: int) -> None:
+        """Charge one step over the Queues that are in: each gains its weight, `winner`
+        pays the sum of their weights (the nginx update)."""
+        self._g += 1
+        self._e[winner] -= self._total_in
+        self._unheaped.discard(winner)
+        heapq.heappush(self._buckets[self.weights[winner]], (-self._e[winner], winner))
+
+    def _simulate(
+        self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int
+    ) -> _Simulated:
+        """Simulate steps from the real credits, without changing them, until no Queue can
+        be served.
+
+        `held[i]` jobs of Queue i are already claimed and must all get a slot. A Queue whose
+        held jobs are used up may take `room` more slots in total (to be claimed) if its
+        supply is OPEN; an EMPTY one leaves the steps once its held jobs are used up; a
+        BLOCKED one, or an OPEN one when there is no room left, keeps taking part but
+        cannot be served. Queues that are out (remembered empty) take no part.
+
+        Cost: O(steps x (distinct weights + log Queues)) plus the Queues in `held` and
+        `supply`; nothing per Queue otherwise.
+        """
+        weights = self.weights
+        persistent = self._e
+        out = self._out
+        left = {index: count for index, count in held.items() if count > 0}
+        wanted: dict[int, int] = {}
+        winners: list[int] = []
+        leaves: list[tuple[int, int]] = []
+        g = self._g
+        total = self._total_in
+        scratch: dict[int, int] = {}  # the offsets of the Queues stepped on (or special)
+        gone: set[int] = set()  # Queues that left the steps in this simulation
+        # Heaps per weight of the special Queues (held jobs, non-OPEN, or stepped on):
+        # the persistent heaps skip them.
+        local: dict[int, list[tuple[int, int]]] = {}
+        special: set[int] = set(left)
+        special.update(supply)
+        empty, is_open = _Supply.EMPTY, _Supply.OPEN
+        for index in sorted(special):
+            if index in out:
+                continue
+            offset = persistent[index]
+            if left.get(index, 0) == 0 and supply.get(index) is empty:
+                gone.add(index)
+                total -= weights[index]
+                leaves.append((0, index))
+                continue
+            scratch[index] = offset
+            heapq.heappush(local.setdefault(weights[index], []), (-offset, index))
+        buckets = self._buckets
+        unheaped = self._unheaped
+        for index in unheaped:
+            heapq.heappush(buckets[weights[index]], (-persistent[index], index))
+        unheaped.clear()
+        while True:
+            best = -1
+            best_value = 0
+            for weight, heap in local.items():
+                while heap:
+                    negative, index = heap[0]
+                    if (index in gone or scratch[index] != -negative
+                            or not (left.get(index, 0) > 0
+                                    or (room > 0 and supply.get(index, is_open) is is_open))):
+                        heapq.heappop(heap)  # stale, or never eligible again in this run
+                        continue
+                    value = weight * (g + 1) - negative
+                    if best < 0 or value > best_value or (value == best_value and index < best):
+                        best, best_value = index, value
+                    break
+            if room > 0:
+                for weight, heap in buckets.items():
+                    while heap:
+                        negative, index = heap[0]
+                        if index in out or persistent[index] != -negative:
+                            heapq.heappop(heap)  # stale for good: dropped
+                            continue
+                        if index in special:
+                            # Stepped on (or claimed) in this simulation: its entry leaves
+                            # the heap; the charge of the step (if it is served) or the
+                            # next simulation gives it one again.
+                            heapq.heappop(heap)
+                            unheaped.add(index)
+                            continue
+                        value = weight * (g + 1) - negative
+                        if (best < 0 or value > best_value
+                                or (value == best_value and index < best)):
+                            best, best_value = index, value
+                        break
+            if best < 0:
+                break
+            g += 1
+            winners.append(best)
+            if best in special:
+                offset = scratch[best] - total
+            else:
+                special.add(best)
+                offset = persistent[best] - total
+            scratch[best] = offset
+            count = left.get(best, 0)
+            if count > 0:
+                left[best] = count - 1
+                if count == 1 and supply.get(best) is empty:
+                    gone.add(best)
+                    total -= weights[best]
+                    leaves.append((len(winners), best))
+                    continue
+            else:
+                wanted[best] = wanted.get(best, 0) + 1
+                room -= 1
+            heapq.heappush(local.setdefault(weights[best], []), (-offset, best))
+        return _Simulated(winners, leaves, wanted)
+
+    def begin_pass(self, free: int, *, recheck: bool = False) -> PassPlan[T]:
+        if self._current is not None:
+            self._current._finish()
+        entries = sum(len(heap) for heap in self._buckets.values())
+        if entries > 4 * len(self.queues) + 1024:
+            self._rebuild()  # drop the stale heap entries
+        recheck = self.remember_empty and recheck
+        plan: _WeightedPass[T] = _WeightedPass(self, free, recheck)
+        self._current = plan
+        return plan

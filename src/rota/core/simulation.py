@@ -1,7 +1,8 @@
 """The dispatch simulator: the exact claim schedule of a policy, without any store.
 
-Feeds the very `Dispatcher` the worker uses with an in-memory backlog of job counts per
-Queue, pass after pass, as if every dispatched job finished before the next pass. What it
+Feeds the very `Dispatcher` the worker uses (remembering Queues found empty across passes,
+as a worker does) with an in-memory backlog of job counts per Queue, pass after pass, as if
+every dispatched job finished before the next pass. What it
 prints is what a Worker Group with that policy and pool size does. Queue controls apply
 as the stores apply them (`rota.core.queue_controls.room`): a paused Queue gives nothing,
 and a Queue with a limit gives at most its limit per pass (its jobs claimed earlier in the
@@ -82,7 +83,10 @@ def simulate(
         raise ValueError(f"pool size must be at least 1; got {pool_size}")
     if passes < 0:
         raise ValueError(f"passes must be zero or more; got {passes}")
-    dispatcher = Dispatcher.for_policy(policy)
+    # The worker's dispatcher: it remembers Queues found empty across passes (a paused or
+    # limited Queue is found empty for one pass only), so a pass asks only Queues that
+    # may have due work, even with 10,000 Queues.
+    dispatcher = Dispatcher.for_policy(policy, remember_empty=True)
     remaining: dict[str, int | None] = dict.fromkeys(policy.queues)
 
     def served(queue: str, what: str) -> str:
@@ -109,11 +113,20 @@ def simulate(
         policy, pool_size, paused=tuple(q for q in policy.queues if settings[q].paused),
         limits={q: settings[q].limit for q in policy.queues if settings[q].limit is not None},
     )
+    claimed_nothing = False
     for _ in range(passes):
-        plan: PassPlan[str] = dispatcher.begin_pass(pool_size)
+        # As a worker does: a pass after one that claimed nothing first probes the Queues
+        # held for empty (the backlog here only shrinks, so it finds none with work).
+        plan: PassPlan[str] = (dispatcher.begin_pass(pool_size, recheck=True)
+                               if claimed_nothing else dispatcher.begin_pass(pool_size))
         claims: list[SimulatedClaim] = []
         leased = dict.fromkeys(policy.queues, 0)  # this pass's claims, not yet finished
         while requests := plan.next_claims():
+            if requests[0].probe:
+                plan.probed(requests[0], [
+                    queue for queue in requests[0].queues
+                    if not settings[queue].paused and remaining[queue] != 0])
+                continue
             for request in requests:
                 taken: list[str] = []
                 for queue in request.queues:
@@ -125,8 +138,10 @@ def simulate(
                     leased[queue] += take
                     taken.extend([queue] * take)
                 claims.append(SimulatedClaim(request.queues, request.limit, len(taken)))
-                plan.claimed(request, taken)
+                plan.claimed(request, taken, controlled=any(
+                    not settings[queue].is_default for queue in request.queues))
         order = plan.dispatch_order()
+        claimed_nothing = not order
         for _job in order:
             plan.serve()
         result.passes.append(SimulatedPass(tuple(claims), tuple(order)))

@@ -31,6 +31,15 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
 - `purge` deletes only finished jobs (by `finished_at`), at most `limit` per call, and is
   safe when several processes purge at once: each row is deleted once, none waits for
   another purger, and a job that left its finished state meanwhile is never deleted.
+- Batched claims (issue 13, thousands of tenant Queues): `claim(..., limits=[...])` takes
+  up to `limits[i]` due jobs from `queues[i]`, Queue after Queue in the order given, at
+  most `limit` in all, in one round trip (one transaction); the Queue names must then be
+  distinct. Each Queue's take is also capped by its Queue controls, as in any claim.
+  `claim(..., probe=[...])` also answers which of the probed Queues have a due scheduled
+  job left after the claim and are not paused (`Claimed.due`); a probe with `limit` 0 and
+  no `queues` leases nothing. A Queue at its concurrency limit still counts as having
+  due work there (a claim then finds it empty). `Claimed.controlled` names the Queues of
+  the claim that are paused or limited, at least those it took fewer jobs from than asked.
 - Queue controls (`pause_queue`, `resume_queue`, `set_queue_limit`) are stored beside the
   jobs and read by every claim, with no cache. A claim takes nothing from a paused Queue
   (it goes on to the next one), and takes from a Queue with a limit at most
@@ -90,6 +99,60 @@ class Renewal(frozenset[int]):
         return f"Renewal({sorted(self)}, cancel_requested={sorted(self.cancel_requested)})"
 
 
+class Claimed(list[JobRecord]):
+    """What `claim` answers: the leased jobs (a list, so callers that only want the jobs need
+    nothing more); as `due`, the Queues among those named in `probe` that have a due
+    scheduled job left and are not paused (empty when nothing was probed); as
+    `controlled`, Queues of the claim that are paused or have a concurrency limit: at
+    least every such Queue the claim took fewer jobs from than it asked (a planner does not
+    hold those for empty: a Queue control, not a lack of due work, may be why)."""
+
+    __slots__ = ("controlled", "due")
+    due: frozenset[str]
+    controlled: frozenset[str]
+
+    def __init__(
+        self, jobs: Iterable[JobRecord] = (), due: Iterable[str] = (),
+        controlled: Iterable[str] = (),
+    ) -> None:
+        super().__init__(jobs)
+        self.due = frozenset(due)
+        self.controlled = frozenset(controlled)
+
+    def __repr__(self) -> str:
+        return (f"Claimed({list.__repr__(self)}, due={sorted(self.due)}, "
+                f"controlled={sorted(self.controlled)})")
+
+
+def claim_caps(
+    queues: Sequence[str], limit: int, limits: Sequence[int] | None
+) -> list[tuple[str, int]]:
+    """Each Queue a claim walks, in order, with the most it may take from it: `limit` for
+    each (a Queue named twice is walked once, at its first place), or `limits[i]` for
+    `queues[i]`.
+
+    Raises:
+        ValueError: if `limits` does not give one count >= 0 per Queue, or names a Queue
+            twice.
+        TypeError: if a count in `limits` is not an int.
+    """
+    if limits is None:
+        return [(queue, limit) for queue in dict.fromkeys(queues)]
+    if len(limits) != len(queues):
+        raise ValueError(
+            f"a claim's limits give one count per Queue: got {len(limits)} counts for "
+            f"{len(queues)} Queues"
+        )
+    if len(set(queues)) != len(queues):
+        raise ValueError("a claim with per-Queue limits must name each Queue once")
+    for count in limits:
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise TypeError(f"a claim's per-Queue limit must be an int; got {count!r}")
+        if count < 0:
+            raise ValueError(f"a claim's per-Queue limit must be >= 0; got {count}")
+    return list(zip(queues, limits, strict=True))
+
+
 @runtime_checkable
 class Store(Protocol):
     """Where jobs live. Methods are synchronous and safe to call from several threads."""
@@ -111,8 +174,15 @@ class Store(Protocol):
         now: datetime,
         owner: str,
         lease_expires_at: datetime,
+        limits: Sequence[int] | None = None,
+        probe: Sequence[str] = (),
     ) -> list[JobRecord]:
-        """Lease up to `limit` due jobs from `queues`, first Queue first (see module doc)."""
+        """Lease up to `limit` due jobs from `queues`, first Queue first (see module doc).
+
+        `limits`: at most `limits[i]` from `queues[i]` (one round trip for many Queues).
+        `probe`: Queues to report on; the answer is then a `Claimed` whose `due` names
+        those with due work left. The stores of this package always answer a `Claimed`.
+        """
         ...
 
     def complete(

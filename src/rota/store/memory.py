@@ -41,7 +41,7 @@ from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
-from rota.store.base import Renewal
+from rota.store.base import Claimed, Renewal, claim_caps
 
 
 class MemoryStore:
@@ -119,13 +119,18 @@ class MemoryStore:
         now: datetime,
         owner: str,
         lease_expires_at: datetime,
-    ) -> list[JobRecord]:
-        claimed: list[JobRecord] = []
+        limits: Sequence[int] | None = None,
+        probe: Sequence[str] = (),
+    ) -> Claimed:
+        caps = claim_caps(queues, limit, limits)
+        claimed = Claimed()
+        controlled: list[str] = []
         with self._lock:
-            for queue in dict.fromkeys(queues):
+            for queue, cap in caps:
                 settings = self._settings.get(queue)
-                wanted = limit - len(claimed)
+                wanted = min(cap, limit - len(claimed))
                 if settings is not None and (settings.paused or settings.limit is not None):
+                    controlled.append(queue)
                     held = 0 if settings.limit is None else self._count_leased(queue)
                     wanted = room(settings, held, wanted)
                 stop = len(claimed) + wanted
@@ -144,7 +149,25 @@ class MemoryStore:
                     if queue in self._leased:
                         self._leased[queue].add(job_id)
                     claimed.append(leased)
+            if probe:
+                claimed.due = frozenset(queue for queue in probe if self._has_due(queue, now))
+        claimed.controlled = frozenset(controlled)
         return claimed
+
+    def _has_due(self, queue: str, now: datetime) -> bool:
+        """Whether `queue` has a due scheduled job and is not paused (for a probe)."""
+        settings = self._settings.get(queue)
+        if settings is not None and settings.paused:
+            return False
+        heap = self._due.get(queue)
+        while heap:
+            due_at, job_id = heap[0]
+            job = self._jobs.get(job_id)
+            if job is None or job.state is not JobState.SCHEDULED or job.due_at != due_at:
+                heapq.heappop(heap)  # stale entry (see claim)
+                continue
+            return due_at <= now
+        return False
 
     def _count_leased(self, queue: str) -> int:
         ids = self._leased[queue]  # present while the Queue has a limit

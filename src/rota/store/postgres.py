@@ -73,7 +73,14 @@ from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store import mask_url
-from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
+from rota.store.base import (
+    Claimed,
+    Renewal,
+    SchemaTooNew,
+    StoreConfigError,
+    StoreError,
+    claim_caps,
+)
 from rota.store.corrupt import quarantine_undecodable
 from rota.store.registry_rows import (
     group_from_columns,
@@ -666,24 +673,56 @@ class PostgresStore:
         now: datetime,
         owner: str,
         lease_expires_at: datetime,
-    ) -> list[JobRecord]:
-        if limit <= 0 or not queues:
-            return []
+        limits: Sequence[int] | None = None,
+        probe: Sequence[str] = (),
+    ) -> Claimed:
+        # A Queue named twice (without limits) would be walked twice, its rows counted
+        # twice against the limit; the first mention decides its place.
+        caps = claim_caps(queues, limit, limits)
+        if limit <= 0 or not caps or all(cap <= 0 for _, cap in caps):
+            if not probe:
+                return Claimed()
+            found, _ = self._execute("probe", {"probe": list(probe), "now": _utc(now, "now")})
+            return Claimed(due=[str(row[0]) for row in found if row[1]])
         params = {
-            # A Queue named twice would be walked twice, its rows counted twice against
-            # the limit; the first mention decides its place.
-            "queues": list(dict.fromkeys(queues)),
+            "queues": [queue for queue, _ in caps],
+            "limits": [min(cap, limit) for _, cap in caps],
             "limit": limit,
             "now": _utc(now, "now"),
             "owner": owner,
             "lease_expires_at": _utc(lease_expires_at, "lease_expires_at"),
         }
-        rows, _ = self._execute("claim", params)
+        if probe or limits is not None:
+            # A planner's claim: probe its Queues (and those asked) in the same round trip.
+            probed = list(dict.fromkeys([*(queue for queue, _ in caps), *probe]))
+            rows, found = self._claim_and_probe(params, probed)
+        else:
+            rows, _ = self._execute("claim", params)
+            found = []
         if rows and rows[0][0] is None:  # a Queue has a limit: claim.sql leased nothing
             rows = self._claim_limited(params)
-        return quarantine_undecodable(
-            self, [_leased_record(row, owner, lease_expires_at, now) for row in rows], now
+        wanted = set(probe)
+        return Claimed(
+            quarantine_undecodable(
+                self, [_leased_record(row, owner, lease_expires_at, now) for row in rows],
+                now),
+            due=[str(row[0]) for row in found if row[1] and row[0] in wanted],
+            controlled=[str(row[0]) for row in found if row[2]],
         )
+
+    def _claim_and_probe(
+        self, params: Mapping[str, object], probed: list[str]
+    ) -> tuple[list[TupleRow], list[TupleRow]]:
+        """claim.sql and probe.sql pipelined: one network round trip; the probe runs after
+        the claim (each its own transaction), so it sees what the claim left."""
+        with self._cursor("claim") as cursor:
+            conn = cursor.connection
+            with conn.pipeline(), conn.cursor() as second:
+                cursor.execute(self._query("claim"), params)
+                second.execute(self._query("probe"), {"probe": probed, "now": params["now"]})
+                rows = cursor.fetchall()
+                found = second.fetchall()
+            return rows, found
 
     def _claim_limited(self, params: Mapping[str, object]) -> list[TupleRow]:
         """A claim over Queues of which some have a concurrency limit: lock their settings

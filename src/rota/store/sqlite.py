@@ -18,6 +18,8 @@ Imports only the standard library, the pure core and the store contract.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import math
 import os
@@ -56,7 +58,14 @@ from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
-from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
+from rota.store.base import (
+    Claimed,
+    Renewal,
+    SchemaTooNew,
+    StoreConfigError,
+    StoreError,
+    claim_caps,
+)
 from rota.store.corrupt import quarantine_undecodable
 from rota.store.registry_rows import (
     group_from_columns,
@@ -96,6 +105,21 @@ def _sql_folder() -> Any:
 def _sql(name: str) -> str:
     """The text of `sql/sqlite/<name>.sql`."""
     return str((_sql_folder() / f"{name}.sql").read_text(encoding="utf-8"))
+
+
+# claim_many.sql: at most this many Queues in one statement (SQLite allows 500 arms in a
+# compound SELECT); a round asking more runs claim.sql Queue after Queue.
+_MAX_ARMS = 200
+
+
+@functools.cache
+def _claim_many_sql(count: int) -> str:
+    """claim_many.sql with `count` arms (claim_many_arm.sql, its `_N` names numbered)."""
+    arm = _sql("claim_many_arm").strip()
+    arms = "\nUNION ALL\n".join(
+        arm.replace(":queue_N", f":queue_{index}").replace(":limit_N", f":limit_{index}")
+        for index in range(count))
+    return _sql("claim_many").replace("{arms}", arms)
 
 
 def _statements(script: str) -> list[str]:
@@ -594,30 +618,66 @@ class SQLiteStore:
         now: datetime,
         owner: str,
         lease_expires_at: datetime,
-    ) -> list[JobRecord]:
-        if limit <= 0 or not queues:
-            return []
+        limits: Sequence[int] | None = None,
+        probe: Sequence[str] = (),
+    ) -> Claimed:
+        caps = claim_caps(queues, limit, limits)
+        if limit <= 0 or not caps:
+            if not probe:
+                return Claimed()
+            with self._read("probing Queues") as conn:
+                return Claimed(due=self._probe(conn, probe, now))
         expires_us = _us(lease_expires_at)
         params: dict[str, object] = {
             "now": _us(now), "owner": owner, "lease_expires_at": expires_us,
         }
         claim_sql = _sql("claim")
         claimed: list[_Row] = []
+        due: list[str] = []
+        controlled: list[str] = []
         # One UPDATE per Queue inside one transaction: each is an index range scan of at
         # most `limit` rows, and the given Queue order needs no sort over all due jobs.
+        asks = [(queue, min(cap, limit)) for queue, cap in caps if cap > 0]
         with self._write("claiming") as conn:
-            for queue in queues:
+            if 1 < len(asks) <= _MAX_ARMS and sum(count for _, count in asks) <= limit:
+                # Per-Queue limits that fit in the total: one statement for every Queue.
+                for index, (queue, count) in enumerate(asks):
+                    params[f"queue_{index}"] = queue
+                    params[f"limit_{index}"] = count
+                by_queue: dict[str, list[_Row]] = {}
+                for row in conn.execute(_claim_many_sql(len(asks)), params).fetchall():
+                    by_queue.setdefault(row[2], []).append(row)
+                for queue, asked in asks:
+                    rows = sorted(by_queue.get(queue, ()), key=lambda row: (row[4], row[0]))
+                    claimed.extend(rows)
+                    if len(rows) < asked and conn.execute(
+                            _sql("queue_is_controlled"), {"queue": queue}).fetchone():
+                        controlled.append(queue)
+                asks = []
+            for queue, cap in asks:
                 remaining = limit - len(claimed)
                 if remaining <= 0:
                     break
                 params["queue"] = queue
-                params["limit"] = remaining
+                params["limit"] = asked = min(cap, remaining)
                 rows = conn.execute(claim_sql, params).fetchall()
                 rows.sort(key=lambda row: (row[4], row[0]))  # RETURNING order is unspecified
                 claimed.extend(rows)
+                if len(rows) < asked and conn.execute(
+                        _sql("queue_is_controlled"), {"queue": queue}).fetchone():
+                    controlled.append(queue)  # short: say if a control may be why
+            if probe:
+                due = self._probe(conn, probe, now)
         times: dict[int, datetime] = {}
-        return quarantine_undecodable(
-            self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now)
+        return Claimed(quarantine_undecodable(
+            self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
+            due, controlled)
+
+    @staticmethod
+    def _probe(conn: sqlite3.Connection, queues: Sequence[str], now: datetime) -> list[str]:
+        rows = conn.execute(_sql("probe"), {"queues": json.dumps(list(queues)),
+                                            "now": _us(now)}).fetchall()
+        return [row[0] for row in rows]
 
     def complete(
         self, leases: Sequence[Lease], now: datetime,

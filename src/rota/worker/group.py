@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from rota.core.dispatch import Dispatcher, PassPlan
+from rota.core.dispatch import ClaimRequest, Dispatcher, PassPlan, WeightedDispatcher
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord
 from rota.core.outcomes import (
@@ -34,7 +34,7 @@ from rota.core.outcomes import (
 from rota.core.policy import PolicyFault
 from rota.core.retry import RetryPolicy
 from rota.core.suspects import lease_expired_error
-from rota.store.base import Store, StoreError
+from rota.store.base import Claimed, Store, StoreError
 
 logger = logging.getLogger("rota")
 
@@ -72,8 +72,13 @@ class GroupRunner:
 
     def __init__(self, options: WorkerGroupOptions) -> None:
         self.options = options
+        # Validates the policy. A Weighted group remembers its Queues found empty across
+        # passes and probes them again (one round trip) when a wake-up hint names one of
+        # them, at least every poll interval, and before it goes idle: with thousands of
+        # tenant Queues, asking each empty one every pass cost more round trips than the
+        # jobs served (issue 13, docs/dispatch.md).
         try:
-            self.dispatcher = Dispatcher.for_policy(options.policy)  # validates the policy
+            self.dispatcher = Dispatcher.for_policy(options.policy, remember_empty=True)
         except ValueError as error:
             # The message may be exact by specification: the group is named in its cause.
             where = f"in Worker Group {options.name!r}: {options.policy!r}"
@@ -86,6 +91,27 @@ class GroupRunner:
         # Whether the last claim_pass was cut short by a StoreError; read by the drive that
         # owns this runner (one pass at a time) to back off before the next pass.
         self.last_pass_failed = False
+        self._recheck = False  # probe the Queues held for empty at the next pass
+        self._recheck_at: datetime | None = None  # ... and no later than this
+        self._probed = False  # whether the last pass probed
+        # A Weighted group over more Queues than Workers surveys them all in its first pass;
+        # `_no_work` holds the Queues that survey found without due work and that no
+        # claim asked since.
+        self._no_work: set[str] = set()
+        self._weighted = isinstance(self.dispatcher, WeightedDispatcher)
+        self._survey_pending = (isinstance(self.dispatcher, WeightedDispatcher)
+                                and len(options.policy.queues) > options.claim_capacity)
+        self._claimed_nothing = False  # whether the last pass claimed nothing
+
+    def note_work(self, queue: str) -> None:
+        """A wake-up hint: jobs were enqueued into `queue`. If the group holds it for
+        empty, its next pass probes again. Any thread (a bool store is atomic)."""
+        dispatcher = self.dispatcher
+        if isinstance(dispatcher, WeightedDispatcher):
+            self._no_work.discard(queue)
+            index = dispatcher.index.get(queue)
+            if index is not None and index in dispatcher._out:
+                self._recheck = True
 
     @property
     def name(self) -> str:
@@ -102,32 +128,138 @@ class GroupRunner:
         already claimed is still returned, so no claimed job is lost. If anything else
         raises (the planner, or a BaseException such as KeyboardInterrupt), the jobs
         claimed so far are handed back (`release`) before the exception propagates."""
-        plan: PassPlan[JobRecord] = self.dispatcher.begin_pass(free)
+        recheck, self._recheck = self._recheck, False
+        self._probed = False
+        if self._recheck_at is not None and now >= self._recheck_at:
+            recheck = True
+        plan: PassPlan[JobRecord] = (self.dispatcher.begin_pass(free, recheck=True)
+                                     if recheck else self.dispatcher.begin_pass(free))
         lease_expires_at = now + self.options.lease_duration
         self.last_pass_failed = False
         claimed: list[JobRecord] = []
+        no_work = self._no_work
+        if recheck and no_work:
+            self._survey_pending = True  # what the last survey said may be stale now
         try:
+            if self._survey_pending and free > 0:
+                # A pass over more Queues than free slots, the group's first (or the first
+                # since a recheck) while some Queues were never asked: one probe of every
+                # Queue, so that the claims the plan makes of Queues without due work are
+                # answered here (found empty) instead of by a round trip each reflow
+                # round. Held like the memory of empty Queues: until a recheck.
+                self._survey_pending = False
+                self._probed = True
+                no_work = self._no_work = set()
+                queues = self.options.policy.queues
+                try:
+                    answer = store.claim((), 0, now=now, owner=self.owner,
+                                         lease_expires_at=lease_expires_at, probe=queues)
+                except Exception as error:  # only a shortcut: the claims still ask all
+                    logger.warning("group %s: surveying its Queues failed: %s", self.name,
+                                   error)
+                else:
+                    if isinstance(answer, Claimed):
+                        no_work = self._no_work = set(queues) - answer.due
             while requests := plan.next_claims():
+                if stop is not None and stop():
+                    plan.cut_short()
+                    break
+                if no_work and not requests[0].probe:
+                    remote = []
+                    for request in requests:
+                        if request.queues[0] in no_work:
+                            # Found empty now; the dispatcher remembers it from here on.
+                            no_work.discard(request.queues[0])
+                            plan.claimed(request, [])
+                        else:
+                            remote.append(request)
+                    requests = remote
+                    if not requests:
+                        continue
+                try:
+                    if requests[0].probe:
+                        self._probe(store, plan, requests[0], now, lease_expires_at)
+                        continue
+                    jobs = self._claim_round(store, requests, now, lease_expires_at)
+                except Exception as error:
+                    self._claim_failed([r.queues[0] for r in requests]
+                                       if len(requests) > 1 else requests[0].queues, error)
+                    plan.claim_failed(requests[0])  # the others were never issued
+                    self.last_pass_failed = True
+                    break
+                claimed.extend(jobs)
+                controlled = jobs.controlled if isinstance(jobs, Claimed) else frozenset()
+                if len(requests) == 1:
+                    _record(plan, requests[0], jobs,
+                            bool(controlled and controlled & set(requests[0].queues)))
+                    continue
+                by_queue: dict[str, list[JobRecord]] = {}
+                for job in jobs:
+                    by_queue.setdefault(job.queue, []).append(job)
                 for request in requests:
-                    if stop is not None and stop():
-                        plan.cut_short()
-                        break
-                    try:
-                        jobs = store.claim(
-                            request.queues, request.limit, now=now, owner=self.owner,
-                            lease_expires_at=lease_expires_at,
-                        )
-                    except Exception as error:
-                        self._claim_failed(request.queues, error)
-                        plan.claim_failed(request)
-                        self.last_pass_failed = True
-                        break
-                    claimed.extend(jobs)
-                    plan.claimed(request, jobs)
-            return plan, plan.dispatch_order()
+                    queue = request.queues[0]
+                    _record(plan, request, by_queue.get(queue, []), queue in controlled)
+            dispatched = plan.dispatch_order()
         except BaseException:
             self._hand_back(store, claimed, now)
             raise
+        self._claimed_nothing = not dispatched
+        return plan, dispatched
+
+    def must_look_again(self) -> bool:
+        """After a pass: True when it claimed nothing while the group held Queues for empty
+        that it did not probe in it. The next pass then probes them; a drive must run it
+        before it calls the group idle (no free Worker idles beside due work it could
+        know of)."""
+        dispatcher = self.dispatcher
+        if (self._claimed_nothing and not self._probed
+                and isinstance(dispatcher, WeightedDispatcher)
+                and (dispatcher._out or self._no_work)):
+            self._recheck = True
+            return True
+        return False
+
+    def _claim_round(
+        self, store: Store, requests: Sequence[ClaimRequest], now: datetime,
+        lease_expires_at: datetime,
+    ) -> list[JobRecord]:
+        """One round of the plan's claims in one store round trip: a plain claim when the
+        round asks one Queue set, else one claim with per-Queue limits."""
+        if not self._weighted:
+            request = requests[0]
+            return store.claim(request.queues, request.limit, now=now, owner=self.owner,
+                               lease_expires_at=lease_expires_at)
+        # Weighted: one Queue per request. The claim also probes its own Queues, so that a
+        # Queue it drains is known empty (answered here, found empty, at its next turn)
+        # without a reflow round trip to find it so.
+        queues = [request.queues[0] for request in requests]
+        if len(requests) == 1:
+            jobs = store.claim(queues, requests[0].limit, now=now, owner=self.owner,
+                               lease_expires_at=lease_expires_at, probe=queues)
+        else:
+            jobs = store.claim(
+                queues, sum(request.limit for request in requests),
+                now=now, owner=self.owner, lease_expires_at=lease_expires_at,
+                limits=[request.limit for request in requests], probe=queues,
+            )
+        if isinstance(jobs, Claimed):
+            self._no_work.update(set(queues) - jobs.due - jobs.controlled)
+        return jobs
+
+    def _probe(
+        self, store: Store, plan: PassPlan[JobRecord], request: ClaimRequest, now: datetime,
+        lease_expires_at: datetime,
+    ) -> None:
+        """Ask the store which of the Queues held for empty have due work (a claim of
+        nothing with `probe`); they take part again from this pass on."""
+        answer = store.claim((), 0, now=now, owner=self.owner,
+                             lease_expires_at=lease_expires_at, probe=request.queues)
+        # A store that answers a plain list cannot probe: take every Queue to have work
+        # (a claim then finds the empty ones empty, as before issue 13).
+        due = answer.due if isinstance(answer, Claimed) else request.queues
+        plan.probed(request, due)
+        self._probed = True
+        self._recheck_at = now + self.options.poll_interval
 
     def _claim_failed(self, queues: Sequence[str], error: Exception) -> None:
         where = ",".join(queues)
@@ -160,6 +292,17 @@ class GroupRunner:
     ) -> Outcome:
         return after_failure(job.attempt, describe_error(error), self.retry_policy(handler), now,
                              exception=error, job_id=job.id)
+
+
+def _record(
+    plan: PassPlan[JobRecord], request: ClaimRequest, jobs: Sequence[JobRecord],
+    controlled: bool,
+) -> None:
+    """`plan.claimed`, with the `controlled` flag only when it is set."""
+    if controlled:
+        plan.claimed(request, jobs, controlled=True)
+    else:
+        plan.claimed(request, jobs)
 
 
 def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime) -> bool:

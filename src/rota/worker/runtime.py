@@ -372,6 +372,7 @@ class Runtime:
 
     def _wake_queue(self, queue: str) -> None:
         for group in self._by_queue.get(queue, ()):
+            group.runner.note_work(queue)
             group.wake()
 
     # -- store calls ----------------------------------------------------------------------
@@ -594,6 +595,8 @@ class GroupLoop:
                 backoff.reset()
                 if jobs and self.free_capacity() > 0:
                     self._wake.set()  # capped by max_claim_batch, or reflow left room
+                elif self.runner.must_look_again():
+                    self._wake.set()  # found nothing: probe the Queues held for empty
 
     async def _dispatch(
         self, plan: PassPlan[JobRecord], jobs: list[JobRecord], now: datetime

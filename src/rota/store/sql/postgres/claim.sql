@@ -13,8 +13,11 @@
 -- leases under a lock. So claims over Queues without a limit stay one statement, one
 -- round trip, and never lock a settings row.
 WITH requested AS (
-    SELECT w.queue, w.position, settings.paused, settings.concurrency_limit
-    FROM unnest(%(queues)b::text[]) WITH ORDINALITY AS w(queue, position)
+    SELECT w.queue, w.position, w.queue_limit, settings.paused, settings.concurrency_limit
+    -- limits: the most to take from each Queue (a batched claim, one count per Queue;
+    -- the store passes `limit` for each when the claim gives none).
+    FROM unnest(%(queues)b::text[], %(limits)s::int[])
+        WITH ORDINALITY AS w(queue, queue_limit, position)
     -- One primary-key lookup per Queue asked for (OFFSET 0 keeps the planner from
     -- turning this into a hash join over the whole settings table).
     LEFT JOIN LATERAL (
@@ -31,7 +34,7 @@ limited AS (
     LIMIT 1
 ),
 wanted AS (
-    SELECT requested.queue, requested.position
+    SELECT requested.queue, requested.position, requested.queue_limit
     FROM requested
     WHERE requested.paused IS NOT TRUE
       AND NOT EXISTS (SELECT FROM limited)
@@ -46,7 +49,7 @@ picked AS (
           AND jobs.state = 'scheduled'
           AND jobs.due_at <= %(now)s
         ORDER BY jobs.due_at, jobs.id
-        LIMIT %(limit)s
+        LIMIT wanted.queue_limit
         FOR UPDATE SKIP LOCKED
     ) AS due
     LIMIT %(limit)s

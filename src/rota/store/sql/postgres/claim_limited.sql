@@ -10,8 +10,11 @@
 -- counting at most up to the limit), or `limit` for a Queue without a limit; a paused
 -- Queue is left out.
 WITH requested AS (
-    SELECT w.queue, w.position, settings.paused, settings.concurrency_limit
-    FROM unnest(%(queues)b::text[]) WITH ORDINALITY AS w(queue, position)
+    SELECT w.queue, w.position, w.queue_limit, settings.paused, settings.concurrency_limit
+    -- limits: the most to take from each Queue (a batched claim, one count per Queue;
+    -- the store passes `limit` for each when the claim gives none).
+    FROM unnest(%(queues)b::text[], %(limits)s::int[])
+        WITH ORDINALITY AS w(queue, queue_limit, position)
     -- One primary-key lookup per Queue asked for (OFFSET 0 keeps the planner from
     -- turning this into a hash join over the whole settings table).
     LEFT JOIN LATERAL (
@@ -22,7 +25,7 @@ WITH requested AS (
     ) AS settings ON true
 ),
 wanted AS (
-    SELECT requested.queue, requested.position,
+    SELECT requested.queue, requested.position, requested.queue_limit,
            CASE
                WHEN requested.concurrency_limit IS NULL THEN %(limit)s
                ELSE greatest(0, requested.concurrency_limit - (
@@ -55,7 +58,7 @@ picked AS (
           AND jobs.state = 'scheduled'
           AND jobs.due_at <= %(now)s
         ORDER BY jobs.due_at, jobs.id
-        LIMIT least(wanted.room, %(limit)s)
+        LIMIT least(wanted.room, wanted.queue_limit)
         FOR UPDATE SKIP LOCKED
     ) AS due
     LIMIT %(limit)s

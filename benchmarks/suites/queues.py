@@ -1,0 +1,328 @@
+"""queues: thousands of tenant Queues under one Weighted group (issue 13).
+
+For 1 to 10,000 Queues (1 %, 10 % and 100 % of them backlogged), on every store (memory,
+SQLite, PostgreSQL), one Weighted group (pool 20, weights 1-5 by Queue number) drains a
+backlog of noop jobs with `App.run_until_idle()` (in process, VirtualClock), and the
+suite reports, side by side with the single-Queue drain of the same store in the same
+run:
+
+- drain rate (jobs/s) and its ratio to the single-Queue rate;
+- store round trips per job (`claim` calls: claims, batched claims and probes alone) and
+  logical claims per job (one per Queue asked of the store in a pass; a Queue that the
+  group already knows is empty is answered without the store and not counted);
+- planning: the share of the drain's time spent in the pure planner (`PassPlan` and
+  `Dispatcher.begin_pass`), timed by wrapping those methods (the wrapping's own cost is
+  included, so the figure is an upper bound).
+
+The total backlog per configuration is fixed (`--jobs`, default 10,000), spread evenly over
+the backlogged Queues, so every row drains the same number of jobs; each row is measured
+right after a single-Queue drain of the same store and count, and its ratio is to that one.
+
+Run: `python3 -m benchmarks.suites.queues [--quick] [--stores memory,sqlite,postgres]
+[--plot docs/images/queues.png] [--json PATH]` (needs only rota's own .venv; the plot needs
+matplotlib), or as the `queues` suite of `python3 -m benchmarks run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import rota
+from rota.core import dispatch
+from rota.core.jobs import JobRecord, NewJob
+from rota.store import open_store
+from rota.store.base import Store
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+POOL = 20
+# (Queues, backlogged Queues): 1 to 10,000 Queues, 1 %, 10 % and 100 % backlogged.
+CONFIGS: tuple[tuple[int, int], ...] = (
+    (1, 1), (10, 10), (100, 1), (100, 10), (100, 100),
+    (1_000, 10), (1_000, 100), (1_000, 1_000),
+    (10_000, 100), (10_000, 1_000), (10_000, 10_000),
+)
+QUICK_CONFIGS: tuple[tuple[int, int], ...] = (
+    (1, 1), (100, 1), (1_000, 10), (1_000, 1_000), (10_000, 100), (10_000, 10_000))
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    store: str
+    queues: int
+    backlogged: int
+    jobs: int
+    seconds: float
+    round_trips: int
+    probes: int
+    logical_claims: int
+    planning_s: float
+
+    @property
+    def jobs_per_s(self) -> float:
+        return self.jobs / self.seconds
+
+    def as_json(self) -> dict[str, object]:
+        return {**asdict(self), "jobs_per_s": self.jobs_per_s}
+
+
+class CountingStore:
+    """Delegates to a real store; counts `claim` round trips, probes and logical claims."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.round_trips = 0
+        self.probes = 0
+        self.logical_claims = 0
+
+    def claim(self, queues: Sequence[str], limit: int, **kwargs: Any) -> list[JobRecord]:
+        self.round_trips += 1
+        if kwargs.get("probe") and not queues:
+            self.probes += 1  # a probe alone (a claim may also probe its own Queues)
+        limits = kwargs.get("limits")
+        self.logical_claims += len(limits) if limits is not None else (1 if queues else 0)
+        return self.inner.claim(queues, limit, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class PlanningTimer:
+    """Wraps the planner's entry points with perf_counter timing (restored on exit)."""
+
+    METHODS = ("next_claims", "claimed", "probed", "claim_failed", "dispatch_order",
+               "serve", "skip")
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+
+    def _timed(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        clock = time.perf_counter
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = clock()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds += clock() - start
+
+        return timed
+
+    @contextmanager
+    def installed(self) -> Iterator[PlanningTimer]:
+        saved: list[tuple[type, str, Any]] = []
+        targets: list[tuple[type, tuple[str, ...]]] = [
+            (dispatch._WeightedPass, self.METHODS),
+            (dispatch.WeightedDispatcher, ("begin_pass",)),
+        ]
+        for cls, names in targets:
+            for name in names:
+                original = cls.__dict__[name]
+                saved.append((cls, name, original))
+                setattr(cls, name, self._timed(original))
+        try:
+            yield self
+        finally:
+            for cls, name, original in saved:
+                setattr(cls, name, original)
+
+
+def policy_for(queues: int) -> rota.Weighted:
+    return rota.Weighted([(f"t{i:05d}", 1 + i % 5) for i in range(queues)])
+
+
+def backlogged_queues(queues: int, backlogged: int) -> list[str]:
+    step = queues // backlogged
+    return [f"t{i:05d}" for i in range(0, queues, step)][:backlogged]
+
+
+@contextmanager
+def store_url(kind: str, label: str) -> Iterator[str]:
+    if kind == "memory":
+        yield "memory://"
+    elif kind == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="rota-queues-") as folder:
+            yield f"sqlite:///{folder}/queues.db"
+    else:
+        from benchmarks import pg
+
+        name = f"queues_{label}_bench"
+        url = pg.fresh_database(name)
+        try:
+            yield url
+        finally:
+            pg.drop_database(name)
+
+
+def measure(kind: str, queues: int, backlogged: int, total_jobs: int) -> Measure:
+    per_queue = max(1, total_jobs // backlogged)
+    names = backlogged_queues(queues, backlogged)
+    with store_url(kind, f"{queues}_{backlogged}") as url:
+        inner = open_store(url)
+        try:
+            jobs = [NewJob(name="noop", queue=queue, due_at=T0)
+                    for queue in names for _ in range(per_queue)]
+            for first in range(0, len(jobs), 5_000):
+                inner.enqueue(jobs[first:first + 5_000], T0)
+            if kind == "postgres":
+                from benchmarks import pg
+
+                pg.analyze(url)
+            counting = CountingStore(inner)
+            app = rota.App(counting, clock=rota.VirtualClock(T0))
+            app.job("noop")(lambda: None)
+            app.add_worker_group(rota.WorkerGroupOptions(
+                name="tenants", policy=policy_for(queues), pool_size=POOL))
+            timer = PlanningTimer()
+            with timer.installed():
+                start = time.perf_counter()
+                ran = app.run_until_idle()
+                seconds = time.perf_counter() - start
+            if ran != len(jobs):
+                raise RuntimeError(f"drained {ran} of {len(jobs)} jobs")
+            return Measure(kind, queues, backlogged, ran, seconds, counting.round_trips,
+                           counting.probes, counting.logical_claims, timer.seconds)
+        finally:
+            inner.close()
+
+
+def run_all(
+    kinds: Sequence[str], configs: Sequence[tuple[int, int]], total_jobs: int,
+    repeat: int = 1,
+) -> list[tuple[Measure, Measure]]:
+    """Each configuration right after a single-Queue drain of the same store and job count
+    (the machine is shared and its load drifts: a ratio of two drains minutes apart says
+    little), alternating, best of `repeat` each. Returns (single-Queue, configuration)."""
+    results: list[tuple[Measure, Measure]] = []
+    for kind in kinds:
+        for queues, backlogged in configs:
+            singles: list[Measure] = []
+            gots: list[Measure] = []
+            for _ in range(repeat):
+                singles.append(measure(kind, 1, 1, total_jobs))
+                gots.append(measure(kind, queues, backlogged, total_jobs))
+            single = max(singles, key=lambda m: m.jobs_per_s)
+            got = max(gots, key=lambda m: m.jobs_per_s)
+            results.append((single, got))
+            print(f"  {kind:8} {queues:>6,} Queues ({backlogged:>6,} backlogged): "
+                  f"{got.jobs:>6,} jobs {got.jobs_per_s:>8,.0f} jobs/s, 1 Queue "
+                  f"{single.jobs_per_s:>8,.0f}: {got.jobs_per_s / single.jobs_per_s:5.0%}  "
+                  f"{got.round_trips / got.jobs:5.3f} round trips/job "
+                  f"({got.probes} probes)  {got.logical_claims / got.jobs:5.3f} claims/job  "
+                  f"planning {got.planning_s / got.seconds:5.1%} (1 Queue "
+                  f"{single.planning_s / single.seconds:4.1%})", flush=True)
+    return results
+
+
+def plot(results: Sequence[tuple[Measure, Measure]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=90)
+    markers = {"memory": "o", "sqlite": "s", "postgres": "^"}
+    colors = {"memory": "tab:blue", "sqlite": "tab:orange", "postgres": "tab:green"}
+    styles = {0.01: ":", 0.1: "--", 1.0: "-"}
+    for kind in dict.fromkeys(m.store for _, m in results):
+        rows = [(single, m) for single, m in results if m.store == kind]
+        for share, style in styles.items():
+            line = [(single, m) for single, m in rows
+                    if abs(m.backlogged / m.queues - share) < share / 2]
+            if not line:
+                continue
+            xs = [m.queues for _, m in line]
+            label = f"{kind}, {share:.0%} backlogged"
+            left.plot(xs, [m.jobs_per_s / single.jobs_per_s for single, m in line], style,
+                      marker=markers[kind], color=colors[kind], label=label)
+            right.plot(xs, [m.round_trips / m.jobs for _, m in line], style,
+                       marker=markers[kind], color=colors[kind], label=label)
+    left.axhline(0.8, color="grey", linewidth=0.8)
+    left.set_xscale("log")
+    left.set_ylim(0, 1.8)
+    left.set_xlabel("Queues in the Weighted group")
+    left.set_ylabel("drain rate / single-Queue rate")
+    right.axhline(1 / POOL, color="grey", linewidth=0.8)  # one claim per pass
+    right.set_xscale("log")
+    right.set_ylim(0, 0.1)
+    right.set_xlabel("Queues in the Weighted group")
+    right.set_ylabel("store round trips per job")
+    left.legend(fontsize=6, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _fields(row: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in row.items() if key != "jobs_per_s"}
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python3 -m benchmarks.suites.queues",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer configurations and jobs")
+    parser.add_argument("--stores", default="memory,sqlite,postgres")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="jobs per configuration (default 10,000)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="drains per row, alternating with the single-Queue one; "
+                        "the best of each is kept (default 1)")
+    parser.add_argument("--plot", type=Path, help="write a PNG plot here (needs matplotlib)")
+    parser.add_argument("--json", type=Path, help="write the figures as JSON here")
+    parser.add_argument("--replot", type=Path, metavar="JSON",
+                        help="only plot (to --plot) the figures of an earlier --json")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    if args.replot:
+        pairs = [(Measure(**_fields(row["single"])), Measure(**_fields(row["tenants"])))
+                 for row in json.loads(args.replot.read_text())]
+        plot(pairs, args.plot or Path("queues.png"))
+        return 0
+    kinds = [kind.strip() for kind in args.stores.split(",") if kind.strip()]
+    configs = QUICK_CONFIGS if args.quick else CONFIGS
+    total = args.jobs or 10_000
+    print(f"queues: pool {POOL}, weights 1-5, {total:,} jobs per configuration, "
+          f"stores {', '.join(kinds)}, best of {args.repeat}", flush=True)
+    results = run_all(kinds, configs, total, args.repeat)
+    if args.json:
+        args.json.write_text(json.dumps(
+            [{"single": single.as_json(), "tenants": m.as_json()} for single, m in results],
+            indent=1) + "\n")
+    if args.plot:
+        plot(results, args.plot)
+        print(f"plot: {args.plot}")
+    return 0
+
+
+def run(settings: Any) -> Any:
+    """The `queues` suite of `python3 -m benchmarks run`: rota only (no peer has tenant
+    Queues under one fair group), every store, full or quick configurations."""
+    from benchmarks.results import SuiteResult
+    from benchmarks.stats import Figure
+
+    quick = settings.drain_jobs < 100_000
+    results = run_all(["memory", "sqlite", "postgres"], QUICK_CONFIGS if quick else CONFIGS,
+                      10_000)
+    suite = SuiteResult()
+    for _single, m in results:
+        subject = f"rota[{m.store}] {m.queues:,} Queues ({m.backlogged:,} backlogged)"
+        suite.add("queues", subject, "jobs/s", Figure.of([m.jobs_per_s], "jobs/s",
+                                                         f"{m.jobs:,} jobs"))
+    suite.detail["queues"] = [
+        {"single": single.as_json(), "tenants": m.as_json()} for single, m in results]
+    return suite
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

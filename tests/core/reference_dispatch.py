@@ -1,0 +1,209 @@
+"""A frozen copy of the Weighted planner as it was before issue 13 (O(Queues) per step, one
+claim per Queue, a Queue found empty forgotten at the end of the pass): the reference the
+new planner is checked against, claim for claim and credit for credit
+(tests/core/test_dispatch_differential.py). Do not change it: it is the old behaviour.
+
+One addition, for the new planner's memory of empty Queues: `ReferenceDispatcher` takes
+the Queues known empty at the start of a pass (`begin_pass(free, empty=...)`); they start
+the pass found empty, exactly as if a claim had found them empty before its first round.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Collection, Sequence
+from enum import Enum
+from typing import Generic, TypeVar
+
+from rota.core.dispatch import ClaimRequest, Step, apply_step
+from rota.core.policy import Weighted
+
+T = TypeVar("T")
+
+
+def _check_count(request: ClaimRequest, items: Sequence[object]) -> None:
+    if len(items) > request.limit:
+        raise ValueError("the store broke the claim contract")
+
+
+class _Supply(Enum):
+    OPEN = "open"  # claimed in full (or not yet claimed): may have more due jobs
+    EMPTY = "empty"  # a claim returned fewer than asked: found empty in this pass
+    BLOCKED = "blocked"  # its claim failed or was never issued: gets nothing more this pass
+
+
+def _simulate(
+    weights: Sequence[int],
+    credits: Sequence[int],
+    held: Sequence[int],
+    supply: Sequence[_Supply],
+    room: int,
+) -> tuple[list[Step], list[int]]:
+    """Simulate steps on a scratch copy of `credits` until no Queue can be served.
+
+    `held[i]` jobs of Queue i are already claimed and must all get a slot. A Queue whose
+    held jobs are used up may take `room` more slots in total (to be claimed) if its supply
+    is OPEN; an EMPTY one leaves the steps once its held jobs are used up; a BLOCKED one, or
+    an OPEN one when there is no room left, keeps taking part but cannot be served.
+
+    Returns the steps in slot order and, per Queue, the number of slots still to claim.
+    """
+    count = len(weights)
+    scratch = list(credits)
+    left = list(held)
+    wanted = [0] * count
+    is_open = [s is _Supply.OPEN for s in supply]
+    is_empty = [s is _Supply.EMPTY for s in supply]
+    participants = tuple(i for i in range(count) if not (is_empty[i] and left[i] == 0))
+    total = sum(weights[i] for i in participants)
+    steps: list[Step] = []
+    while participants:
+        # The winner: highest credit after this step's increment among the Queues that
+        # can be served; ties to the lower index (strict > while scanning in order).
+        winner = -1
+        best = 0
+        for i in participants:
+            if left[i] > 0 or (room > 0 and is_open[i]):
+                value = scratch[i] + weights[i]
+                if winner < 0 or value > best:
+                    winner, best = i, value
+        if winner < 0:
+            break
+        for i in participants:
+            scratch[i] += weights[i]
+        scratch[winner] -= total
+        steps.append(Step(participants, winner))
+        if left[winner] > 0:
+            left[winner] -= 1
+            if left[winner] == 0 and is_empty[winner]:
+                participants = tuple(i for i in participants if i != winner)
+                total -= weights[winner]
+        else:
+            wanted[winner] += 1
+            room -= 1
+    return steps, wanted
+
+
+class ReferencePass(Generic[T]):
+    def __init__(
+        self, dispatcher: ReferenceDispatcher, free: int, empty: Collection[int] = ()
+    ) -> None:
+        self._dispatcher = dispatcher
+        count = len(dispatcher.queues)
+        self._free = free
+        self._held: list[deque[T]] = [deque() for _ in range(count)]
+        self._supply = [_Supply.EMPTY if i in empty else _Supply.OPEN for i in range(count)]
+        self._round = 0
+        self._outstanding: set[int] = set()
+        self._stopped = free <= 0
+        self._issued = 0
+        self._steps: list[Step] | None = None
+        # The last round's simulation, and whether every claim of that round came back
+        # full: then it is already the final slot order (no need to simulate again).
+        self._planned: list[Step] | None = None
+        self._planned_exact = False
+        self._served = 0
+
+    def _index(self, request: ClaimRequest) -> int:
+        return self._dispatcher.queues.index(request.queues[0])
+
+    def next_claims(self) -> list[ClaimRequest]:
+        if self._stopped or self._outstanding:
+            return []
+        held = [len(items) for items in self._held]
+        room = self._free - sum(held)
+        if room <= 0:
+            return []
+        steps, wanted = _simulate(
+            self._dispatcher.weights, self._dispatcher.credits, held, self._supply, room
+        )
+        shares = [(index, count) for index, count in enumerate(wanted) if count > 0]
+        budget = 2 * len(self._dispatcher.queues) - self._issued
+        if not shares or budget <= 0:
+            return []
+        self._planned = steps
+        self._planned_exact = True
+        if self._round > 0:
+            still_open = sum(1 for supply in self._supply if supply is _Supply.OPEN)
+            # Invariant: budget >= still_open before every reflow round. A proportional
+            # round that comes back short leaves at most still_open - 1 Queues to ask, so
+            # it is affordable only if that many claims remain after it; otherwise one
+            # claim for all the room keeps the invariant (it fills, or finds one empty).
+            if budget - len(shares) < still_open - 1:
+                index, _ = max(shares, key=lambda share: (share[1], -share[0]))
+                shares = [(index, room)]
+                self._planned_exact = False
+        self._round += 1
+        requests: list[ClaimRequest] = []
+        for index, count in shares:
+            requests.append(ClaimRequest((self._dispatcher.queues[index],), count))
+            self._outstanding.add(index)
+        return requests
+
+    def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
+        _check_count(request, items)
+        self._issued += 1
+        index = self._index(request)
+        self._outstanding.discard(index)
+        self._held[index].extend(items)
+        if len(items) < request.limit:
+            self._supply[index] = _Supply.EMPTY
+            self._planned_exact = False
+
+    def claim_failed(self, request: ClaimRequest) -> None:
+        self._issued += 1
+        index = self._index(request)
+        self._outstanding.discard(index)
+        self._supply[index] = _Supply.BLOCKED
+        self._planned_exact = False
+        self.cut_short()
+
+    def cut_short(self) -> None:
+        self._stopped = True
+
+    def _final_steps(self) -> list[Step]:
+        if self._steps is None and self._planned_exact and not self._outstanding:
+            self._stopped = True
+            self._steps = self._planned  # every claim came back full: the plan stands
+        if self._steps is None:
+            self._stopped = True
+            supply = [
+                _Supply.BLOCKED if s is _Supply.OPEN else s for s in self._supply
+            ]
+            held = [len(items) for items in self._held]
+            self._steps, _ = _simulate(
+                self._dispatcher.weights, self._dispatcher.credits, held, supply, 0
+            )
+        return self._steps
+
+    def dispatch_order(self) -> list[T]:
+        held = [deque(items) for items in self._held]
+        return [held[step.winner].popleft() for step in self._final_steps()]
+
+    def serve(self) -> None:
+        steps = self._final_steps()
+        if self._served >= len(steps):
+            raise RuntimeError("serve() called more often than the pass dispatched jobs")
+        apply_step(self._dispatcher.weights, self._dispatcher.credits, steps[self._served])
+        self._served += 1
+
+    def skip(self) -> None:
+        if self._served >= len(self._final_steps()):
+            raise RuntimeError("skip() called more often than the pass dispatched jobs")
+        self._served += 1
+
+    @property
+    def claims_issued(self) -> int:
+        return self._issued
+
+
+class ReferenceDispatcher:
+    """The old WeightedDispatcher: credits as a plain list, one per Queue."""
+
+    def __init__(self, policy: Weighted) -> None:
+        self.queues = policy.queues
+        self.weights = tuple(weight for _, weight in policy.weights)
+        self.credits = [0] * len(self.queues)
+
+    def begin_pass(self, free: int, empty: Collection[int] = ()) -> ReferencePass[T]:
+        return ReferencePass(self, free, empty)

@@ -1,0 +1,244 @@
+"""The new Weighted planner (heaps over credit offsets, issue 13) against a frozen copy of
+the old one (tests/core/reference_dispatch.py): the same claims, the same dispatch order,
+the same credits, pass after pass, for many Queues, weights, backlogs, reflows, failed
+claims, skipped jobs and passes cut short.
+
+Two modes:
+- the default dispatcher (forgets empty Queues at the end of a pass) must equal the old
+  planner exactly;
+- a dispatcher that remembers empty Queues must equal the old planner given, at the start
+  of each pass, the Queues it still holds for empty (after its probe) as found empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rota import Weighted
+from rota.core.dispatch import ClaimRequest, Dispatcher, PassPlan, WeightedDispatcher
+from tests.core.reference_dispatch import ReferenceDispatcher, ReferencePass
+
+UNLIMITED = 10**9
+Job = tuple[int, int]  # (Queue index, serial)
+
+
+@dataclass
+class Supply:
+    """Due jobs per Queue, answering claims like the store contract (fake, no store)."""
+
+    due: list[int]
+
+    def take(self, queue: int, limit: int) -> int:
+        got = min(self.due[queue], limit)
+        self.due[queue] -= got
+        return got
+
+
+@dataclass(frozen=True)
+class PassScript:
+    free: int
+    fail_at: int | None  # the claim number (within the pass) that raises, if any
+    cut_after: int | None  # cut the pass short after this many claims, if any
+    skip_every: int  # skip (hand back) every n-th dispatched job; 0: none
+    refill: tuple[tuple[int, int], ...]  # (Queue, jobs) added before the pass
+    recheck: bool
+
+
+def run_pass(
+    plan: PassPlan[Job] | ReferencePass[Job], names: tuple[str, ...], supply: Supply,
+    script: PassScript, controlled: frozenset[int] = frozenset(),
+) -> tuple[list[tuple[int, int, int | None]], list[Job]]:
+    index = {name: i for i, name in enumerate(names)}
+    claims: list[tuple[int, int, int | None]] = []
+    serial = [0] * len(names)
+    while requests := plan.next_claims():
+        stop = False
+        for request in requests:
+            assert not request.probe
+            if script.cut_after is not None and len(claims) >= script.cut_after:
+                plan.cut_short()
+                stop = True
+                break
+            queue = index[request.queues[0]]
+            if script.fail_at is not None and len(claims) == script.fail_at:
+                claims.append((queue, request.limit, None))
+                plan.claim_failed(request)
+                stop = True
+                break
+            got = supply.take(queue, request.limit)
+            claims.append((queue, request.limit, got))
+            jobs = [(queue, serial[queue] + n) for n in range(got)]
+            serial[queue] += got
+            if queue in controlled:  # the new planner only: paused or limited Queues
+                assert not isinstance(plan, ReferencePass)
+                plan.claimed(request, jobs, controlled=True)
+            else:
+                plan.claimed(request, jobs)
+        if stop:
+            break
+    order = plan.dispatch_order()
+    for number, _job in enumerate(order):
+        if script.skip_every and number % script.skip_every == script.skip_every - 1:
+            plan.skip()
+        else:
+            plan.serve()
+    return claims, order
+
+
+def begin_new(
+    dispatcher: WeightedDispatcher, supply: Supply, script: PassScript
+) -> tuple[PassPlan[Job], frozenset[int]]:
+    """Begin the new planner's pass, answer its probe if it asks one; return the plan and
+    the Queues it holds for empty when its first claim round is planned."""
+    plan: PassPlan[Job] = dispatcher.begin_pass(script.free, recheck=script.recheck)
+    out = frozenset(dispatcher._out)
+    first = plan.next_claims()
+    if first and first[0].probe:
+        request = first[0]
+        due = {name for name in request.queues if supply.due[dispatcher.index[name]] > 0}
+        plan.probed(request, due)
+        out = frozenset(dispatcher._out)
+        first = []
+    return _Replay(plan, first), out
+
+
+class _Replay(PassPlan[Job]):
+    """A plan whose first next_claims() answer was already taken (to look for a probe)."""
+
+    def __init__(self, plan: PassPlan[Job], first: list[ClaimRequest]) -> None:
+        self._plan = plan
+        self._first: list[ClaimRequest] | None = first or None
+
+    def next_claims(self) -> list[ClaimRequest]:
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        return self._plan.next_claims()
+
+    def claimed(  # type: ignore[override]
+        self, request: ClaimRequest, items: object, *, controlled: bool = False
+    ) -> None:
+        self._plan.claimed(request, items, controlled=controlled)  # type: ignore[arg-type]
+
+    def claim_failed(self, request: ClaimRequest) -> None:
+        self._plan.claim_failed(request)
+
+    def cut_short(self) -> None:
+        self._plan.cut_short()
+
+    def dispatch_order(self) -> list[Job]:
+        return self._plan.dispatch_order()
+
+    def serve(self) -> None:
+        self._plan.serve()
+
+    def skip(self) -> None:
+        self._plan.skip()
+
+    @property
+    def claims_issued(self) -> int:
+        return self._plan.claims_issued
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[list[int], list[int], list[PassScript]]:
+    count = draw(st.integers(1, 40))
+    # Few distinct weights (the common case: tenants in tiers) or any weights, 1000:1 too.
+    weight_values = draw(st.one_of(
+        st.lists(st.integers(1, 5), min_size=1, max_size=3),
+        st.lists(st.integers(1, 1000), min_size=1, max_size=count),
+    ))
+    weights = [draw(st.sampled_from(weight_values)) for _ in range(count)]
+    due = draw(st.lists(
+        st.one_of(st.just(0), st.integers(0, 30), st.just(UNLIMITED)),
+        min_size=count, max_size=count))
+    passes = draw(st.lists(st.builds(
+        PassScript,
+        free=st.integers(0, 64),
+        fail_at=st.one_of(st.none(), st.none(), st.integers(0, 8)),
+        cut_after=st.one_of(st.none(), st.none(), st.none(), st.integers(0, 8)),
+        skip_every=st.sampled_from([0, 0, 0, 2, 5]),
+        refill=st.lists(st.tuples(st.integers(0, count - 1), st.integers(1, 40)),
+                        max_size=3).map(tuple),
+        recheck=st.booleans(),
+    ), min_size=1, max_size=25))
+    return weights, due, passes
+
+
+def policy_of(weights: list[int]) -> Weighted:
+    return Weighted([(f"q{i}", weight) for i, weight in enumerate(weights)])
+
+
+@settings(max_examples=400, deadline=None)
+@given(scenarios())
+def test_the_new_planner_makes_the_old_claims_dispatch_order_and_credits(
+    scenario: tuple[list[int], list[int], list[PassScript]],
+) -> None:
+    # Given the same policy, backlog and pass scripts for the old and the new planner
+    weights, due, passes = scenario
+    policy = policy_of(weights)
+    new = Dispatcher.for_policy(policy)
+    assert isinstance(new, WeightedDispatcher)
+    old = ReferenceDispatcher(policy)
+    new_supply, old_supply = Supply(list(due)), Supply(list(due))
+    for script in passes:
+        for queue, jobs in script.refill:
+            new_supply.due[queue] += jobs
+            old_supply.due[queue] += jobs
+        # When each runs the pass
+        new_plan, out = begin_new(new, new_supply, script)
+        assert out == frozenset()
+        got_new = run_pass(new_plan, policy.queues, new_supply, script)
+        got_old = run_pass(old.begin_pass(script.free), policy.queues, old_supply, script)
+        # Then the claims, the dispatch order and the credits are the same
+        assert got_new == got_old
+        assert new.credits == old.credits
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios())
+def test_remembering_empty_queues_is_the_old_planner_with_them_found_empty(
+    scenario: tuple[list[int], list[int], list[PassScript]],
+) -> None:
+    # Given a dispatcher that remembers empty Queues, and the old planner
+    weights, due, passes = scenario
+    policy = policy_of(weights)
+    new = Dispatcher.for_policy(policy, remember_empty=True)
+    assert isinstance(new, WeightedDispatcher)
+    old = ReferenceDispatcher(policy)
+    new_supply, old_supply = Supply(list(due)), Supply(list(due))
+    # Paused or limited Queues (every third): found empty for one pass only
+    controlled = frozenset(range(0, len(weights), 3))
+    for script in passes:
+        for queue, jobs in script.refill:
+            new_supply.due[queue] += jobs
+            old_supply.due[queue] += jobs
+        # When each runs the pass, the old one told which Queues the new one holds empty
+        new_plan, out = begin_new(new, new_supply, script)
+        assert not out & controlled
+        got_new = run_pass(new_plan, policy.queues, new_supply, script, controlled)
+        got_old = run_pass(old.begin_pass(script.free, out), policy.queues, old_supply, script)
+        # Then the claims, the dispatch order and the credits are the same
+        assert got_new == got_old
+        assert new.credits == old.credits
+
+
+
+def test_one_step_costs_nothing_per_queue_with_ten_thousand_queues() -> None:
+    # Given 10,000 backlogged Queues in five weight tiers
+    policy = Weighted([(f"t{i}", 1 + i % 5) for i in range(10_000)])
+    dispatcher = Dispatcher.for_policy(policy)
+    assert isinstance(dispatcher, WeightedDispatcher)
+    supply = Supply([UNLIMITED] * 10_000)
+    # When 200 passes of 20 run
+    served = 0
+    for _ in range(200):
+        plan: PassPlan[Job] = dispatcher.begin_pass(20)
+        _, order = run_pass(plan, policy.queues, supply, PassScript(20, None, None, 0, (), False))
+        served += len(order)
+    # Then every pass filled, and the heaps hold O(Queues) entries (stale ones dropped)
+    assert served == 4000
+    assert sum(len(heap) for heap in dispatcher._buckets.values()) <= 4 * 10_000 + 1024
