@@ -56,6 +56,7 @@ from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.store.base import Renewal, SchemaTooNew, StoreConfigError, StoreError
 from rota.store.corrupt import quarantine_undecodable
+from rota.store.sqlite_wake import WakeListener, WakeSender, wake_directory
 
 log = logging.getLogger(__name__)
 
@@ -292,6 +293,11 @@ class SQLiteStore:
         self._applied_at_open: list[int] = []
         self._conn: sqlite3.Connection | None = (
             self._open_read_only() if read_only else self._open()
+        )
+        # Cross-process wake-ups (issue 14, sqlite_wake.py): a read-only store never
+        # enqueues, so it sends nothing.
+        self._wake: WakeSender | None = (
+            None if read_only else WakeSender(wake_directory(self._path))
         )
 
     @classmethod
@@ -567,7 +573,9 @@ class SQLiteStore:
             return []
         rows = _enqueue_rows(jobs, now)
         with self._write("enqueueing") as conn:
-            return _insert_jobs(conn, rows, jobs)
+            ids = _insert_jobs(conn, rows, jobs)
+        self._wake_others()
+        return ids
 
     def claim(
         self,
@@ -790,10 +798,13 @@ class SQLiteStore:
         """Wake-up hints for enqueues made by other processes sharing the file.
 
         SQLite has no notifications, so a watcher thread with its own connection reads
-        `PRAGMA data_version` every 20 ms (it changes only when another connection
-        commits) and, when it changed, the Queues of the jobs added since: an idle worker
-        picks up a job enqueued by another process within a few tens of milliseconds
-        instead of at its next poll. An optimisation only: polling stays the truth.
+        `PRAGMA data_version` (it changes only when another connection commits) and, when
+        it changed, the Queues of the jobs added since. It reads it when another process's
+        enqueue wakes it through a Unix datagram socket beside the file
+        (`<db>.rota-wake/`, `rota.store.sqlite_wake`: about a millisecond), and every
+        20 ms anyway, the safety net for enqueues that send no wake-up (a transactional
+        `enqueue_on`, Windows, a directory rota may not write). An optimisation only:
+        polling stays the truth.
 
         Returns:
             A function that stops the watcher and closes its connection.
@@ -833,6 +844,8 @@ class SQLiteStore:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            if self._wake is not None:
+                self._wake.close()
 
     # -- transactional enqueue (branch integrate) -------------------------------------------
 
@@ -912,6 +925,28 @@ class SQLiteStore:
                 "`rota migrate`), which migrates it"
             )
 
+    # -- cross-process wake-ups (issue 14, branch pickup) ------------------------------------
+
+    def _wake_others(self) -> None:
+        """After a commit that added jobs: wake the watchers of other store objects (other
+        processes, mostly) at once, instead of at their next poll. Never raises."""
+        if self._wake is not None:
+            self._wake.send()
+
+    def _wake_listener(self) -> WakeListener | None:
+        """A bound wake-up socket for a new watcher, or None: poll only."""
+        if self._wake is None:  # read-only: create nothing beside the file
+            return None
+        listener = WakeListener.bind(wake_directory(self._path))
+        if listener is not None:
+            self._wake.add_own(listener.name)
+        return listener
+
+    def _drop_wake_listener(self, listener: WakeListener) -> None:
+        if self._wake is not None:
+            self._wake.remove_own(listener.name)
+        listener.close()
+
 
 def _require_sqlite_with_returning() -> None:
     if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
@@ -924,7 +959,8 @@ def _require_sqlite_with_returning() -> None:
 
 
 class _EnqueueWatcher:
-    """The thread behind `SQLiteStore.listen` (see there). Owns its connection."""
+    """The thread behind `SQLiteStore.listen` (see there). Owns its connection and its
+    wake-up socket (None: poll only)."""
 
     INTERVAL_S = 0.02
     UNEXPECTED_BACKOFF_S = 1.0
@@ -932,13 +968,19 @@ class _EnqueueWatcher:
     def __init__(self, store: SQLiteStore, on_enqueue: Callable[[str], None]) -> None:
         self._on_enqueue = on_enqueue
         self._url = store.url
+        self._store = store
         self._stopping = threading.Event()
         self._conn = store._watch_connection()
+        # Bound before the first read: an enqueue that commits after that read sends a
+        # datagram that wakes the first wait (one that commits before it is not new).
+        self.wake: WakeListener | None = None
         try:
+            self.wake = store._wake_listener()
             with store._translate("starting the enqueue watcher"):
                 self._version = self._conn.execute(_sql("data_version")).fetchone()[0]
                 self._newest = int(self._conn.execute(_sql("newest_job_id")).fetchone()[0])
         except BaseException:
+            self._close_wake()
             self._conn.close()
             raise
         self._thread = threading.Thread(
@@ -950,13 +992,29 @@ class _EnqueueWatcher:
 
     def stop(self) -> None:
         self._stopping.set()
+        if self.wake is not None:
+            self.wake.poke()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+        elif not self._thread.is_alive() and self.wake is not None:
+            self._close_wake()  # never started: _run's finally will not do it
+
+    def _wait(self, delay_s: float) -> bool:
+        """Wait for a wake-up datagram or `delay_s`; True if stopping."""
+        if self.wake is None:
+            return self._stopping.wait(delay_s)
+        self.wake.wait(delay_s)
+        return self._stopping.is_set()
+
+    def _close_wake(self) -> None:
+        wake, self.wake = self.wake, None
+        if wake is not None:
+            self._store._drop_wake_listener(wake)
 
     def _run(self) -> None:
         delay_s = self.INTERVAL_S
         try:
-            while not self._stopping.wait(delay_s):
+            while not self._wait(delay_s):
                 delay_s = self.INTERVAL_S
                 try:
                     self._check()
@@ -969,6 +1027,7 @@ class _EnqueueWatcher:
                     log.exception("enqueue watcher on %s failed unexpectedly; retrying in "
                                   "%.0f s", self._url, delay_s)
         finally:
+            self._close_wake()
             self._conn.close()
 
     def _check(self) -> None:
