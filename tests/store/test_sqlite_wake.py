@@ -7,17 +7,20 @@ No timing is asserted; waits have generous timeouts and end on an event.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import queue
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+import rota
 from rota.core.jobs import NewJob
 from rota.store import sqlite as sqlite_module
 from rota.store import sqlite_wake
@@ -98,6 +101,33 @@ def test_another_process_enqueue_wakes_the_watcher_without_the_poll(
         assert wake_sockets(db) == []
     finally:
         store.close()
+
+
+def test_a_worker_runs_another_process_job_through_the_wake_path(
+    db: Path, no_poll: None
+) -> None:
+    # Given a worker group that polls every hour and a watcher that polls every hour
+    app = rota.App(f"sqlite:///{db}")
+    ran = threading.Event()
+
+    @app.job("n", queue="emails")
+    async def n() -> None:
+        ran.set()
+
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("emails"), poll_interval=3600))
+
+    async def scenario() -> bool:
+        async with app.serve():
+            # When another process enqueues a job
+            await asyncio.to_thread(enqueue_in_another_process, db, "emails")
+            return await asyncio.to_thread(ran.wait, WAIT_S)
+
+    try:
+        # Then the worker runs it: only the datagram could have woken it
+        assert asyncio.run(scenario())
+    finally:
+        app.close()
 
 
 def test_another_store_object_in_this_process_wakes_it_too(db: Path, no_poll: None) -> None:
