@@ -230,12 +230,15 @@ def test_a_read_only_directory_means_polling(
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory modes")
 def test_a_real_read_only_directory_means_polling(db: Path) -> None:
-    SQLiteStore(db).close()
+    # A store kept open keeps the -wal and -shm files, which a read-only directory could
+    # not get back once the last connection closed.
+    keeper = SQLiteStore(db)
     db.parent.chmod(0o555)
     try:
         _hinted_by_the_poll(db)
     finally:
         db.parent.chmod(0o755)
+        keeper.close()
 
 
 def test_a_path_too_long_for_a_socket_address_means_polling(tmp_path: Path) -> None:
