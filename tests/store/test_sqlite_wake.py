@@ -266,3 +266,26 @@ def test_a_read_only_store_creates_nothing_beside_the_file(db: Path) -> None:
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_wake_socket_above_fd_setsize_works(db: Path, no_poll: None) -> None:
+    # Given a process with more than 1,024 descriptors open (select() refuses those)
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        pytest.skip(f"RLIMIT_NOFILE {soft} < 1200")
+    fillers = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    store, other = SQLiteStore(db), SQLiteStore(db)
+    try:
+        with listening(store) as (hints, watcher):
+            assert watcher.wake is not None and watcher.wake._sock.fileno() > 1024
+            # When another store enqueues, the watcher is still woken by its datagram
+            other.enqueue([NewJob("n", "q", T0)], T0)
+            assert hints.get(timeout=WAIT_S) == "q"
+            assert watcher.wake.wakes >= 1  # not a failing wait turned into a busy loop
+    finally:
+        store.close()
+        other.close()
+        for fd in fillers:
+            os.close(fd)

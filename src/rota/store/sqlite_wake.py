@@ -27,6 +27,7 @@ import secrets
 import select
 import socket
 import threading
+import time
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ _DATAGRAM = b"w"
 
 def supported() -> bool:
     """Whether this platform has Unix datagram sockets (not Windows)."""
-    return hasattr(socket, "AF_UNIX") and os.name == "posix"
+    return hasattr(socket, "AF_UNIX") and hasattr(select, "poll") and os.name == "posix"
 
 
 def wake_directory(database_path: str) -> str:
@@ -57,6 +58,10 @@ class WakeListener:
         self.path = path
         self.name = os.path.basename(path)
         self.wakes = 0  # datagram wake-ups seen (the tests read it)
+        # poll(), not select(): select() refuses descriptors above FD_SETSIZE (1024), which
+        # a process with many connections open reaches.
+        self._poller = select.poll()
+        self._poller.register(sock, select.POLLIN)
 
     @classmethod
     def bind(cls, directory: str) -> WakeListener | None:
@@ -84,10 +89,13 @@ class WakeListener:
         """Wait up to `timeout_s` for a datagram; True if one (or more) came. Reads every
         pending datagram, so a burst of enqueues costs one wake-up."""
         try:
-            readable, _, _ = select.select([self._sock], [], [], timeout_s)
-        except (OSError, ValueError):  # closed under us: behave like a plain timeout
+            ready = self._poller.poll(max(timeout_s, 0.0) * 1000)
+        except (OSError, ValueError) as error:
+            # Never a busy loop: wait out the timeout as the plain poll would.
+            log.debug("waiting on wake-up socket %s failed: %s", self.path, error)
+            time.sleep(timeout_s)
             return False
-        if not readable:
+        if not ready:
             return False
         with contextlib.suppress(OSError):
             while self._sock.recv(16):
