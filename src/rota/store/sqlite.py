@@ -998,8 +998,9 @@ class _EnqueueWatcher:
 
     def stop(self) -> None:
         self._stopping.set()
-        if self.wake is not None:
-            self.wake.poke()
+        wake = self.wake  # read once: the thread may close it meanwhile (a poke then misses)
+        if wake is not None:
+            wake.poke()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
         elif not self._thread.is_alive() and self.wake is not None:
