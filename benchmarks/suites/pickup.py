@@ -100,7 +100,12 @@ def run(settings: Settings) -> SuiteResult:
     if not Path("/proc/self/stat").exists():
         result.skipped[SUITE] = "needs Linux /proc for the idle CPU figure"
         return result
-    base = extract_tree(settings.pickup_base)
+    try:
+        base = extract_tree(settings.pickup_base)
+    except (OSError, subprocess.CalledProcessError) as error:
+        result.skipped[SUITE] = f"no base tree {settings.pickup_base!r} (git archive: {error})"
+        print(f"  pickup: skipped ({result.skipped[SUITE]})")
+        return result
     trees = {f"rota[sqlite] poll ({settings.pickup_base})": base,
              "rota[sqlite] wake (this tree)": ROOT}
     figures: dict[str, dict[str, list[float]]] = {
