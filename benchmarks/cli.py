@@ -4,6 +4,7 @@ write benchmarks/results/latest.json. Runs inside benchmarks/.venv (see venv.py)
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -16,7 +17,7 @@ from benchmarks.targets.pgqueuer_target import PgqueuerTarget
 from benchmarks.targets.procrastinate_target import ProcrastinateTarget
 from benchmarks.targets.rota_target import RotaTarget
 
-SUITES = ("drain", "enqueue", "latency", "ceiling", "fairness", "memory")
+SUITES = ("drain", "enqueue", "latency", "ceiling", "fairness", "memory", "pickup")
 # Run only when named (`--suite queues`): rota alone, ~15 minutes with PostgreSQL.
 EXTRA_SUITES = ("queues",)
 
@@ -57,6 +58,9 @@ def _suite_runner(name: str) -> Runner:
     if name == "queues":
         from benchmarks.suites import queues
         return lambda _targets, settings, _done: queues.run(settings)
+    if name == "pickup":
+        from benchmarks.suites import pickup
+        return lambda _targets, settings, _done: pickup.run(settings)
     from benchmarks.suites import fairness
     return lambda _targets, settings, _done: fairness.run(settings)
 
@@ -70,6 +74,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     run.add_argument("--runs", type=int, default=3, help="runs per figure (default 3)")
     run.add_argument("--only", action="append", default=[],
                      help="measure only this subject (repeatable), e.g. pgqueuer")
+    run.add_argument("--pickup-base", metavar="REV", default=None,
+                     help="git revision the pickup suite measures as 'before' "
+                          f"(default {Settings().pickup_base})")
     commands.add_parser("profile", help="py-spy profile of a rota drain (--store, --jobs)")
     return parser.parse_args(argv)
 
@@ -85,6 +92,8 @@ def main(argv: list[str]) -> int:
         return 2
     cleanup.install()
     settings = quick(args.runs) if args.quick else Settings(runs=args.runs)
+    if args.pickup_base:
+        settings = dataclasses.replace(settings, pickup_base=args.pickup_base)
     suites = list(SUITES) if args.suite == "all" else [args.suite]
     targets = [t for t in _targets() if not args.only or t.name in args.only]
     started = time.perf_counter()

@@ -35,6 +35,12 @@ class Settings:
     memory_runs: int = 1
     memory_sample_s: float = 1.0
     memory_timeout_s: float = 300.0
+    pickup_jobs: int = 1_000
+    pickup_interval_s: float = 0.005
+    pickup_warmup_jobs: int = 20
+    pickup_idle_s: float = 10.0
+    # The tree measured as "before": main just before the SQLite wake-up sockets.
+    pickup_base: str = "285e124"
 
     def drain_count(self, target: str) -> int:
         return min(self.drain_jobs, self.drain_jobs_for.get(target, self.drain_jobs))
@@ -51,4 +57,5 @@ def quick(runs: int) -> Settings:
         ceiling_jobs=10_000,
         fairness_backlog=(("a", 6, 1_800), ("b", 3, 900), ("c", 1, 300)),
         fairness_window=200, memory_jobs=50_000, memory_sample_s=0.25,
+        pickup_jobs=200, pickup_idle_s=2.0,
     )

@@ -1,2 +1,2 @@
-"""The suites: drain, enqueue, latency, ceiling, fairness, memory, queues. Each prints
+"""The suites: drain, enqueue, latency, ceiling, fairness, memory, pickup, queues. Each prints
 progress as it goes and returns a SuiteResult; none asserts a timing."""

@@ -26,6 +26,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ from rota.store.registry_rows import (
     served_from_json,
     served_json,
 )
+from rota.store.sqlite_wake import WakeListener, WakeSender, wake_directory
 
 log = logging.getLogger(__name__)
 
@@ -333,6 +335,11 @@ class SQLiteStore:
         self._applied_at_open: list[int] = []
         self._conn: sqlite3.Connection | None = (
             self._open_read_only() if read_only else self._open()
+        )
+        # Cross-process wake-ups (issue 14, sqlite_wake.py): a read-only store never
+        # enqueues, so it sends nothing.
+        self._wake: WakeSender | None = (
+            None if read_only else WakeSender(wake_directory(self._path))
         )
 
     @classmethod
@@ -608,7 +615,9 @@ class SQLiteStore:
             return []
         rows = _enqueue_rows(jobs, now)
         with self._write("enqueueing") as conn:
-            return _insert_jobs(conn, rows, jobs)
+            ids = _insert_jobs(conn, rows, jobs)
+        self._wake_others()
+        return ids
 
     def claim(
         self,
@@ -875,10 +884,13 @@ class SQLiteStore:
         """Wake-up hints for enqueues made by other processes sharing the file.
 
         SQLite has no notifications, so a watcher thread with its own connection reads
-        `PRAGMA data_version` every 20 ms (it changes only when another connection
-        commits) and, when it changed, the Queues of the jobs added since: an idle worker
-        picks up a job enqueued by another process within a few tens of milliseconds
-        instead of at its next poll. An optimisation only: polling stays the truth.
+        `PRAGMA data_version` (it changes only when another connection commits) and, when
+        it changed, the Queues of the jobs added since. It reads it when another process's
+        enqueue wakes it through a Unix datagram socket beside the file
+        (`<db>.rota-wake/`, `rota.store.sqlite_wake`: about a millisecond), and every
+        20 ms anyway, the safety net for enqueues that send no wake-up (a transactional
+        `enqueue_on`, Windows, a directory rota may not write). An optimisation only:
+        polling stays the truth.
 
         Returns:
             A function that stops the watcher and closes its connection.
@@ -918,6 +930,8 @@ class SQLiteStore:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+            if self._wake is not None:
+                self._wake.close()
 
     # -- transactional enqueue (branch integrate) -------------------------------------------
 
@@ -1023,11 +1037,16 @@ class SQLiteStore:
         }
         # The compare-and-set and the insert share one write transaction (BEGIN
         # IMMEDIATE holds the file's write lock): no other process can fire in between.
+        fired: int | None = None
         with self._write("firing a schedule") as conn:
             if conn.execute(_sql("fire_schedule"), params).rowcount == 1:
                 (job_id,) = conn.execute(_sql("fire_schedule_enqueue"), params).fetchone()
-                return FireOutcome(int(job_id))
-            row = conn.execute(_sql("schedule_definition"), {"name": name}).fetchone()
+                fired = int(job_id)
+            else:
+                row = conn.execute(_sql("schedule_definition"), {"name": name}).fetchone()
+        if fired is not None:
+            self._wake_others()  # after the commit: other processes' watchers look at once
+            return FireOutcome(fired)
         return FireOutcome(None, current=row is not None and row[0] == definition)
 
     def list_schedules(self) -> list[ScheduleRow]:
@@ -1129,6 +1148,28 @@ class SQLiteStore:
             for name, kind, queues, weights, pool_size, seen_at in rows
         ]
 
+    # -- cross-process wake-ups (issue 14, branch pickup) ------------------------------------
+
+    def _wake_others(self) -> None:
+        """After a commit that added jobs: wake the watchers of other store objects (other
+        processes, mostly) at once, instead of at their next poll. Never raises."""
+        if self._wake is not None:
+            self._wake.send()
+
+    def _wake_listener(self) -> WakeListener | None:
+        """A bound wake-up socket for a new watcher, or None: poll only."""
+        if self._wake is None:  # read-only: create nothing beside the file
+            return None
+        listener = WakeListener.bind(wake_directory(self._path))
+        if listener is not None:
+            self._wake.add_own(listener.name)
+        return listener
+
+    def _drop_wake_listener(self, listener: WakeListener) -> None:
+        if self._wake is not None:
+            self._wake.remove_own(listener.name)
+        listener.close()
+
 
 def _require_sqlite_with_returning() -> None:
     if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
@@ -1141,21 +1182,33 @@ def _require_sqlite_with_returning() -> None:
 
 
 class _EnqueueWatcher:
-    """The thread behind `SQLiteStore.listen` (see there). Owns its connection."""
+    """The thread behind `SQLiteStore.listen` (see there). Owns its connection and its
+    wake-up socket (None: poll only)."""
 
     INTERVAL_S = 0.02
     UNEXPECTED_BACKOFF_S = 1.0
+    # At most one datagram-driven check per gap: a process enqueueing thousands of single
+    # jobs a second must not make every idle worker check after each one (measured:
+    # docs/benchmarks.md). Datagrams arriving meanwhile wait in the socket, read in one go.
+    MIN_WAKE_GAP_S = 0.001
 
     def __init__(self, store: SQLiteStore, on_enqueue: Callable[[str], None]) -> None:
         self._on_enqueue = on_enqueue
         self._url = store.url
+        self._store = store
+        self._woken_at = -math.inf
         self._stopping = threading.Event()
         self._conn = store._watch_connection()
+        # Bound before the first read: an enqueue that commits after that read sends a
+        # datagram that wakes the first wait (one that commits before it is not new).
+        self.wake: WakeListener | None = None
         try:
+            self.wake = store._wake_listener()
             with store._translate("starting the enqueue watcher"):
                 self._version = self._conn.execute(_sql("data_version")).fetchone()[0]
                 self._newest = int(self._conn.execute(_sql("newest_job_id")).fetchone()[0])
         except BaseException:
+            self._close_wake()
             self._conn.close()
             raise
         self._thread = threading.Thread(
@@ -1167,13 +1220,36 @@ class _EnqueueWatcher:
 
     def stop(self) -> None:
         self._stopping.set()
+        wake = self.wake  # read once: the thread may close it meanwhile (a poke then misses)
+        if wake is not None:
+            wake.poke()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout=5)
+        elif not self._thread.is_alive() and self.wake is not None:
+            self._close_wake()  # never started: _run's finally will not do it
+
+    def _wait(self, delay_s: float) -> bool:
+        """Wait for a wake-up datagram or `delay_s`; True if stopping."""
+        if self.wake is None:
+            return self._stopping.wait(delay_s)
+        rest_s = self._woken_at + self.MIN_WAKE_GAP_S - time.monotonic()
+        if rest_s > 0:
+            if self._stopping.wait(rest_s):
+                return True
+            delay_s = max(delay_s - rest_s, 0.0)
+        if self.wake.wait(delay_s):
+            self._woken_at = time.monotonic()
+        return self._stopping.is_set()
+
+    def _close_wake(self) -> None:
+        wake, self.wake = self.wake, None
+        if wake is not None:
+            self._store._drop_wake_listener(wake)
 
     def _run(self) -> None:
         delay_s = self.INTERVAL_S
         try:
-            while not self._stopping.wait(delay_s):
+            while not self._wait(delay_s):
                 delay_s = self.INTERVAL_S
                 try:
                     self._check()
@@ -1186,6 +1262,7 @@ class _EnqueueWatcher:
                     log.exception("enqueue watcher on %s failed unexpectedly; retrying in "
                                   "%.0f s", self._url, delay_s)
         finally:
+            self._close_wake()
             self._conn.close()
 
     def _check(self) -> None:

@@ -1,0 +1,291 @@
+"""Wake-ups between processes sharing one SQLite file (issue 14, `rota.store.sqlite_wake`).
+
+The wake path is told apart from the 20 ms `data_version` poll by turning the poll off
+(`_EnqueueWatcher.INTERVAL_S` = an hour): a hint that arrives then came through a datagram.
+No timing is asserted; waits have generous timeouts and end on an event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import rota
+from rota.core.jobs import NewJob
+from rota.store import sqlite as sqlite_module
+from rota.store import sqlite_wake
+from rota.store.sqlite import SQLiteStore
+from tests.store import sqlite_processes
+
+T0 = sqlite_processes.T0
+WAIT_S = 30.0
+
+pytestmark = pytest.mark.skipif(not sqlite_wake.supported(), reason="no AF_UNIX datagrams")
+
+ENQUEUE_IN_A_CHILD = """
+import sys
+from rota.core.jobs import NewJob
+from rota.store.sqlite import SQLiteStore
+from tests.store.sqlite_processes import T0
+store = SQLiteStore(sys.argv[1])
+try:
+    store.enqueue([NewJob("n", sys.argv[2], T0)], T0)
+finally:
+    store.close()
+"""
+
+
+def enqueue_in_another_process(db: Path, queue_name: str) -> None:
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run(
+        [sys.executable, "-c", ENQUEUE_IN_A_CHILD, str(db), queue_name], check=True,
+        timeout=60, cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+    )
+
+
+@pytest.fixture
+def no_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watcher's data_version poll every hour: only a datagram can wake it."""
+    monkeypatch.setattr(sqlite_module._EnqueueWatcher, "INTERVAL_S", 3600.0)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "rota.db"
+
+
+Watcher = sqlite_module._EnqueueWatcher
+
+
+@contextlib.contextmanager
+def listening(store: SQLiteStore) -> Iterator[tuple[queue.Queue[str], Watcher]]:
+    hints: queue.Queue[str] = queue.Queue()
+    stop: Callable[[], None] = store.listen(hints.put)
+    watcher = stop.__self__  # type: ignore[attr-defined]
+    try:
+        yield hints, watcher
+    finally:
+        stop()
+
+
+def wake_sockets(db: Path) -> list[str]:
+    folder = Path(sqlite_wake.wake_directory(str(db)))
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def test_another_process_enqueue_wakes_the_watcher_without_the_poll(
+    db: Path, no_poll: None
+) -> None:
+    # Given a store listening, its poll turned off
+    store = SQLiteStore(db)
+    try:
+        with listening(store) as (hints, watcher):
+            assert watcher.wake is not None
+            assert wake_sockets(db) == [watcher.wake.name]
+            # When another process enqueues into "emails"
+            enqueue_in_another_process(db, "emails")
+            # Then the watcher is hinted, through its wake-up socket
+            assert hints.get(timeout=WAIT_S) == "emails"
+            assert watcher.wake.wakes >= 1
+        # And stopping removes its socket file
+        assert wake_sockets(db) == []
+    finally:
+        store.close()
+
+
+def test_a_worker_runs_another_process_job_through_the_wake_path(
+    db: Path, no_poll: None
+) -> None:
+    # Given a worker group that polls every hour and a watcher that polls every hour
+    app = rota.App(f"sqlite:///{db}")
+    ran = threading.Event()
+
+    @app.job("n", queue="emails")
+    async def n() -> None:
+        ran.set()
+
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("emails"), poll_interval=3600))
+
+    async def scenario() -> bool:
+        async with app.serve():
+            # When another process enqueues a job
+            await asyncio.to_thread(enqueue_in_another_process, db, "emails")
+            return await asyncio.to_thread(ran.wait, WAIT_S)
+
+    try:
+        # Then the worker runs it: only the datagram could have woken it
+        assert asyncio.run(scenario())
+    finally:
+        app.close()
+
+
+def test_another_store_object_in_this_process_wakes_it_too(db: Path, no_poll: None) -> None:
+    # Given two store objects on one file (two connections), the first listening
+    listening_store, other = SQLiteStore(db), SQLiteStore(db)
+    try:
+        with listening(listening_store) as (hints, _watcher):
+            # When the other enqueues twice
+            other.enqueue([NewJob("n", "a", T0)], T0)
+            assert hints.get(timeout=WAIT_S) == "a"
+            other.enqueue([NewJob("n", "b", T0)], T0)
+            # Then each enqueue is hinted without the poll
+            assert hints.get(timeout=WAIT_S) == "b"
+    finally:
+        listening_store.close()
+        other.close()
+
+
+def test_a_store_sends_nothing_to_its_own_watcher(db: Path) -> None:
+    # Given a store listening (its own App wakes its groups in-process)
+    store = SQLiteStore(db)
+    try:
+        with listening(store) as (_hints, watcher):
+            assert store._wake is not None and watcher.wake is not None
+            # When it enqueues, it sends no datagram to its own socket
+            assert store._wake.send() == 0
+    finally:
+        store.close()
+
+
+def test_stale_socket_files_are_removed_by_the_next_enqueue(db: Path) -> None:
+    # Given the socket file of a worker that was killed (nobody bound to it any more)
+    store = SQLiteStore(db)
+    folder = Path(sqlite_wake.wake_directory(str(db)))
+    folder.mkdir()
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as dead:
+        dead.bind(str(folder / "999999-dead.sock"))
+    other = SQLiteStore(db)
+    try:
+        with listening(other) as (_hints, watcher):
+            assert watcher.wake is not None
+            assert wake_sockets(db) == sorted(["999999-dead.sock", watcher.wake.name])
+            # When a job is enqueued
+            store.enqueue([NewJob("n", "q", T0)], T0)
+            # Then the stale file is gone and the live one stays
+            assert wake_sockets(db) == [watcher.wake.name]
+    finally:
+        store.close()
+        other.close()
+
+
+def test_an_enqueue_with_nobody_listening_creates_nothing(db: Path) -> None:
+    store = SQLiteStore(db)
+    try:
+        assert store._wake is not None
+        store.enqueue([NewJob("n", "q", T0)], T0)
+        assert store._wake.send() == 0
+        assert not Path(sqlite_wake.wake_directory(str(db))).exists()
+    finally:
+        store.close()
+
+
+def _hinted_by_the_poll(db: Path) -> None:
+    """Listen on `db` (a wake-up socket cannot be made) and check the poll still hints."""
+    store, other = SQLiteStore(db), SQLiteStore(db)
+    try:
+        with listening(store) as (hints, watcher):
+            assert watcher.wake is None
+            other.enqueue([NewJob("n", "q", T0)], T0)
+            assert hints.get(timeout=WAIT_S) == "q"
+    finally:
+        store.close()
+        other.close()
+
+
+def test_a_directory_that_cannot_be_created_means_polling(db: Path) -> None:
+    # Given something else at the wake directory's path (a file)
+    SQLiteStore(db).close()
+    Path(sqlite_wake.wake_directory(str(db))).write_text("not a directory")
+    # Then listening works, by polling, and enqueues ignore the file
+    _hinted_by_the_poll(db)
+
+
+@pytest.mark.parametrize("refused", ["mkdir", "bind"])
+def test_a_read_only_directory_means_polling(
+    db: Path, monkeypatch: pytest.MonkeyPatch, refused: str
+) -> None:
+    # Given a directory rota may not write (simulated: as root, file modes do not hold)
+    SQLiteStore(db).close()
+
+    def deny(*_args: object, **_kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    if refused == "mkdir":
+        monkeypatch.setattr(os, "mkdir", deny)
+    else:
+        monkeypatch.setattr(socket.socket, "bind", deny)
+    _hinted_by_the_poll(db)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory modes")
+def test_a_real_read_only_directory_means_polling(db: Path) -> None:
+    # A store kept open keeps the -wal and -shm files, which a read-only directory could
+    # not get back once the last connection closed.
+    keeper = SQLiteStore(db)
+    db.parent.chmod(0o555)
+    try:
+        _hinted_by_the_poll(db)
+    finally:
+        db.parent.chmod(0o755)
+        keeper.close()
+
+
+def test_a_path_too_long_for_a_socket_address_means_polling(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    _hinted_by_the_poll(deep / "rota.db")
+
+
+def test_without_unix_datagram_sockets_it_polls(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_wake, "supported", lambda: False)
+    _hinted_by_the_poll(db)
+
+
+def test_a_read_only_store_creates_nothing_beside_the_file(db: Path) -> None:
+    SQLiteStore(db).close()
+    reader, writer = SQLiteStore(db, read_only=True), SQLiteStore(db)
+    try:
+        with listening(reader) as (hints, watcher):
+            assert watcher.wake is None
+            writer.enqueue([NewJob("n", "q", T0)], T0)
+            assert hints.get(timeout=WAIT_S) == "q"
+        assert not Path(sqlite_wake.wake_directory(str(db))).exists()
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_a_wake_socket_above_fd_setsize_works(db: Path, no_poll: None) -> None:
+    # Given a process with more than 1,024 descriptors open (select() refuses those)
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1200:
+        pytest.skip(f"RLIMIT_NOFILE {soft} < 1200")
+    fillers = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    store, other = SQLiteStore(db), SQLiteStore(db)
+    try:
+        with listening(store) as (hints, watcher):
+            assert watcher.wake is not None and watcher.wake._sock.fileno() > 1024
+            # When another store enqueues, the watcher is still woken by its datagram
+            other.enqueue([NewJob("n", "q", T0)], T0)
+            assert hints.get(timeout=WAIT_S) == "q"
+            assert watcher.wake.wakes >= 1  # not a failing wait turned into a busy loop
+    finally:
+        store.close()
+        other.close()
+        for fd in fillers:
+            os.close(fd)
