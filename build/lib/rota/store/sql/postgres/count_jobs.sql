@@ -1,3 +1,0 @@
-SELECT queue, state, count(*)
-FROM {schema}.jobs
-GROUP BY queue, state

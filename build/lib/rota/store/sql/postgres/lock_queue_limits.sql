@@ -1,9 +1,0 @@
--- The first statement of a claim over Queues with a limit (see claim_limited.sql): lock
--- the settings rows of those Queues, in name order so that two claimers never deadlock.
--- A second claimer of the same Queue waits here until the first commits.
-SELECT queue
-FROM {schema}.queue_settings
-WHERE queue = ANY (%(queues)s::text[])
-  AND concurrency_limit IS NOT NULL
-ORDER BY queue
-FOR UPDATE

@@ -1,2 +1,0 @@
-INSERT INTO {schema}.schema_migrations (version, description)
-VALUES (%(version)s, %(description)s)

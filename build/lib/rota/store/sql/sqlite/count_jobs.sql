@@ -1,1 +1,0 @@
-SELECT queue, state, count(*) FROM rota_jobs GROUP BY queue, state;

@@ -1,5 +1,0 @@
-SELECT id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-       lease_owner, lease_expires_at, started_at, result,
-       cancel_requested, finished_at
-FROM rota_jobs
-WHERE id = :id;

@@ -1,1 +1,0 @@
-SELECT last_insert_rowid();

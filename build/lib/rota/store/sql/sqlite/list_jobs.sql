@@ -1,8 +1,0 @@
--- An operator's listing: id order, optional filters (NULL means any), paged by :offset.
-SELECT id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
-       lease_owner, lease_expires_at, started_at, result,
-       cancel_requested, finished_at
-FROM rota_jobs
-WHERE (:queue IS NULL OR queue = :queue) AND (:state IS NULL OR state = :state)
-ORDER BY id
-LIMIT :limit OFFSET :offset;

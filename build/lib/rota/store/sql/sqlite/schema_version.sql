@@ -1,1 +1,0 @@
-PRAGMA user_version;
