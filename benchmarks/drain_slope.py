@@ -1,6 +1,6 @@
 """Fixed and per-job CPU of a real `rota worker` drain, from two (or more) rota source trees.
 
-    python3 benchmarks/drain_slope.py --trees /work/wt/base . [--stores sqlite postgres] \
+    python3 -m benchmarks.drain_slope --trees /work/wt/base . [--stores sqlite postgres] \
         [--small 10000] [--large 50000] [--runs 3]
 
 Each tree drains `--small` and then `--large` noop jobs (`ab_drain.drain_once`: a fresh
