@@ -137,3 +137,27 @@ def test_an_enqueue_on_the_callers_connection_stores_the_trace_context_too(
     finally:
         conn.close()
         app.close()
+
+
+def test_a_process_that_never_imports_opentelemetry_does_not_pay_for_it() -> None:
+    """rota imports OpenTelemetry only for a process that uses it (imported it, or names a
+    provider in OTEL_PYTHON_TRACER_PROVIDER): a worker's start-up stays ~15 ms shorter."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rota\n"
+        "from rota.worker.tracing import Tracing, current_trace_context\n"
+        "active = Tracing.active()\n"
+        "assert current_trace_context() is None\n"
+        "print(active is not None, 'opentelemetry.trace' in sys.modules)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OTEL_PYTHON_TRACER_PROVIDER"}
+    plain = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True)
+    assert plain.stdout.split() == ["False", "False"]
+    named = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True,
+        env={**env, "OTEL_PYTHON_TRACER_PROVIDER": "sdk_tracer_provider"})
+    assert named.stdout.split() == ["True", "True"]

@@ -686,7 +686,9 @@ class PostgresStore:
             return Claimed(due=[str(row[0]) for row in found if row[1]])
         params = {
             "queues": [queue for queue, _ in caps],
-            "limits": [min(cap, limit) for _, cap in caps],
+            # An int[] literal ('{20,5}'), cast in the SQL: psycopg's list-of-int dumper
+            # picks an element type per call, ~10 us a claim (docs/benchmarks.md Levers).
+            "limits": "{" + ",".join(str(min(cap, limit)) for _, cap in caps) + "}",
             "limit": limit,
             "now": _utc(now, "now"),
             "owner": owner,

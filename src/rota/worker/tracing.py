@@ -19,35 +19,58 @@ Without the package, or with no provider set, nothing here costs anything per jo
 `Tracing.active()` is read when a runtime starts (and by `run_until_idle`): set the tracer
 provider before starting the worker.
 
-Imports the core; imports opentelemetry only if installed.
+Imports the core, and opentelemetry only when the process uses it: a process that never
+imported `opentelemetry.trace` can have set no tracer provider and entered no span, so
+rota asks OpenTelemetry nothing then (importing it cost every worker ~15 ms of start-up,
+docs/benchmarks.md "Levers"). The one way to get a provider without importing the package,
+the `OTEL_PYTHON_TRACER_PROVIDER` environment variable, is honoured: rota imports it then.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import ModuleType
 from typing import Any
 
 from rota.core.jobs import JobRecord
 from rota.core.outcomes import DeadLettered, Outcome, Quarantined, RetryAt
 
-try:
-    from opentelemetry import propagate, trace
-except ImportError:  # the extra is optional
-    propagate = None  # type: ignore[assignment]
-    trace = None  # type: ignore[assignment]
-
 __all__ = ["Tracing", "current_trace_context"]
+
+# OpenTelemetry's way to name a tracer provider without code (an entry point).
+_PROVIDER_VARIABLE = "OTEL_PYTHON_TRACER_PROVIDER"
+
+
+def _trace_module() -> ModuleType | None:
+    """`opentelemetry.trace` if this process uses OpenTelemetry (imported it, or names a
+    provider in the environment) and it is installed; else None."""
+    module = sys.modules.get("opentelemetry.trace")
+    if module is not None:
+        return module
+    if _PROVIDER_VARIABLE not in os.environ:
+        return None
+    try:
+        from opentelemetry import trace
+    except ImportError:  # the extra is optional
+        return None
+    return trace
 
 
 def current_trace_context() -> str | None:
     """The current span's context as JSON text to store with a job; None outside a span
     (or without OpenTelemetry)."""
+    # No span can be current in a process that never imported opentelemetry.trace.
+    trace = sys.modules.get("opentelemetry.trace")
     if trace is None:
         return None
     if not trace.get_current_span().get_span_context().is_valid:
         return None
+    from opentelemetry import propagate
+
     carrier: dict[str, str] = {}
     propagate.inject(carrier)
     return json.dumps(carrier, separators=(",", ":")) if carrier else None
@@ -62,6 +85,8 @@ def _link(trace_context: str | None) -> list[Any]:
         return []  # stored by something else: no link rather than no job
     if not isinstance(carrier, dict):
         return []
+    from opentelemetry import propagate, trace
+
     context = propagate.extract({str(k): str(v) for k, v in carrier.items()})
     span_context = trace.get_current_span(context).get_span_context()
     return [trace.Link(span_context)] if span_context.is_valid else []
@@ -77,6 +102,7 @@ class Tracing:
     def active(cls) -> Tracing | None:
         """A Tracing if OpenTelemetry is installed and a tracer provider was set; else None
         (then the runtime skips tracing altogether)."""
+        trace = _trace_module()
         if trace is None:
             return None
         provider = trace.get_tracer_provider()
@@ -89,6 +115,8 @@ class Tracing:
     @contextmanager
     def attempt(self, job: JobRecord, group: str) -> Iterator[Any]:
         """A span for one attempt at `job`, current inside the block, ended on leaving."""
+        from opentelemetry import trace  # imported already: a Tracing exists
+
         span = self._tracer.start_span(
             job.name, kind=trace.SpanKind.CONSUMER, links=_link(job.trace_context),
             attributes={
@@ -112,4 +140,6 @@ class Tracing:
             return
         span.set_attribute("rota.outcome", OUTCOME_NAMES[type(outcome)])
         if isinstance(outcome, RetryAt | DeadLettered | Quarantined):
+            from opentelemetry import trace
+
             span.set_status(trace.Status(trace.StatusCode.ERROR, outcome.error))
