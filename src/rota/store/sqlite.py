@@ -422,7 +422,7 @@ class SQLiteStore:
         try:
             with self._translate("opening"):
                 for statement in _statements(_sql("connection_pragmas")):
-                    result = conn.execute(statement).fetchone()
+                    result = self._pragma(conn, statement)
                     if "journal_mode" in statement and (result is None or result[0] != "wal"):
                         raise StoreError(
                             f"SQLite store {self._url!r}: could not switch the file to WAL "
@@ -433,6 +433,21 @@ class SQLiteStore:
             conn.close()
             raise
         return conn
+
+    def _pragma(self, conn: sqlite3.Connection, statement: str) -> tuple[object, ...] | None:
+        """Run one connection pragma. Switching a fresh file to WAL needs an exclusive lock,
+        and when several processes open a fresh file at once SQLite may answer "database
+        is locked" at once, without its busy handler (two lock upgrades would deadlock):
+        retry that for up to the busy timeout."""
+        deadline = time.monotonic() + self._busy_timeout_s
+        while True:
+            try:
+                row: tuple[object, ...] | None = conn.execute(statement).fetchone()
+                return row
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
 
     def _read_only_uri(self, *, immutable: bool) -> str:
         uri = f"{Path(self._path).resolve().as_uri()}?mode=ro"
