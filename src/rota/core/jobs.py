@@ -228,16 +228,27 @@ def validate_job_name(name: object) -> str:
 
 @lru_cache(maxsize=1024)  # stores check every batch's names: most are seen before
 def _checked_job_name(name: str) -> str:
+    return check_printable_name(name, "a job name", MAX_JOB_NAME_LENGTH)
+
+
+def check_printable_name(name: str, what: str, max_length: int, too_long_hint: str = "") -> str:
+    """The rule for the names users give (job names, unique keys, schedule names): 1 to
+    `max_length` printable characters, spaces allowed. `what` names it in the errors
+    ("a job name"); `too_long_hint` ends the too-long error with what to do.
+
+    Raises:
+        ValueError: if `name` is empty, too long, or holds a character that is not printable.
+    """
     if not name:
-        raise ValueError("a job name must be non-empty; got ''")
-    if len(name) > MAX_JOB_NAME_LENGTH:
+        raise ValueError(f"{what} must be non-empty; got ''")
+    if len(name) > max_length:
         raise ValueError(
-            f"a job name must be at most {MAX_JOB_NAME_LENGTH} characters; "
-            f"got {len(name)} ({name[:20]!r}...)"
+            f"{what} must be at most {max_length} characters; "
+            f"got {len(name)} ({name[:20]!r}...){too_long_hint}"
         )
     if not name.isprintable():
         raise ValueError(
-            f"a job name must not contain control characters (NUL, newline, tab, ...); "
+            f"{what} must not contain control characters (NUL, newline, tab, ...); "
             f"got {name!r}"
         )
     return name
@@ -266,19 +277,10 @@ def validate_job_key(key: object) -> str:
 
 @lru_cache(maxsize=1024)
 def _checked_job_key(key: str) -> str:
-    if not key:
-        raise ValueError("a job key must be non-empty; got ''")
-    if len(key) > MAX_JOB_KEY_LENGTH:
-        raise ValueError(
-            f"a job key must be at most {MAX_JOB_KEY_LENGTH} characters; got {len(key)} "
-            f"({key[:20]!r}...); hash a longer identity (e.g. hashlib.sha256(...).hexdigest())"
-        )
-    if not key.isprintable():
-        raise ValueError(
-            f"a job key must not contain control characters (NUL, newline, tab, ...); "
-            f"got {key!r}"
-        )
-    return key
+    return check_printable_name(
+        key, "a job key", MAX_JOB_KEY_LENGTH,
+        "; hash a longer identity (e.g. hashlib.sha256(...).hexdigest())",
+    )
 
 
 def check_new_jobs(jobs: Sequence[NewJob]) -> None:

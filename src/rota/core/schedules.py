@@ -35,7 +35,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
 
-from rota.core.jobs import MAX_JOB_NAME_LENGTH, NewJob
+from rota.core.jobs import MAX_JOB_NAME_LENGTH, NewJob, check_printable_name
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -257,19 +257,7 @@ def validate_schedule_name(name: object) -> str:
     """
     if not isinstance(name, str):
         raise TypeError(f"a schedule name must be a str; got {name!r} ({type(name).__name__})")
-    if not name:
-        raise ValueError("a schedule name must be non-empty; got ''")
-    if len(name) > MAX_JOB_NAME_LENGTH:
-        raise ValueError(
-            f"a schedule name must be at most {MAX_JOB_NAME_LENGTH} characters; got "
-            f"{len(name)} ({name[:20]!r}...)"
-        )
-    if not name.isprintable():
-        raise ValueError(
-            f"a schedule name must not contain control characters (NUL, newline, tab, ...); "
-            f"got {name!r}"
-        )
-    return name
+    return check_printable_name(name, "a schedule name", MAX_JOB_NAME_LENGTH)
 
 
 @dataclass(frozen=True, slots=True)
