@@ -5,23 +5,15 @@ A store behaviour not covered here is not part of the contract.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from rota.core.jobs import JobState, Lease, NewJob
-from rota.store import Store, open_store
+from rota.store import Store
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
 
 
 def new(queue: str = "q", due_at: datetime = T0, name: str = "job", args: str = "[]") -> NewJob:

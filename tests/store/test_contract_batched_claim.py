@@ -5,24 +5,16 @@ against every store.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from rota.core.jobs import JobState, NewJob
-from rota.store import Store, open_store
+from rota.store import Store
 from rota.store.base import Claimed
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
 
 
 def new(queue: str, due_at: datetime = T0) -> NewJob:

@@ -8,40 +8,19 @@ the threads together; nothing waits on a timer.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-import pytest
-
 from rota.core.jobs import JobState, NewJob
-from rota.store import Store, open_store
+from rota.store import Store
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
 R = TypeVar("R")
 
 OpenStores = Callable[[int], list[Store]]
-
-
-@pytest.fixture
-def open_stores(store_url: str) -> Iterator[OpenStores]:
-    """Factory: `n` stores on the one store `store_url` names, closed after the test."""
-    opened: list[Store] = []
-
-    def factory(n: int) -> list[Store]:
-        if store_url.startswith("memory:"):
-            shared = open_store(store_url)
-            opened.append(shared)
-            return [shared] * n
-        stores = [open_store(store_url) for _ in range(n)]
-        opened.extend(stores)
-        return stores
-
-    yield factory
-    for store in opened:
-        store.close()
 
 
 def run_together(tasks: list[Callable[[], R]]) -> list[R]:

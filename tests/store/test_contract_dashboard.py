@@ -3,23 +3,13 @@ run unchanged against every store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
 from rota.core.jobs import NewJob
-from rota.store import Store, open_store
+from rota.store import Store
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=1)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
 
 
 def test_due_position_counts_the_due_jobs_a_claim_takes_first(store: Store) -> None:

@@ -4,23 +4,15 @@ requeue, results and start times. Run unchanged on every store (see rota/store/b
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 
 from rota.core.jobs import CANCELLED_ON_REQUEST, JobState, Lease
-from rota.store import Store, open_store
+from rota.store import Store
 from tests.store.test_contract import LEASE, T0, claim, lease_of, new
 
 LATER = T0 + timedelta(minutes=5)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
 
 
 def state_of(store: Store, job_id: int) -> JobState:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -21,32 +21,6 @@ from tests.store.test_contract_concurrency import run_together
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
 SPAWN = multiprocessing.get_context("spawn")
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
-def open_stores(store_url: str) -> Iterator[Callable[[int], list[Store]]]:
-    """Factory: `n` stores on the one store `store_url` names (memory:// is shared)."""
-    opened: list[Store] = []
-
-    def factory(n: int) -> list[Store]:
-        if store_url.startswith("memory:"):
-            shared = open_store(store_url)
-            opened.append(shared)
-            return [shared] * n
-        stores = [open_store(store_url) for _ in range(n)]
-        opened.extend(stores)
-        return stores
-
-    yield factory
-    for one in opened:
-        one.close()
 
 
 def new(queue: str = "q", due_at: datetime = T0) -> NewJob:

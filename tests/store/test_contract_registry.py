@@ -3,24 +3,14 @@ the groups table), run unchanged against every store."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-
-import pytest
 
 import rota
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo
-from rota.store import Store, open_store
+from rota.store import Store
 
 T0 = datetime(2026, 1, 1, 12, 0, 30, tzinfo=UTC)
 DEAD_AFTER = timedelta(seconds=180)
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
 
 
 def fair_group(in_flight: int = 0) -> WorkerGroupInfo:

@@ -26,13 +26,6 @@ def store_url(durable_store_url: str) -> str:
 
 
 @pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
 def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'rota.db'}"
 

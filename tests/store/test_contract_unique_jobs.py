@@ -6,27 +6,17 @@ id; once it finishes, the key is free. Enforced by the store, so concurrent enqu
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from rota.core.jobs import JobState, NewJob
 from rota.store import Store, open_store
-from tests.store.test_contract_concurrency import OpenStores, open_stores, run_together
+from tests.store.test_contract_concurrency import OpenStores, run_together
 from tests.store.unique_processes import enqueue_keyed
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LEASE = T0 + timedelta(seconds=60)
-
-__all__ = ["open_stores"]  # the fixture, re-exported for the tests below
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
 
 
 def new(key: str | None, name: str = "job", queue: str = "q", arg: int = 0) -> NewJob:
