@@ -12,9 +12,11 @@ Two modes:
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
+from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rota import Weighted
@@ -50,7 +52,10 @@ class PassScript:
 def run_pass(
     plan: PassPlan[Job] | ReferencePass[Job], names: tuple[str, ...], supply: Supply,
     script: PassScript, controlled: frozenset[int] = frozenset(),
+    drained: set[str] | None = None,
 ) -> tuple[list[tuple[int, int, int | None]], list[Job]]:
+    """Run one pass against `supply`; a Queue a claim leaves without due jobs is added to
+    `drained` if given (as GroupRunner learns from a claim's own probe)."""
     index = {name: i for i, name in enumerate(names)}
     claims: list[tuple[int, int, int | None]] = []
     serial = [0] * len(names)
@@ -69,6 +74,8 @@ def run_pass(
                 stop = True
                 break
             got = supply.take(queue, request.limit)
+            if drained is not None and supply.due[queue] == 0:
+                drained.add(names[queue])
             claims.append((queue, request.limit, got))
             jobs = [(queue, serial[queue] + n) for n in range(got)]
             serial[queue] += got
@@ -89,11 +96,15 @@ def run_pass(
 
 
 def begin_new(
-    dispatcher: WeightedDispatcher, supply: Supply, script: PassScript
+    dispatcher: WeightedDispatcher, supply: Supply, script: PassScript,
+    known: tuple[set[str], list[str]] | None = None,
 ) -> tuple[PassPlan[Job], frozenset[int]]:
-    """Begin the new planner's pass, answer its probe if it asks one; return the plan and
-    the Queues it holds for empty when its first claim round is planned."""
+    """Begin the new planner's pass (given `known`, the Queues known empty for
+    `answer_known_empty`), answer its probe if it asks one; return the plan and the Queues
+    it holds for empty when its first claim round is planned."""
     plan: PassPlan[Job] = dispatcher.begin_pass(script.free, recheck=script.recheck)
+    if known is not None:
+        plan.answer_known_empty(*known)
     out = frozenset(dispatcher._out)
     first = plan.next_claims()
     if first and first[0].probe:
@@ -141,6 +152,25 @@ class _Replay(PassPlan[Job]):
     @property
     def claims_issued(self) -> int:
         return self._plan.claims_issued
+
+
+class _AnsweredByCaller(_Replay):
+    """A plan whose claims of Queues in `known` its caller answers, found empty, without
+    a claim: what GroupRunner did before `answer_known_empty`."""
+
+    def __init__(self, plan: PassPlan[Job], known: set[str]) -> None:
+        super().__init__(plan, [])
+        self._known = known
+
+    def next_claims(self) -> list[ClaimRequest]:
+        while requests := self._plan.next_claims():
+            remote = [request for request in requests if request.queues[0] not in self._known]
+            for request in requests:
+                if request.queues[0] in self._known:
+                    self._plan.claimed(request, [])
+            if remote:
+                return remote
+        return []
 
 
 @st.composite
@@ -242,3 +272,50 @@ def test_one_step_costs_nothing_per_queue_with_ten_thousand_queues() -> None:
     # Then every pass filled, and the heaps hold O(Queues) entries (stale ones dropped)
     assert served == 4000
     assert sum(len(heap) for heap in dispatcher._buckets.values()) <= 4 * 10_000 + 1024
+
+
+_PLAIN = PassScript(21, None, None, 0, (), False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios(), st.randoms(use_true_random=False))
+# Two Queues drained by claims that came back full, then a reflow round of them alone:
+# every open Queue is known empty, and the plan finds them all empty at once.
+@example(([1, 1, 1], [7, 7, 0], [_PLAIN]), random.Random(1))
+# 60 tenants of one job each, drained 5 at a time: the last passes know every Queue.
+@example(([1 + i % 5 for i in range(60)], [1] * 60,
+          [PassScript(5, None, None, 0, (), i % 4 == 3) for i in range(16)]), random.Random(2))
+def test_claims_of_queues_known_empty_answered_in_the_plan_change_nothing(
+    scenario: tuple[list[int], list[int], list[PassScript]], chooser: Any,
+) -> None:
+    # Given two dispatchers that remember empty Queues, and at each pass some Queues
+    # known (to a probe) to have no due work, and those a claim drains
+    weights, due, passes = scenario
+    policy = policy_of(weights)
+    inside = Dispatcher.for_policy(policy, remember_empty=True)
+    outside = Dispatcher.for_policy(policy, remember_empty=True)
+    assert isinstance(inside, WeightedDispatcher) and isinstance(outside, WeightedDispatcher)
+    inside_supply, outside_supply = Supply(list(due)), Supply(list(due))
+    for script in passes:
+        for queue, jobs in script.refill:
+            inside_supply.due[queue] += jobs
+            outside_supply.due[queue] += jobs
+        # When one plan answers its claims of those Queues itself (answer_known_empty)
+        # and the other has them claimed, and found empty, like any other
+        empty = [name for name, jobs in zip(policy.queues, inside_supply.due, strict=True)
+                 if jobs == 0]
+        share = chooser.choice([0.5, 1.0])
+        known = {name for name in empty if chooser.random() < share}
+        known_outside = set(known)
+        answered: list[str] = []
+        plan, _ = begin_new(inside, inside_supply, script, (known, answered))
+        got_inside = run_pass(plan, policy.queues, inside_supply, script, drained=known)
+        other, _ = begin_new(outside, outside_supply, script)
+        got_outside = run_pass(_AnsweredByCaller(other, known_outside), policy.queues,
+                               outside_supply, script, drained=known_outside)
+        # Then the same claims reach the store, in the same order, the same jobs are
+        # dispatched and the credits are the same
+        assert got_inside == got_outside
+        assert set(answered) <= known
+        assert inside.credits == outside.credits
+        assert inside._out == outside._out

@@ -160,22 +160,18 @@ class GroupRunner:
                 else:
                     if isinstance(answer, Claimed):
                         no_work = self._no_work = set(queues) - answer.due
+            # The plan answers its claims of Queues in no_work itself (found empty now;
+            # the dispatcher remembers them from here on, so no_work lets them go).
+            # It keeps a reference: a claim's own probe adds the Queues it drained.
+            answered: list[str] = []
+            if self._weighted:
+                plan.answer_known_empty(no_work, answered)
             while requests := plan.next_claims():
+                no_work.difference_update(answered)
+                answered.clear()
                 if stop is not None and stop():
                     plan.cut_short()
                     break
-                if no_work and not requests[0].probe:
-                    remote = []
-                    for request in requests:
-                        if request.queues[0] in no_work:
-                            # Found empty now; the dispatcher remembers it from here on.
-                            no_work.discard(request.queues[0])
-                            plan.claimed(request, [])
-                        else:
-                            remote.append(request)
-                    requests = remote
-                    if not requests:
-                        continue
                 try:
                     if requests[0].probe:
                         self._probe(store, plan, requests[0], now, lease_expires_at)
@@ -199,6 +195,7 @@ class GroupRunner:
                 for request in requests:
                     queue = request.queues[0]
                     _record(plan, request, by_queue.get(queue, []), queue in controlled)
+            no_work.difference_update(answered)
             dispatched = plan.dispatch_order()
         except BaseException:
             self._hand_back(store, claimed, now)
