@@ -204,6 +204,12 @@ def policy_of(weights: list[int]) -> Weighted:
 
 @settings(max_examples=400, deadline=None)
 @given(scenarios())
+# One Queue (its own fast path, _simulate_one): drained, found empty, refilled, cut short.
+@example(([3], [25], [PassScript(8, None, None, 0, (), False),
+                      PassScript(8, 0, None, 2, ((0, 3),), False),
+                      PassScript(30, None, None, 5, (), False),
+                      PassScript(4, None, 0, 0, ((0, 1),), False),
+                      PassScript(4, None, None, 0, (), False)]))
 def test_the_new_planner_makes_the_old_claims_dispatch_order_and_credits(
     scenario: tuple[list[int], list[int], list[PassScript]],
 ) -> None:
@@ -230,6 +236,10 @@ def test_the_new_planner_makes_the_old_claims_dispatch_order_and_credits(
 
 @settings(max_examples=300, deadline=None)
 @given(scenarios())
+@example(([2], [5], [PassScript(8, None, None, 0, (), False),
+                     PassScript(8, None, None, 0, ((0, 9),), False),
+                     PassScript(8, None, None, 0, (), True),
+                     PassScript(8, None, None, 0, (), True)]))
 def test_remembering_empty_queues_is_the_old_planner_with_them_found_empty(
     scenario: tuple[list[int], list[int], list[PassScript]],
 ) -> None:

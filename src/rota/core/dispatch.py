@@ -545,6 +545,8 @@ class WeightedDispatcher(Dispatcher):
         self._unheaped: set[int] = set()
         self._total_in = 0
         self._current: _WeightedPass[Any] | None = None
+        # One Queue (the common first setup): no heap, no simulation (_simulate_one).
+        self._single = count == 1
         self._rebuild()
 
     @property
@@ -589,6 +591,8 @@ class WeightedDispatcher(Dispatcher):
         pays the sum of their weights (the nginx update)."""
         self._g += 1
         self._e[winner] -= self._total_in
+        if self._single:
+            return  # _simulate_one needs no heap
         self._unheaped.discard(winner)
         heapq.heappush(self._buckets[self.weights[winner]], (-self._e[winner], winner))
 
@@ -607,6 +611,8 @@ class WeightedDispatcher(Dispatcher):
         Cost: O(steps x (distinct weights + log Queues)) plus the Queues in `held` and
         `supply`; nothing per Queue otherwise.
         """
+        if self._single:
+            return self._simulate_one(held, supply, room)
         weights = self.weights
         persistent = self._e
         out = self._out
@@ -697,6 +703,19 @@ class WeightedDispatcher(Dispatcher):
                 room -= 1
             heapq.heappush(local.setdefault(weights[best], []), (-offset, best))
         return _Simulated(winners, leaves, wanted)
+
+    def _simulate_one(
+        self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int
+    ) -> _Simulated:
+        """`_simulate` for a policy of one Queue: it wins every step it takes part in."""
+        if 0 in self._out:
+            return _Simulated([], [], {})
+        count = held.get(0, 0)
+        state = supply.get(0, _Supply.OPEN)
+        if state is _Supply.EMPTY:
+            return _Simulated([0] * count, [(count, 0)], {})
+        extra = room if room > 0 and state is _Supply.OPEN else 0
+        return _Simulated([0] * (count + extra), [], {0: extra} if extra else {})
 
     def begin_pass(self, free: int, *, recheck: bool = False) -> PassPlan[T]:
         if self._current is not None:
