@@ -8,6 +8,9 @@ then prints the served shares against the weights (and Strict's order) and throu
   served only once critical has no due work.
 - group `fair`: Weighted 6:3:1 over a, b, c, each with the same, never-exhausted backlog:
   the bars fill at 6:3:1 and the served shares match the weights.
+
+`--tenants N` runs the tenant demo instead (rota.cli.demo_tenants): one Queue per tenant
+under one Weighted group, a noisy tenant's huge backlog ahead of N-1 small tenants.
 """
 
 from __future__ import annotations
@@ -28,11 +31,13 @@ from rich.table import Table
 
 import rota
 from rota.cli.common import UsageError
+from rota.cli.demo_tenants import run_tenants_demo
 from rota.cli.display import line, make_console, user_text
 from rota.store import StoreConfigError, StoreError
 
 WEIGHTS = (("a", 6), ("b", 3), ("c", 1))
 POOL_SIZE = 4
+MAX_TENANTS = 10_000
 
 
 def register(subparsers: Any) -> None:
@@ -49,6 +54,10 @@ def register(subparsers: Any) -> None:
                         help="the SQLite file, recreated each run (default ./rota-demo.db)")
     parser.add_argument("--work-ms", type=float, default=4.0,
                         help="how long each demo job works, in milliseconds (default 4)")
+    parser.add_argument("--tenants", type=int, metavar="N",
+                        help="instead: N tenant Queues under one Weighted group, one noisy "
+                        "tenant with a huge backlog and N-1 small ones enqueued behind it "
+                        f"(N from 2 to {MAX_TENANTS:,})")
     parser.set_defaults(func=run)
 
 
@@ -73,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--seconds must be more than 0 and at most 3600; got {args.seconds}")
     if not 0 <= args.work_ms <= 1000:
         raise UsageError(f"--work-ms must be between 0 and 1000; got {args.work_ms}")
+    if args.tenants is not None and not 2 <= args.tenants <= MAX_TENANTS:
+        raise UsageError(f"--tenants must be from 2 to {MAX_TENANTS}; got {args.tenants}")
     path = Path(args.db)
     _remove_previous_demo(path)
     console = make_console()
@@ -82,7 +93,11 @@ def run(args: argparse.Namespace) -> int:
     except (StoreError, StoreConfigError) as error:
         raise UsageError(f"--db {args.db!r}: {error}") from None
     try:
-        asyncio.run(_demo(app, args.seconds, args.work_ms / 1000, console))
+        if args.tenants is not None:
+            asyncio.run(run_tenants_demo(app, args.tenants, args.seconds, args.work_ms / 1000,
+                                         console))
+        else:
+            asyncio.run(_demo(app, args.seconds, args.work_ms / 1000, console))
     finally:
         app.close()
     return 0
