@@ -21,9 +21,10 @@ import contextlib
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -31,7 +32,6 @@ from rich.table import Table
 
 import rota
 from rota.cli.common import UsageError
-from rota.cli.demo_tenants import run_tenants_demo
 from rota.cli.display import line, make_console, user_text
 from rota.store import StoreConfigError, StoreError
 
@@ -94,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--db {args.db!r}: {error}") from None
     try:
         if args.tenants is not None:
+            from rota.cli.demo_tenants import run_tenants_demo  # it imports serve_live
+
             asyncio.run(run_tenants_demo(app, args.tenants, args.seconds, args.work_ms / 1000,
                                          console))
         else:
@@ -175,18 +177,35 @@ async def _demo(app: rota.App, seconds: float, work_s: float, console: Console) 
     console.print(line(("rota demo", "bold"), f": two Worker Groups of {POOL_SIZE} Workers on ",
                        user_text(app.store.url),
                        f", jobs of {work_s * 1000:.0f} ms, for {seconds:.0f} s"))
+
+    def refresh() -> None:
+        for queue, bar in bars.items():
+            progress.update(bar, completed=tally.served[queue])
+
+    elapsed = await serve_live(app, progress, seconds, tally, refresh)
+    _report(console, tally, backlog, elapsed)
+
+
+class _Timed(Protocol):
+    began: float  # time.monotonic() when the groups started
+
+
+async def serve_live(
+    app: rota.App, progress: Progress, seconds: float, timed: _Timed,
+    refresh: Callable[[], None],
+) -> float:
+    """Run the App's groups for `seconds` with `progress` on screen, `refresh()` ten
+    times a second and once at the end; set `timed.began` as they start. Returns the
+    seconds they ran."""
     with progress:
         async with app.serve(grace=1):
-            tally.began = time.monotonic()
-            deadline = tally.began + seconds
+            timed.began = time.monotonic()
+            deadline = timed.began + seconds
             while (left := deadline - time.monotonic()) > 0:
-                for queue, bar in bars.items():
-                    progress.update(bar, completed=tally.served[queue])
+                refresh()
                 await asyncio.sleep(min(0.1, left))  # the refresh rate of the bars
-            for queue, bar in bars.items():
-                progress.update(bar, completed=tally.served[queue])
-        elapsed = time.monotonic() - tally.began
-    _report(console, tally, backlog, elapsed)
+            refresh()
+        return time.monotonic() - timed.began
 
 
 def _report(console: Console, tally: Tally, backlog: dict[str, int], elapsed: float) -> None:

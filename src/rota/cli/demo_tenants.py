@@ -11,12 +11,11 @@ The final table shows, for the noisy tenant and for the small ones together: wei
 backlog, jobs served, the share of the Workers while the small tenants still had work
 against their weight share, and the time to each tenant's first job.
 
-Imports the public API, rich and the plain demo's file handling (rota.cli.demo).
+Imports the public API, rich and the plain demo's live run (rota.cli.demo.serve_live).
 """
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import time
 from collections import Counter
@@ -27,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 import rota
+from rota.cli.demo import serve_live
 from rota.cli.display import line, user_text
 
 POOL_SIZE = 4
@@ -102,17 +102,12 @@ async def run_tenants_demo(
                        f": {tenants} tenant Queues under one Weighted group of {POOL_SIZE} "
                        "Workers on ", user_text(app.store.url),
                        f", jobs of {work_s * 1000:.0f} ms, for {seconds:.0f} s"))
-    with progress:
-        async with app.serve(grace=1):
-            tally.began = time.monotonic()
-            deadline = tally.began + seconds
-            while (left := deadline - time.monotonic()) > 0:
-                progress.update(noisy_bar, completed=tally.served[NOISY])
-                progress.update(small_bar, completed=tally.small_served)
-                await asyncio.sleep(min(0.1, left))
-            progress.update(noisy_bar, completed=tally.served[NOISY])
-            progress.update(small_bar, completed=tally.small_served)
-        elapsed = time.monotonic() - tally.began
+
+    def refresh() -> None:
+        progress.update(noisy_bar, completed=tally.served[NOISY])
+        progress.update(small_bar, completed=tally.small_served)
+
+    elapsed = await serve_live(app, progress, seconds, tally, refresh)
     report(console, tally, names, noisy_backlog, per_small, elapsed)
 
 

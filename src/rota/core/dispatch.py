@@ -285,27 +285,24 @@ class _WeightedPass(PassPlan[T]):
                     and 2 * len(self._dispatcher.queues) - self._issued >= self._open):
                 self._find_known_empty()
 
+    def _known_open(self) -> list[tuple[str, int]]:
+        """The Queues in `_known` still open in this pass, with their indexes."""
+        index, out, supply = self._dispatcher.index, self._dispatcher._out, self._supply
+        return [(name, position) for name in self._known
+                if (position := index.get(name)) is not None
+                and position not in out and position not in supply]
+
     def _count_unknown_open(self) -> int:
         if self._unknown_open is None:
-            dispatcher = self._dispatcher
-            index, out, supply = dispatcher.index, dispatcher._out, self._supply
-            known_open = 0
-            for name in self._known:
-                position = index.get(name)
-                if position is not None and position not in out and position not in supply:
-                    known_open += 1
-            self._unknown_open = self._open - known_open
+            self._unknown_open = self._open - len(self._known_open())
         return self._unknown_open
 
     def _find_known_empty(self) -> None:
-        dispatcher = self._dispatcher
-        index, out, supply = dispatcher.index, dispatcher._out, self._supply
-        for name in list(self._known):
-            position = index.get(name)
-            if position is not None and position not in out and position not in supply:
-                self._answered.append(name)
-                self._outstanding.add(position)
-                self.claimed(ClaimRequest((name,), 1), [])
+        for name, position in self._known_open():
+            # Answered as the claim of its turn would be: one asked, none returned.
+            self._answered.append(name)
+            self._outstanding.add(position)
+            self.claimed(ClaimRequest((name,), 1), [])
 
     def _next_round(self) -> list[ClaimRequest]:
         dispatcher = self._dispatcher
