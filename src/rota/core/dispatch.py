@@ -248,7 +248,9 @@ class _WeightedPass(PassPlan[T]):
         self._known: Collection[str] = ()  # answer_known_empty
         self._answered: list[str] = []
         # Open Queues (taking part, not marked) that are not in `_known`: counted at the
-        # first round found entirely in `_known`, then kept by `_mark` and `claimed`.
+        # first round found entirely in `_known`, then kept by `_closed`. Names added to
+        # `_known` later (drained by a claim) keep counting as unknown: the count errs
+        # high, which only forgoes the shortcut.
         self._unknown_open: int | None = None
 
     def _index(self, request: ClaimRequest) -> int:
@@ -298,7 +300,13 @@ class _WeightedPass(PassPlan[T]):
         return self._unknown_open
 
     def _find_known_empty(self) -> None:
-        for name, position in self._known_open():
+        known_open = self._known_open()
+        if len(known_open) != self._open:
+            # A name left `_known` since the count (a wake-up hint from another thread):
+            # that Queue is open and not known empty, so the rounds go on. Count again.
+            self._unknown_open = self._open - len(known_open)
+            return
+        for name, position in known_open:
             # Answered as the claim of its turn would be: one asked, none returned.
             self._answered.append(name)
             self._outstanding.add(position)

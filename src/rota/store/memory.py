@@ -60,8 +60,8 @@ class MemoryStore:
         self._leased: dict[str, set[int]] = {}
         # Ids of every job leased since the last lease sweep; the sweep prunes those no
         # longer leased, so it walks the jobs leased now, not every job (a sweep runs each
-        # round of run_until_idle: walking 10,000 finished jobs each time was a third of a
-        # drain's time).
+        # round of run_until_idle: walking 10,000 finished jobs each time was half of a
+        # one-Queue drain's time).
         self._lease_holders: set[int] = set()
         # Unique jobs: each keyed job's (name, key), and per (name, key) the id of the job
         # that last took it; that job holds the key while it is live (LIVE_STATES).
