@@ -13,9 +13,10 @@ drain the backlog. Counted:
   (start-up, the worker registry, heartbeats), not only claims and outcomes.
 - **statements** and **round trips**, counted in the worker process by wrapping libpq's
   send calls (psycopg's pure-Python libpq binding, `PSYCOPG_IMPL=python`, so that its
-  methods can be wrapped): a statement is a query sent; a round trip is a statement sent
-  outside pipeline mode, or a pipeline sync or flush request (the client then waits for
-  the server).
+  methods can be wrapped): a statement is a query sent (BEGIN and COMMIT included); a
+  round trip is a statement or a Prepare sent outside pipeline mode, or a pipeline sync,
+  or a flush request that does not follow a sync (the client then waits for the
+  server).
 
 The worker runs slower under the wrapper and the pure-Python binding: this script counts,
 it does not time (benchmarks/ab_drain.py times).
@@ -43,23 +44,28 @@ counts = {"statements": 0, "round_trips": 0}
 PGconn = pq.PGconn
 OFF = pq.PipelineStatus.OFF
 
-def wrap(name, statement, trip_always):
+synced = set()  # connections whose last call was a pipeline sync
+
+def wrap(name, statement, kind):
     original = getattr(PGconn, name)
     def counted(self, *args, **kwargs):
         if statement:
             counts["statements"] += 1
-        if trip_always or self.pipeline_status == OFF:
+        if kind == "sync" or (kind == "send" and self.pipeline_status == OFF):
             counts["round_trips"] += 1
+        elif kind == "flush" and id(self) not in synced:
+            counts["round_trips"] += 1  # results asked for mid-pipeline: a wait
+        (synced.add if kind == "sync" else synced.discard)(id(self))
         return original(self, *args, **kwargs)
     setattr(PGconn, name, counted)
 
 for name in ("send_query", "send_query_params", "send_query_prepared", "exec_",
              "exec_params", "exec_prepared"):
-    wrap(name, True, False)
+    wrap(name, True, "send")
 for name in ("send_prepare", "prepare", "send_describe_prepared", "send_describe_portal"):
-    wrap(name, False, False)
-for name in ("pipeline_sync", "send_flush_request"):
-    wrap(name, False, True)
+    wrap(name, False, "send")
+wrap("pipeline_sync", False, "sync")
+wrap("send_flush_request", False, "flush")
 
 def dump():
     with open(os.environ["PG_COMMITS_OUT"], "w") as out:

@@ -339,6 +339,40 @@ def test_intermittent_store_errors_lose_no_job(make_worker_app: MakeApp) -> None
     assert faulty.failures["claim"] > 0 and faulty.failures["complete"] > 0
 
 
+def test_outcomes_written_with_failing_claims_are_written_again_and_lose_no_job(
+    make_worker_app: MakeApp,
+) -> None:
+    # Given a store whose claims take outcomes, and where every third claim and
+    # completion fails before reaching the store
+    faulty = make_worker_app.faulty_store(  # type: ignore[attr-defined]
+        lambda _m, n: n % 3 == 1, carries_outcomes=True)
+    app = make_worker_app(faulty)
+    executed: list[int] = []
+
+    @app.job("work")
+    async def work(n: int) -> None:
+        executed.append(n)
+
+    ids = work.enqueue_many([(n,) for n in range(60)])
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("default"), pool_size=4, max_claim_batch=3,
+        lease_duration=3, heartbeat_interval=0.05, poll_interval=0.02))
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+
+    async def scenario() -> None:
+        async with app.serve():
+            await outcomes.count(60)
+        # (leaving serve() flushes the outcomes still waiting to be written)
+
+    run(scenario())
+    # Then every job ran exactly once and succeeded, and claims failed (among them
+    # claims carrying outcomes, which were written again by a later claim or the writer)
+    assert sorted(executed) == list(range(60))
+    assert all(app.get_job(i).state is JobState.SUCCEEDED for i in ids)  # type: ignore[union-attr]
+    assert faulty.failures["claim"] > 0
+
+
 # -- graceful shutdown -----------------------------------------------------------------
 
 

@@ -758,25 +758,31 @@ class PostgresStore:
         with self._cursor("claim") as cursor:
             conn = cursor.connection
             writes: list[psycopg.Cursor[TupleRow]] = []
+            claimed = conn.cursor() if params is not None else None
             second = conn.cursor() if probed else None
             try:
-                with conn.pipeline(), conn.transaction():
+                # BEGIN and COMMIT as plain statements: psycopg's transaction() syncs the
+                # pipeline as it starts and ends (four round trips instead of one, counted).
+                with conn.pipeline():
+                    cursor.execute("BEGIN")
                     for name, statement_params in self._outcome_statements(outcomes, now):
                         write = conn.cursor()
                         write.execute(self._query(name), statement_params)
                         writes.append(write)
-                    if params is not None:
-                        cursor.execute(self._query("claim"), params)
+                    if claimed is not None:
+                        claimed.execute(self._query("claim"), params)
                     if second is not None:
                         second.execute(self._query("probe"), {"probe": probed, "now": now})
+                    cursor.execute("COMMIT")
             except psycopg.Error:
-                # In pipeline mode the error surfaces at the sync, after the transaction
-                # block: roll back here rather than hand the pool a failed transaction.
+                # A failed statement aborts the transaction, and the pipeline skips the
+                # rest (COMMIT included): roll back rather than hand the pool a failed
+                # transaction.
                 with suppress(psycopg.Error):
                     conn.rollback()
                 raise
             applied = sum(write.rowcount for write in writes)
-            rows = cursor.fetchall() if params is not None else []
+            rows = claimed.fetchall() if claimed is not None else []
             found = second.fetchall() if second is not None else []
             return rows, found, applied
 
