@@ -85,6 +85,21 @@ def fresh_store(kind: str, pg_url: str) -> Iterator[tuple[str, Callable[[], int]
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def wait_drained(worker: subprocess.Popen[bytes], unfinished: Callable[[], int],
+                 tree: Path) -> int:
+    """Poll every 50 ms until the store holds no unfinished job; return how many polls
+    (each one transaction). Raises RuntimeError if the worker exits first."""
+    polls = 0
+    while True:
+        polls += 1
+        if unfinished() == 0:
+            return polls
+        if worker.poll() is not None:
+            raise RuntimeError(f"the worker of {tree} exited: "
+                               f"{worker.stderr.read().decode() if worker.stderr else ''}")
+        time.sleep(0.05)
+
+
 def drain_once(tree: Path, kind: str, jobs: int, pg_url: str) -> tuple[float, float]:
     """Jobs per second, and the worker's CPU microseconds per job."""
     with fresh_store(kind, pg_url) as (url, unfinished):
@@ -96,11 +111,7 @@ def drain_once(tree: Path, kind: str, jobs: int, pg_url: str) -> tuple[float, fl
             cwd=tree, env=_env(tree, url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )
         try:
-            while unfinished() > 0:
-                if worker.poll() is not None:
-                    raise RuntimeError(f"the worker of {tree} exited: "
-                                       f"{worker.stderr.read().decode() if worker.stderr else ''}")
-                time.sleep(0.05)
+            wait_drained(worker, unfinished, tree)
             took_s = time.monotonic() - began
         finally:
             worker.terminate()

@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.ab_drain import DEFAULT_PG, ENQUEUE, _env, fresh_store
+from benchmarks.ab_drain import DEFAULT_PG, ENQUEUE, _env, fresh_store, wait_drained
 
 # Run as the worker: count libpq sends, then run `rota worker` as usual; the counts are
 # written to $PG_COMMITS_OUT when the worker exits (SIGTERM is a graceful stop).
@@ -97,21 +97,13 @@ def count_once(tree: Path, jobs: int, pg_url: str) -> dict[str, float]:
                        cwd=tree, env=env, check=True)
         out = Path(folder) / "counts.json"
         env = {**env, "PSYCOPG_IMPL": "python", "PG_COMMITS_OUT": str(out)}
-        polls = 0
         time.sleep(0.6)  # the enqueuer's statistics reach pg_stat_database
         before = _commits(pg_url, database)
         began = time.monotonic()
         worker = subprocess.Popen([sys.executable, "-c", WORKER], cwd=tree, env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            while True:
-                polls += 1
-                if unfinished() == 0:
-                    break
-                if worker.poll() is not None:
-                    raise RuntimeError(f"the worker of {tree} exited: "
-                                       f"{worker.stderr.read().decode() if worker.stderr else ''}")
-                time.sleep(0.05)
+            polls = wait_drained(worker, unfinished, tree)
             took_s = time.monotonic() - began
         finally:
             worker.terminate()
