@@ -716,14 +716,15 @@ class SQLiteStore:
         with_results = []
         applied = 0
         for lease, outcome in outcomes:
-            fence = {"id": lease.job_id, "owner": lease.owner, "attempt": lease.attempt}
             if isinstance(outcome, Succeeded):
                 if outcome.result_json is None:
                     plain.append((finished_at, lease.job_id, lease.owner, lease.attempt))
                 else:
                     with_results.append((outcome.result_json, finished_at, lease.job_id,
                                          lease.owner, lease.attempt))
-            elif isinstance(outcome, RetryAt):
+                continue
+            fence = {"id": lease.job_id, "owner": lease.owner, "attempt": lease.attempt}
+            if isinstance(outcome, RetryAt):
                 applied += conn.execute(_sql("retry"), {
                     **fence, "now": finished_at, "due_at": _us(outcome.due_at),
                     "error": outcome.error, "cancelled_error": CANCELLED_ON_REQUEST,
