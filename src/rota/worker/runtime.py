@@ -73,7 +73,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from rota.core.clock import Clock
 from rota.core.dispatch import PassPlan
 from rota.core.jobs import JobRecord
-from rota.core.outcomes import Outcome, Succeeded
+from rota.core.outcomes import Outcome, Succeeded, describe
 from rota.core.retry import RetryPolicy
 from rota.core.suspects import is_suspect
 from rota.store.base import Store, StoreError, WakeupSource
@@ -590,8 +590,7 @@ class GroupLoop:
             finally:
                 self._claiming = 0
                 if carried:
-                    self._done_writing(
-                        carried, carried if self.runner.outcomes_applied is not None else [])
+                    self._carried_written(carried)
             if observers:
                 round_trip_s = time.perf_counter() - began
                 for observer in observers:
@@ -865,6 +864,20 @@ class GroupLoop:
                 served[key] = 1
         if written and self.runtime._suspect is not None:
             self.runtime.after_outcomes_written()
+
+    def _carried_written(self, carried: list[_Finished]) -> None:
+        """After a pass whose claim was given `carried`: done if a claim applied them
+        (with the debug line per job the writer's path logs too), else back to the
+        writer."""
+        if self.runner.outcomes_applied is None:
+            self._done_writing(carried, [])
+            return
+        if logger.isEnabledFor(logging.DEBUG):
+            for item in carried:
+                job = item.held.job
+                logger.debug("job %s (%s) attempt %s recorded: %s", job.id, job.name,
+                             job.attempt, describe(item.outcome))
+        self._done_writing(carried, carried)
 
     async def _write_forever(self) -> None:
         backoff = _Backoff()
