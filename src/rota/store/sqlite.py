@@ -49,6 +49,7 @@ from rota.core.jobs import (
     decode_result,
     decode_stored_arguments,
 )
+from rota.core.outcomes import Cancelled, DeadLettered, RetryAt, Succeeded
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,
@@ -61,10 +62,12 @@ from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import (
     Claimed,
+    LeaseOutcome,
     Renewal,
     SchemaTooNew,
     StoreConfigError,
     StoreError,
+    check_outcomes,
     claim_caps,
 )
 from rota.store.corrupt import quarantine_undecodable
@@ -644,9 +647,11 @@ class SQLiteStore:
         lease_expires_at: datetime,
         limits: Sequence[int] | None = None,
         probe: Sequence[str] = (),
+        outcomes: Sequence[LeaseOutcome] = (),
     ) -> Claimed:
         caps = claim_caps(queues, limit, limits)
-        if limit <= 0 or not caps:
+        check_outcomes(outcomes)
+        if (limit <= 0 or not caps) and not outcomes:
             if not probe:
                 return Claimed()
             with self._read("probing Queues") as conn:
@@ -662,7 +667,10 @@ class SQLiteStore:
         # One UPDATE per Queue inside one transaction: each is an index range scan of at
         # most `limit` rows, and the given Queue order needs no sort over all due jobs.
         asks = [(queue, min(cap, limit)) for queue, cap in caps if cap > 0]
+        applied = 0
         with self._write("claiming") as conn:
+            if outcomes:  # applied first, in the claim's transaction (one commit)
+                applied = self._apply_outcomes(conn, outcomes, now)
             if 1 < len(asks) <= _MAX_ARMS and sum(count for _, count in asks) <= limit:
                 # Per-Queue limits that fit in the total: one statement for every Queue.
                 for index, (queue, count) in enumerate(asks):
@@ -695,7 +703,42 @@ class SQLiteStore:
         times: dict[int, datetime] = {}
         return Claimed(quarantine_undecodable(
             self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
-            due, controlled)
+            due, controlled, applied)
+
+    @staticmethod
+    def _apply_outcomes(
+        conn: sqlite3.Connection, outcomes: Sequence[LeaseOutcome], now: datetime
+    ) -> int:
+        """Inside a write transaction: each outcome with the statement its own method runs
+        (successes batched); how many leases were still held."""
+        finished_at = _us(now)
+        plain = []
+        with_results = []
+        applied = 0
+        for lease, outcome in outcomes:
+            if isinstance(outcome, Succeeded):
+                if outcome.result_json is None:
+                    plain.append((finished_at, lease.job_id, lease.owner, lease.attempt))
+                else:
+                    with_results.append((outcome.result_json, finished_at, lease.job_id,
+                                         lease.owner, lease.attempt))
+                continue
+            fence = {"id": lease.job_id, "owner": lease.owner, "attempt": lease.attempt}
+            if isinstance(outcome, RetryAt):
+                applied += conn.execute(_sql("retry"), {
+                    **fence, "now": finished_at, "due_at": _us(outcome.due_at),
+                    "error": outcome.error, "cancelled_error": CANCELLED_ON_REQUEST,
+                }).rowcount
+            else:
+                name = ("dead_letter" if isinstance(outcome, DeadLettered) else
+                        "cancel_leased" if isinstance(outcome, Cancelled) else "quarantine")
+                applied += conn.execute(_sql(name), {
+                    **fence, "now": finished_at, "error": outcome.error}).rowcount
+        if plain:
+            applied += conn.executemany(_sql("complete_no_results"), plain).rowcount
+        if with_results:
+            applied += conn.executemany(_sql("complete"), with_results).rowcount
+        return applied
 
     @staticmethod
     def _probe(conn: sqlite3.Connection, queues: Sequence[str], now: datetime) -> list[str]:
