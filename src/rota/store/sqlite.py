@@ -27,7 +27,8 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -258,6 +259,26 @@ def _enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, .
     return rows
 
 
+def _count_jobs(conn: sqlite3.Connection | sqlite3.Cursor,
+                changes: Mapping[tuple[str, str], int]) -> None:
+    """Add `changes` (jobs per (Queue, state value)) to the counts of migration 8, in the
+    caller's write transaction. The hot statements (enqueue, claim, complete, a schedule's
+    fire) count themselves with it, once per statement; the triggers of migration 8 count
+    every other change."""
+    rows = [(queue, state, jobs) for (queue, state), jobs in changes.items() if jobs]
+    if rows:
+        conn.executemany(_sql("count_jobs_add"), rows)
+
+
+def _moved(queues: Iterable[str], from_state: str, to_state: str) -> dict[tuple[str, str], int]:
+    """The count changes of one job per item of `queues` going from one state to another."""
+    changes: dict[tuple[str, str], int] = {}
+    for queue in queues:
+        changes[(queue, from_state)] = changes.get((queue, from_state), 0) - 1
+        changes[(queue, to_state)] = changes.get((queue, to_state), 0) + 1
+    return changes
+
+
 def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[object, ...]],
                  jobs: Sequence[NewJob]) -> list[int]:
     """Insert `rows` (of `jobs`) inside the caller's write transaction; their ids in
@@ -267,10 +288,12 @@ def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obj
     if all(job.key is None for job in jobs):
         traced = bool(rows) and len(rows[0]) == 7
         conn.executemany(_sql("enqueue_traced" if traced else "enqueue"), rows)
+        _count_jobs(conn, Counter((job.queue, "scheduled") for job in jobs))
         (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
         # AUTOINCREMENT under the write lock hands one batch consecutive ids.
         return list(range(last_id - len(rows) + 1, last_id + 1))
     ids: list[int] = []
+    inserted: Counter[tuple[str, str]] = Counter()
     insert, live = _sql("enqueue_keyed"), _sql("live_key_id")
     for row, job in zip(rows, jobs, strict=True):
         name, queue, due_at, args, kwargs, created_at = row[:6]
@@ -280,7 +303,10 @@ def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obj
         row = conn.execute(insert, params).fetchone()
         if row is None:  # the write lock is held: the live job cannot finish meanwhile
             row = conn.execute(live, {"name": name, "key": job.key}).fetchone()
+        else:
+            inserted[(job.queue, "scheduled")] += 1
         ids.append(int(row[0]))
+    _count_jobs(conn, inserted)
     return ids
 
 
@@ -690,6 +716,7 @@ class SQLiteStore:
                 if len(rows) < asked and conn.execute(
                         _sql("queue_is_controlled"), {"queue": queue}).fetchone():
                     controlled.append(queue)  # short: say if a control may be why
+            _count_jobs(conn, _moved((row[2] for row in claimed), "scheduled", "leased"))
             if probe:
                 due = self._probe(conn, probe, now)
         times: dict[int, datetime] = {}
@@ -714,13 +741,23 @@ class SQLiteStore:
             plain = [(finished_at, lease.job_id, lease.owner, lease.attempt)
                      for lease in leases]
             with self._write("completing jobs") as conn:
+                self._count_completing(conn, leases)
                 return conn.executemany(_sql("complete_no_results"), plain).rowcount
         rows = [
             (result, finished_at, lease.job_id, lease.owner, lease.attempt)
             for lease, result in zip(leases, results, strict=True)
         ]
         with self._write("completing jobs") as conn:
+            self._count_completing(conn, leases)
             return conn.executemany(_sql("complete"), rows).rowcount
+
+    @staticmethod
+    def _count_completing(conn: sqlite3.Connection, leases: Sequence[Lease]) -> None:
+        """Count the jobs `complete` is about to finish (leased -> succeeded), read under
+        its write lock just before it changes them."""
+        unique = dict.fromkeys((lease.job_id, lease.owner, lease.attempt) for lease in leases)
+        rows = conn.execute(_sql("completing_queues"), {"leases": json.dumps(list(unique))})
+        _count_jobs(conn, _moved((queue for (queue,) in rows), "leased", "succeeded"))
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
         if not leases:
@@ -1056,6 +1093,7 @@ class SQLiteStore:
         with self._write("firing a schedule") as conn:
             if conn.execute(_sql("fire_schedule"), params).rowcount == 1:
                 (job_id,) = conn.execute(_sql("fire_schedule_enqueue"), params).fetchone()
+                _count_jobs(conn, {(job.queue, "scheduled"): 1})
                 fired = int(job_id)
             else:
                 row = conn.execute(_sql("schedule_definition"), {"name": name}).fetchone()

@@ -1,0 +1,95 @@
+-- Migration 8: jobs per (Queue, state), kept as they change, so that `queue_infos` and
+-- `count_jobs` (app.queues(), `rota queues`, the dashboard) read a few hundred rows instead
+-- of scanning the jobs table. {schema} is replaced by the store's schema, quoted.
+--
+-- Exact, and written without a lock any claimer waits for: a counter row per Queue updated
+-- by every claim would make concurrent claimers of one Queue queue up on its row lock until
+-- they commit. Instead three statement-level triggers append one row per (Queue, state)
+-- that a statement changed, with the net change (a claim of 20 from one Queue: two rows,
+-- scheduled -20 and leased +20), to job_count_deltas, an insert-only table without index.
+-- Every write of jobs is counted, whichever statement makes it (enqueue, claim, outcomes,
+-- cancel, requeue, purge, lease expiry, and statements of later versions).
+-- The count of a (Queue, state) is job_counts plus its delta rows, read in one statement
+-- (count_jobs.sql), so it is exact at that statement's snapshot. fold_job_counts.sql moves
+-- the deltas into job_counts; it runs under a transaction-scoped advisory lock (one fold
+-- at a time; the others skip it), before each count read and from the triggers now and
+-- then (about one statement in a thousand), so the delta rows stay few with no reader.
+CREATE TABLE {schema}.job_counts (
+    queue text   NOT NULL,
+    state text   NOT NULL,
+    jobs  bigint NOT NULL,
+    PRIMARY KEY (queue, state)
+);
+
+CREATE TABLE {schema}.job_count_deltas (
+    queue text   NOT NULL,
+    state text   NOT NULL,
+    jobs  bigint NOT NULL
+);
+
+CREATE FUNCTION {schema}.fold_job_counts() RETURNS void LANGUAGE sql AS $$
+    WITH moved AS (
+        DELETE FROM {schema}.job_count_deltas
+        WHERE pg_try_advisory_xact_lock(hashtext('rota.job_counts:' || '{schema}'))
+        RETURNING queue, state, jobs
+    )
+    INSERT INTO {schema}.job_counts AS counts (queue, state, jobs)
+    SELECT queue, state, sum(jobs) FROM moved GROUP BY queue, state ORDER BY queue, state
+    ON CONFLICT (queue, state) DO UPDATE SET jobs = counts.jobs + excluded.jobs
+$$;
+
+CREATE FUNCTION {schema}.count_inserted_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {schema}.job_count_deltas (queue, state, jobs)
+    SELECT queue, state, count(*) FROM inserted_jobs GROUP BY queue, state;
+    IF random() < 0.001 THEN
+        PERFORM {schema}.fold_job_counts();
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION {schema}.count_updated_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {schema}.job_count_deltas (queue, state, jobs)
+    SELECT queue, state, sum(jobs)
+    FROM (
+        SELECT queue, state, -count(*) AS jobs FROM old_jobs GROUP BY queue, state
+        UNION ALL
+        SELECT queue, state, count(*) FROM new_jobs GROUP BY queue, state
+    ) AS moves
+    GROUP BY queue, state
+    HAVING sum(jobs) <> 0;
+    IF random() < 0.001 THEN
+        PERFORM {schema}.fold_job_counts();
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+CREATE FUNCTION {schema}.count_deleted_jobs() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO {schema}.job_count_deltas (queue, state, jobs)
+    SELECT queue, state, -count(*) FROM deleted_jobs GROUP BY queue, state;
+    RETURN NULL;
+END
+$$;
+
+-- No write of jobs between the triggers' start and the backfill below: both see the same
+-- rows (the lock is held until the migration commits).
+LOCK TABLE {schema}.jobs IN SHARE ROW EXCLUSIVE MODE;
+
+CREATE TRIGGER jobs_count_inserted AFTER INSERT ON {schema}.jobs
+    REFERENCING NEW TABLE AS inserted_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.count_inserted_jobs();
+CREATE TRIGGER jobs_count_updated AFTER UPDATE ON {schema}.jobs
+    REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.count_updated_jobs();
+CREATE TRIGGER jobs_count_deleted AFTER DELETE ON {schema}.jobs
+    REFERENCING OLD TABLE AS deleted_jobs
+    FOR EACH STATEMENT EXECUTE FUNCTION {schema}.count_deleted_jobs();
+
+-- The backfill: one scan of an existing table (docs/operations.md gives its time on ten
+-- million rows).
+INSERT INTO {schema}.job_counts (queue, state, jobs)
+SELECT queue, state, count(*) FROM {schema}.jobs GROUP BY queue, state;
