@@ -722,3 +722,29 @@ def test_the_probe_is_one_index_probe_per_queue_in_its_generic_plan(
     # And the store answers which Queues have due work
     assert store.claim([], 0, now=T0, owner="w", lease_expires_at=T0 + LEASE,
                        probe=["q", "r"]).due == {"q"}  # type: ignore[attr-defined]
+
+
+def test_queue_infos_reads_the_counts_and_walks_only_the_claimable_index(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given many finished and many due jobs (written behind the store's back, in one
+    # statement: the count triggers of migration 8 still see them)
+    store = make_store()
+    store.migrate()
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
+        "finished_at) "
+        "SELECT 'job', 'q', CASE WHEN i %% 2 = 0 THEN 'succeeded' ELSE 'scheduled' END, "
+        "%(t)s, '[]', '{}', %(t)s, CASE WHEN i %% 2 = 0 THEN %(t)s END "
+        "FROM generate_series(1, 50000) AS i", {"t": T0 - timedelta(days=1)},
+    )
+    admin.execute("ANALYZE rota.jobs")
+    # When queue_infos.sql is planned without knowing its parameters
+    plan = _generic_plan(admin, "queue_infos", {"now": T0})
+    # Then it never scans the jobs table: the due jobs are found on jobs_claimable
+    assert "Seq Scan on jobs" not in plan, plan
+    assert "using jobs_claimable" in plan, plan
+    # And the view is exact
+    (info,) = store.queue_infos(T0)
+    assert info.counts[JobState.SUCCEEDED] == 25_000 and info.due == 25_000
+    assert info.oldest_due_at == T0 - timedelta(days=1)

@@ -613,3 +613,16 @@ def test_migration_8_counts_the_jobs_of_an_existing_file(tmp_path: Path) -> None
                                       ("b", JobState.SCHEDULED): 1}
     finally:
         store.close()
+
+
+def test_queue_infos_reads_the_counts_and_searches_only_the_claimable_index(
+        store: SQLiteStore) -> None:
+    # When queue_infos.sql is planned (counts kept by migration 8)
+    from rota.store.sqlite import _sql
+
+    with closing(raw_connection(store)) as conn:
+        plan = " | ".join(str(row[-1]) for row in conn.execute(
+            "EXPLAIN QUERY PLAN " + _sql("queue_infos"), {"now": 0}))
+    # Then it scans the counts, and reaches jobs only through rota_jobs_claimable
+    assert "SCAN rota_job_counts" in plan, plan
+    assert "SCAN rota_jobs " not in plan + " " and "USING INDEX rota_jobs_claimable" in plan, plan

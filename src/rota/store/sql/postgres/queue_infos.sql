@@ -34,6 +34,9 @@ LEFT JOIN LATERAL (
             SELECT 1 FROM {schema}.jobs
             WHERE jobs.queue = counted.queue AND jobs.state = 'scheduled'
               AND jobs.due_at > %(now)s
+            -- In index order: without it the generic plan may scan the table (expecting
+            -- 1,000 matches soon), which finds none on a table of due and finished jobs.
+            ORDER BY jobs.due_at
             LIMIT 1000
         ) AS later
     ) AS ahead
