@@ -28,7 +28,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -270,12 +270,13 @@ def _count_jobs(conn: sqlite3.Connection | sqlite3.Cursor,
         conn.executemany(_sql("count_jobs_add"), rows)
 
 
-def _moved(queues: Iterable[str], from_state: str, to_state: str) -> dict[tuple[str, str], int]:
-    """The count changes of one job per item of `queues` going from one state to another."""
+def _moved(jobs: Mapping[str, int], from_state: str, to_state: str
+           ) -> dict[tuple[str, str], int]:
+    """The count changes of `jobs` (per Queue) going from one state to another."""
     changes: dict[tuple[str, str], int] = {}
-    for queue in queues:
-        changes[(queue, from_state)] = changes.get((queue, from_state), 0) - 1
-        changes[(queue, to_state)] = changes.get((queue, to_state), 0) + 1
+    for queue, count in jobs.items():
+        changes[(queue, from_state)] = -count
+        changes[(queue, to_state)] = count
     return changes
 
 
@@ -716,7 +717,7 @@ class SQLiteStore:
                 if len(rows) < asked and conn.execute(
                         _sql("queue_is_controlled"), {"queue": queue}).fetchone():
                     controlled.append(queue)  # short: say if a control may be why
-            _count_jobs(conn, _moved((row[2] for row in claimed), "scheduled", "leased"))
+            _count_jobs(conn, _moved(Counter(row[2] for row in claimed), "scheduled", "leased"))
             if probe:
                 due = self._probe(conn, probe, now)
         times: dict[int, datetime] = {}
@@ -736,28 +737,21 @@ class SQLiteStore:
     ) -> int:
         if not leases:
             return 0
-        finished_at = _us(now)
         if results is None:  # no results to store: the statement without that column
-            plain = [(finished_at, lease.job_id, lease.owner, lease.attempt)
-                     for lease in leases]
-            with self._write("completing jobs") as conn:
-                self._count_completing(conn, leases)
-                return conn.executemany(_sql("complete_no_results"), plain).rowcount
-        rows = [
-            (result, finished_at, lease.job_id, lease.owner, lease.attempt)
-            for lease, result in zip(leases, results, strict=True)
-        ]
+            name = "complete_no_results"
+            leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
+                                      for lease in leases])
+        else:
+            name = "complete"
+            leases_json = json.dumps([
+                (lease.job_id, lease.owner, lease.attempt, result)
+                for lease, result in zip(leases, results, strict=True)])
         with self._write("completing jobs") as conn:
-            self._count_completing(conn, leases)
-            return conn.executemany(_sql("complete"), rows).rowcount
-
-    @staticmethod
-    def _count_completing(conn: sqlite3.Connection, leases: Sequence[Lease]) -> None:
-        """Count the jobs `complete` is about to finish (leased -> succeeded), read under
-        its write lock just before it changes them."""
-        unique = dict.fromkeys((lease.job_id, lease.owner, lease.attempt) for lease in leases)
-        rows = conn.execute(_sql("completing_queues"), {"leases": json.dumps(list(unique))})
-        _count_jobs(conn, _moved((queue for (queue,) in rows), "leased", "succeeded"))
+            finished = conn.execute(_sql(name), {"now": _us(now), "leases": leases_json}
+                                    ).fetchall()
+            _count_jobs(conn, _moved(Counter(queue for (queue,) in finished),
+                                     "leased", "succeeded"))
+        return len(finished)
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
         if not leases:

@@ -1,7 +1,13 @@
--- complete.sql for a batch whose results are all None (the common case): one parameter
--- fewer to build and bind per job. Positional parameters: 1 finished_at, 2 id, 3 owner,
--- 4 attempt. Fenced by the lease.
+-- complete.sql for a batch whose results are all None (the common case): no result to
+-- carry. :leases is JSON [[id, owner, attempt], ...]; each job is fenced by its lease.
+-- One statement for the batch; it returns the Queue of each job it finished, which the
+-- store counts (migration 8). A lease listed twice finishes its job once.
 UPDATE rota_jobs
-SET state = 'succeeded', result = NULL, finished_at = ?, lease_owner = NULL,
+SET state = 'succeeded', result = NULL, finished_at = :now, lease_owner = NULL,
     lease_expires_at = NULL
-WHERE id = ? AND state = 'leased' AND lease_owner = ? AND attempt = ?;
+FROM json_each(:leases) AS lease
+WHERE rota_jobs.id = json_extract(lease.value, '$[0]')
+  AND rota_jobs.state = 'leased'
+  AND rota_jobs.lease_owner = json_extract(lease.value, '$[1]')
+  AND rota_jobs.attempt = json_extract(lease.value, '$[2]')
+RETURNING rota_jobs.queue;
