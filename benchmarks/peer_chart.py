@@ -36,8 +36,9 @@ def plot(figures: dict[str, Any], out: Path) -> None:
         colors = ["tab:orange" if s.startswith("rota") else "tab:gray" for s in subjects]
         positions = range(len(subjects))
         axis.bar(positions, medians, color=colors, yerr=[below, above], capsize=3)
-        for x, value in zip(positions, medians, strict=True):
-            axis.text(x, value, f"{value:,.0f}", ha="center", va="bottom", fontsize=7)
+        for x, value, over in zip(positions, medians, above, strict=True):
+            axis.text(x, value + over, f"{value:,.0f}", ha="center", va="bottom", fontsize=7)
+        axis.margins(y=0.12)
         axis.set_xticks(list(positions), subjects, rotation=20, fontsize=8)
         axis.set_title(label, fontsize=9)
         axis.grid(True, axis="y", alpha=0.3)

@@ -3,12 +3,14 @@
 For each table size (`--rows`, default 10,000 / 1,000,000 / 10,000,000) and each durable
 store (SQLite file, PostgreSQL), a table is built with bulk SQL: half the rows finished
 (`succeeded`, with `finished_at`, so the retention index is as big as in production), the
-older half; the newer half scheduled and due; ids spread over 100 Queues (`q000`-`q099`).
+older half; the newer half scheduled, due except 1 % scheduled 30-60 days ahead; ids
+spread over 100 Queues in turn (`q000`-`q099`, as jobs of many producers arrive).
 Then, with every size's store open, rounds alternate between the sizes (so a burst of load
 from other work on the machine hits every size alike), and each round measures per size:
 
 - claim latency: `claim` of 20 from one Queue (Queues in turn), timed; then `complete` of
-  those 20 and `enqueue` of 20 new jobs to keep the backlog (neither timed);
+  those 20 and `enqueue` of 20 new due jobs, one to each of 20 Queues, to keep the
+  backlog and its layout (neither timed);
 - enqueue rate: `enqueue` of 1,000 jobs per call (the bulk path), rows/s; and a single-job
   `enqueue`'s latency;
 - `queue_infos` (what `app.queues()`, `rota queues` and the dashboard's counts read) and
@@ -69,7 +71,9 @@ INSERT INTO rota.jobs (name, queue, state, attempt, due_at, args, kwargs, create
 SELECT 'noop', 'q' || lpad((i %% 100)::text, 3, '0'),
        CASE WHEN i <= %(finished)s THEN 'succeeded' ELSE 'scheduled' END,
        CASE WHEN i <= %(finished)s THEN 1 ELSE 0 END,
-       at, '[]', '{}', at,
+       CASE WHEN i > %(finished)s AND (i / 100) %% 100 = 0 THEN at + interval '60 days'
+            ELSE at END,
+       '[]', '{}', at,
        CASE WHEN i <= %(finished)s THEN at END,
        CASE WHEN i <= %(finished)s THEN at + interval '1 second' END
 FROM generate_series(%(first)s::bigint, %(last)s::bigint) AS i,
@@ -84,7 +88,9 @@ INSERT INTO rota_jobs (name, queue, state, attempt, due_at, args, kwargs, create
 SELECT 'noop', printf('q%03d', i % 100),
        CASE WHEN i <= :finished THEN 'succeeded' ELSE 'scheduled' END,
        CASE WHEN i <= :finished THEN 1 ELSE 0 END,
-       :start + i * :step_us, '[]', '{}', :start + i * :step_us,
+       CASE WHEN i > :finished AND (i / 100) % 100 = 0
+            THEN :start + i * :step_us + 60 * 86400000000 ELSE :start + i * :step_us END,
+       '[]', '{}', :start + i * :step_us,
        CASE WHEN i <= :finished THEN :start + i * :step_us END,
        CASE WHEN i <= :finished THEN :start + i * :step_us + 1000000 END
 FROM n
@@ -255,16 +261,17 @@ def one_round(store: Store, samples: Samples, round_index: int) -> None:
                               lease_expires_at=now + timedelta(minutes=5))
         samples.claim.append(time.perf_counter() - began)
         store.complete([Lease(job.id, "scale", job.attempt) for job in claimed], clock.now())
-        store.enqueue([NewJob(name="noop", queue=queue, due_at=now)] * CLAIM, now)
+        store.enqueue([NewJob(name="noop", queue=queue_name(turn + k), due_at=now)
+                       for k in range(CLAIM)], now)
     # Enqueue: the bulk path, then one job a call.
     for batch in range(ENQUEUE_BATCHES_PER_ROUND):
         now = clock.now()
-        jobs = [NewJob(name="noop", queue=queue_name(batch + i), due_at=now + SPAN)
+        jobs = [NewJob(name="noop", queue=queue_name(batch + i), due_at=now)
                 for i in range(ENQUEUE_BATCH)]
         samples.enqueue_rows_per_s.append(ENQUEUE_BATCH / _timed(store.enqueue, jobs, now))
     for i in range(SINGLE_ENQUEUES_PER_ROUND):
         now = clock.now()
-        job = [NewJob(name="noop", queue=queue_name(i), due_at=now + SPAN)]
+        job = [NewJob(name="noop", queue=queue_name(i), due_at=now)]
         samples.enqueue_one.append(_timed(store.enqueue, job, now))
     # The counts every view reads.
     samples.queue_infos.append(_timed(store.queue_infos, clock.now()))

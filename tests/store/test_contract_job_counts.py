@@ -134,3 +134,22 @@ def test_counts_stay_exact_under_concurrent_claimers(open_stores: OpenStores) ->
     assert_counts_exact(stores[0], T0)
     assert sum(n for (_, state), n in stores[0].count_jobs().items()
                if state is JobState.SUCCEEDED) == completed
+
+
+@pytest.mark.parametrize(("ahead", "due"), [(3, 1_200), (1_200, 3), (1_100, 1_200)])
+def test_due_is_exact_on_either_side_of_a_thousand(store: Store, ahead: int, due: int) -> None:
+    # Given a Queue with `due` jobs due now and `ahead` jobs scheduled later (the view
+    # walks at most 1,000 of one side before it counts another way), and a claimed one
+    store.enqueue([NewJob(name="job", queue="q", due_at=T0 - timedelta(seconds=i % 7))
+                   for i in range(due + 1)], T0)
+    store.enqueue([NewJob(name="job", queue="q", due_at=T0 + timedelta(seconds=1 + i % 7))
+                   for i in range(ahead)], T0)
+    store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    # When the Queues are viewed at T0
+    (info,) = store.queue_infos(T0)
+    # Then every count is exact
+    assert info.due == due
+    assert info.counts[JobState.SCHEDULED] == due + ahead
+    assert info.counts[JobState.LEASED] == 1
+    assert info.oldest_due_at == min(job.due_at for job in every_job(store)
+                                     if job.state is JobState.SCHEDULED and job.due_at <= T0)

@@ -2,9 +2,13 @@
 -- its count (job_counts plus the deltas not folded yet, migration 8), and of its scheduled
 -- jobs the number due at `now` and the oldest due time; then a row per Queue setting,
 -- with state NULL.
--- The due count walks the partial index jobs_claimable on the smaller side: the jobs not
--- due yet, up to 1,000, subtracted from the count; only a Queue with more than 1,000 jobs
--- scheduled ahead has its due jobs counted one by one instead.
+--
+-- `due` is exact, found on the partial index jobs_claimable, and walks the smaller side
+-- of `now` where it can: the jobs scheduled ahead (not due yet), up to 1,000, subtracted
+-- from the Queue's scheduled count; else the due ones, up to 1,000; only a Queue with more
+-- than 1,000 of each has its jobs scheduled ahead counted in full (a due backlog can grow
+-- without bound when workers fall behind; jobs scheduled ahead are what producers chose).
+-- Every walk is in index order (ORDER BY due_at), so a generic plan never scans the table.
 WITH counted AS (
     SELECT queue, state, sum(jobs)::bigint AS jobs
     FROM (
@@ -19,28 +23,45 @@ SELECT counted.queue, counted.state, counted.jobs, due.jobs, due.oldest,
        NULL::boolean, NULL::integer
 FROM counted
 LEFT JOIN LATERAL (
-    SELECT CASE WHEN ahead.jobs < 1000 THEN counted.jobs - ahead.jobs
-                ELSE (SELECT count(*) FROM {schema}.jobs
-                      WHERE jobs.queue = counted.queue AND jobs.state = 'scheduled'
-                        AND jobs.due_at <= %(now)s)
+    SELECT CASE
+               WHEN ahead.jobs < 1000 THEN counted.jobs - ahead.jobs
+               ELSE (
+                   SELECT CASE
+                              WHEN due_now.jobs < 1000 THEN due_now.jobs
+                              ELSE counted.jobs - (
+                                  SELECT count(*) FROM (
+                                      SELECT 1 FROM {schema}.jobs
+                                      WHERE jobs.queue = counted.queue
+                                        AND jobs.state = 'scheduled'
+                                        AND jobs.due_at > %(now)s
+                                      ORDER BY jobs.due_at
+                                  ) AS every_ahead)
+                          END
+                   FROM (
+                       SELECT count(*) AS jobs FROM (
+                           SELECT 1 FROM {schema}.jobs
+                           WHERE jobs.queue = counted.queue AND jobs.state = 'scheduled'
+                             AND jobs.due_at <= %(now)s
+                           ORDER BY jobs.due_at
+                           LIMIT 1000
+                       ) AS first_due
+                   ) AS due_now)
            END AS jobs,
            (SELECT jobs.due_at FROM {schema}.jobs
             WHERE jobs.queue = counted.queue AND jobs.state = 'scheduled'
               AND jobs.due_at <= %(now)s
             ORDER BY jobs.due_at LIMIT 1) AS oldest
     FROM (
-        SELECT count(*) AS jobs
-        FROM (
+        SELECT count(*) AS jobs FROM (
             SELECT 1 FROM {schema}.jobs
             WHERE jobs.queue = counted.queue AND jobs.state = 'scheduled'
               AND jobs.due_at > %(now)s
-            -- In index order: without it the generic plan may scan the table (expecting
-            -- 1,000 matches soon), which finds none on a table of due and finished jobs.
             ORDER BY jobs.due_at
             LIMIT 1000
-        ) AS later
+        ) AS first_ahead
     ) AS ahead
-) AS due ON counted.state = 'scheduled'
+    WHERE counted.state = 'scheduled'
+) AS due ON true
 UNION ALL
 SELECT queue, NULL, 0, 0, NULL, paused, concurrency_limit
 FROM {schema}.queue_settings
