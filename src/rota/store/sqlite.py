@@ -22,6 +22,7 @@ import functools
 import json
 import logging
 import math
+import operator
 import os
 import re
 import sqlite3
@@ -35,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qs
 
 from rota.core.jobs import (
@@ -280,6 +281,9 @@ def _moved(jobs: Mapping[str, int], from_state: str, to_state: str
     return changes
 
 
+_queue_of: Final = operator.attrgetter("queue")
+
+
 def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[object, ...]],
                  jobs: Sequence[NewJob]) -> list[int]:
     """Insert `rows` (of `jobs`) inside the caller's write transaction; their ids in
@@ -289,7 +293,8 @@ def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obj
     if all(job.key is None for job in jobs):
         traced = bool(rows) and len(rows[0]) == 7
         conn.executemany(_sql("enqueue_traced" if traced else "enqueue"), rows)
-        _count_jobs(conn, Counter((job.queue, "scheduled") for job in jobs))
+        _count_jobs(conn, {(queue, "scheduled"): count
+                           for queue, count in Counter(map(_queue_of, jobs)).items()})
         (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
         # AUTOINCREMENT under the write lock hands one batch consecutive ids.
         return list(range(last_id - len(rows) + 1, last_id + 1))
