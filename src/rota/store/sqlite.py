@@ -742,17 +742,15 @@ class SQLiteStore:
     ) -> int:
         if not leases:
             return 0
-        if results is None:  # no results to store: the statement without that column
-            name = "complete_no_results"
+        if results is None:  # no results to store (the common case): none to send
             leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
                                       for lease in leases])
         else:
-            name = "complete"
             leases_json = json.dumps([
                 (lease.job_id, lease.owner, lease.attempt, result)
                 for lease, result in zip(leases, results, strict=True)])
         with self._write("completing jobs") as conn:
-            finished = conn.execute(_sql(name), {"now": _us(now), "leases": leases_json}
+            finished = conn.execute(_sql("complete"), {"now": _us(now), "leases": leases_json}
                                     ).fetchall()
             _count_jobs(conn, _moved(Counter(queue for (queue,) in finished),
                                      "leased", "succeeded"))

@@ -10,7 +10,7 @@
 -- Every write of jobs is counted, whichever statement makes it (enqueue, claim, outcomes,
 -- cancel, requeue, purge, lease expiry, and statements of later versions).
 -- The count of a (Queue, state) is job_counts plus its delta rows, read in one statement
--- (count_jobs.sql), so it is exact at that statement's snapshot. fold_job_counts.sql moves
+-- (the view job_counts_now), so it is exact at that statement's snapshot. fold_job_counts.sql moves
 -- the deltas into job_counts; it runs under a transaction-scoped advisory lock (one fold
 -- at a time; the others skip it), before each count read and from the triggers now and
 -- then (about one statement in a thousand), so the delta rows stay few with no reader.
@@ -26,6 +26,18 @@ CREATE TABLE {schema}.job_count_deltas (
     state text   NOT NULL,
     jobs  bigint NOT NULL
 );
+
+-- The counts as a read sees them: folded plus not folded yet, in one statement (one
+-- snapshot), so exact at it. Pairs with no job are left out.
+CREATE VIEW {schema}.job_counts_now AS
+SELECT queue, state, sum(jobs)::bigint AS jobs
+FROM (
+    SELECT queue, state, jobs FROM {schema}.job_counts
+    UNION ALL
+    SELECT queue, state, jobs FROM {schema}.job_count_deltas
+) AS parts
+GROUP BY queue, state
+HAVING sum(jobs) > 0;
 
 CREATE FUNCTION {schema}.fold_job_counts() RETURNS void LANGUAGE sql AS $$
     WITH moved AS (

@@ -1,5 +1,5 @@
 -- What `queue_infos` needs, in one statement (one snapshot): a row per (Queue, state) with
--- its count (job_counts plus the deltas not folded yet, migration 8), and of its scheduled
+-- its count (job_counts_now, migration 8), and of its scheduled
 -- jobs the number due at `now` and the oldest due time; then a row per Queue setting,
 -- with state NULL.
 --
@@ -9,19 +9,9 @@
 -- than 1,000 of each has its jobs scheduled ahead counted in full (a due backlog can grow
 -- without bound when workers fall behind; jobs scheduled ahead are what producers chose).
 -- Every walk is in index order (ORDER BY due_at), so a generic plan never scans the table.
-WITH counted AS (
-    SELECT queue, state, sum(jobs)::bigint AS jobs
-    FROM (
-        SELECT queue, state, jobs FROM {schema}.job_counts
-        UNION ALL
-        SELECT queue, state, jobs FROM {schema}.job_count_deltas
-    ) AS parts
-    GROUP BY queue, state
-    HAVING sum(jobs) > 0
-)
 SELECT counted.queue, counted.state, counted.jobs, due.jobs, due.oldest,
        NULL::boolean, NULL::integer
-FROM counted
+FROM {schema}.job_counts_now AS counted
 LEFT JOIN LATERAL (
     SELECT CASE
                WHEN ahead.jobs < 1000 THEN counted.jobs - ahead.jobs
