@@ -748,3 +748,35 @@ def test_queue_infos_reads_the_counts_and_walks_only_the_claimable_index(
     (info,) = store.queue_infos(T0)
     assert info.counts[JobState.SUCCEEDED] == 25_000 and info.due == 25_000
     assert info.oldest_due_at == T0 - timedelta(days=1)
+
+
+def test_migration_8_counts_the_jobs_of_an_existing_database(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given a database at schema version 7 (migration 8 taken back out) holding jobs of two
+    # Queues in three states, written before any count existed
+    store = make_store()
+    store.migrate()
+    admin.execute("DROP VIEW rota.job_counts_now")
+    admin.execute("DROP TABLE rota.job_counts, rota.job_count_deltas")
+    admin.execute("DROP FUNCTION rota.count_inserted_jobs, rota.count_updated_jobs, "
+                  "rota.count_deleted_jobs, rota.fold_job_counts CASCADE")
+    admin.execute("DELETE FROM rota.schema_migrations WHERE version = 8")
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
+        "finished_at) VALUES ('job', 'a', 'succeeded', %(t)s, '[]', '{}', %(t)s, %(t)s), "
+        "('job', 'a', 'scheduled', %(t)s, '[]', '{}', %(t)s, NULL), "
+        "('job', 'a', 'scheduled', %(t)s, '[]', '{}', %(t)s, NULL), "
+        "('job', 'b', 'dead_lettered', %(t)s, '[]', '{}', %(t)s, %(t)s)", {"t": T0})
+    # When this rota opens it and changes a job
+    upgraded = make_store()
+    assert upgraded.migrate() == [8]
+    counted = upgraded.count_jobs()
+    (dead,) = upgraded.list_jobs(state=JobState.DEAD_LETTERED)
+    upgraded.requeue(dead.id, T0)
+    # Then the migration counted the existing jobs, and the counts follow changes
+    assert counted == {("a", JobState.SUCCEEDED): 1, ("a", JobState.SCHEDULED): 2,
+                       ("b", JobState.DEAD_LETTERED): 1}
+    assert upgraded.count_jobs() == {("a", JobState.SUCCEEDED): 1,
+                                     ("a", JobState.SCHEDULED): 2,
+                                     ("b", JobState.SCHEDULED): 1}
