@@ -10,10 +10,10 @@
 -- Every write of jobs is counted, whichever statement makes it (enqueue, claim, outcomes,
 -- cancel, requeue, purge, lease expiry, and statements of later versions).
 -- The count of a (Queue, state) is job_counts plus its delta rows, read in one statement
--- (the view job_counts_now), so it is exact at that statement's snapshot. fold_job_counts.sql moves
--- the deltas into job_counts; it runs under a transaction-scoped advisory lock (one fold
--- at a time; the others skip it), before each count read and from the triggers now and
--- then (about one statement in a thousand), so the delta rows stay few with no reader.
+-- (the view job_counts_now), so it is exact at that statement's snapshot.
+-- fold_job_counts() moves the deltas into job_counts under a transaction-scoped advisory
+-- lock (one fold at a time; the others skip it); the triggers call it about once in a
+-- thousand statements, so the delta rows stay few whether anyone reads or not.
 CREATE TABLE {schema}.job_counts (
     queue text   NOT NULL,
     state text   NOT NULL,
