@@ -274,6 +274,24 @@ def _count_jobs(conn: sqlite3.Connection | sqlite3.Cursor,
         conn.executemany(_sql("count_jobs_add"), rows)
 
 
+def _complete(conn: sqlite3.Connection, leases: Sequence[Lease], finished_us: int,
+              results: Sequence[str | None] | None) -> int:
+    """In the caller's write transaction: complete.sql for `leases` (with their
+    `results`), counted (migration 8); how many leases were still held. Used by
+    `complete` and by a claim's outcomes."""
+    if results is None:  # no results to store (the common case): none to send
+        leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
+                                  for lease in leases])
+    else:
+        leases_json = json.dumps([
+            (lease.job_id, lease.owner, lease.attempt, result)
+            for lease, result in zip(leases, results, strict=True)])
+    finished = conn.execute(_sql("complete"), {"now": finished_us, "leases": leases_json}
+                            ).fetchall()
+    _count_jobs(conn, _moved(Counter(queue for (queue,) in finished), "leased", "succeeded"))
+    return len(finished)
+
+
 def _moved(jobs: Mapping[str, int], from_state: str, to_state: str
            ) -> dict[tuple[str, str], int]:
     """The count changes of `jobs` (per Queue) going from one state to another."""
@@ -745,17 +763,13 @@ class SQLiteStore:
         """Inside a write transaction: each outcome with the statement its own method runs
         (successes batched); how many leases were still held."""
         finished_at = _us(now)
-        plain = []
-        with_results = []
+        successes: list[tuple[Lease, str | None]] = []
         applied = 0
         for lease, outcome in outcomes:
             if isinstance(outcome, Succeeded):
-                if outcome.result_json is None:
-                    plain.append((finished_at, lease.job_id, lease.owner, lease.attempt))
-                else:
-                    with_results.append((outcome.result_json, finished_at, lease.job_id,
-                                         lease.owner, lease.attempt))
+                successes.append((lease, outcome.result_json))
                 continue
+            # The other outcomes are counted by migration 8's triggers.
             fence = {"id": lease.job_id, "owner": lease.owner, "attempt": lease.attempt}
             if isinstance(outcome, RetryAt):
                 applied += conn.execute(_sql("retry"), {
@@ -767,10 +781,10 @@ class SQLiteStore:
                         "cancel_leased" if isinstance(outcome, Cancelled) else "quarantine")
                 applied += conn.execute(_sql(name), {
                     **fence, "now": finished_at, "error": outcome.error}).rowcount
-        if plain:
-            applied += conn.executemany(_sql("complete_no_results"), plain).rowcount
-        if with_results:
-            applied += conn.executemany(_sql("complete"), with_results).rowcount
+        if successes:
+            results = ([result for _, result in successes]
+                       if any(result is not None for _, result in successes) else None)
+            applied += _complete(conn, [lease for lease, _ in successes], finished_at, results)
         return applied
 
     @staticmethod
@@ -785,19 +799,8 @@ class SQLiteStore:
     ) -> int:
         if not leases:
             return 0
-        if results is None:  # no results to store (the common case): none to send
-            leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
-                                      for lease in leases])
-        else:
-            leases_json = json.dumps([
-                (lease.job_id, lease.owner, lease.attempt, result)
-                for lease, result in zip(leases, results, strict=True)])
         with self._write("completing jobs") as conn:
-            finished = conn.execute(_sql("complete"), {"now": _us(now), "leases": leases_json}
-                                    ).fetchall()
-            _count_jobs(conn, _moved(Counter(queue for (queue,) in finished),
-                                     "leased", "succeeded"))
-        return len(finished)
+            return _complete(conn, leases, _us(now), results)
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
         if not leases:
