@@ -745,16 +745,13 @@ class SQLiteStore:
         """Inside a write transaction: each outcome with the statement its own method runs
         (successes batched); how many leases were still held."""
         finished_at = _us(now)
-        plain = []
-        with_results = []
+        succeeded: list[Lease] = []
+        results: list[str | None] = []
         applied = 0
         for lease, outcome in outcomes:
             if isinstance(outcome, Succeeded):
-                if outcome.result_json is None:
-                    plain.append((finished_at, lease.job_id, lease.owner, lease.attempt))
-                else:
-                    with_results.append((outcome.result_json, finished_at, lease.job_id,
-                                         lease.owner, lease.attempt))
+                succeeded.append(lease)
+                results.append(outcome.result_json)
                 continue
             fence = {"id": lease.job_id, "owner": lease.owner, "attempt": lease.attempt}
             if isinstance(outcome, RetryAt):
@@ -767,10 +764,8 @@ class SQLiteStore:
                         "cancel_leased" if isinstance(outcome, Cancelled) else "quarantine")
                 applied += conn.execute(_sql(name), {
                     **fence, "now": finished_at, "error": outcome.error}).rowcount
-        if plain:
-            applied += conn.executemany(_sql("complete_no_results"), plain).rowcount
-        if with_results:
-            applied += conn.executemany(_sql("complete"), with_results).rowcount
+        if succeeded:
+            applied += SQLiteStore._complete_on(conn, succeeded, results, now)
         return applied
 
     @staticmethod
@@ -785,18 +780,27 @@ class SQLiteStore:
     ) -> int:
         if not leases:
             return 0
-        if results is None:  # no results to store (the common case): none to send
+        with self._write("completing jobs") as conn:
+            return self._complete_on(conn, leases, results, now)
+
+    @staticmethod
+    def _complete_on(conn: sqlite3.Connection, leases: Sequence[Lease],
+                     results: Sequence[str | None] | None, now: datetime) -> int:
+        """Inside a write transaction: finish `leases` as succeeded (complete.sql, one
+        statement) and count the jobs it moved (migration 8); how many were still held.
+        Shared by `complete` and the outcomes a claim carries, so both count alike."""
+        if results is None or not any(result is not None for result in results):
+            # no results to store (the common case): none to send
             leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
                                       for lease in leases])
         else:
             leases_json = json.dumps([
                 (lease.job_id, lease.owner, lease.attempt, result)
                 for lease, result in zip(leases, results, strict=True)])
-        with self._write("completing jobs") as conn:
-            finished = conn.execute(_sql("complete"), {"now": _us(now), "leases": leases_json}
-                                    ).fetchall()
-            _count_jobs(conn, _moved(Counter(queue for (queue,) in finished),
-                                     "leased", "succeeded"))
+        finished = conn.execute(_sql("complete"), {"now": _us(now), "leases": leases_json}
+                                ).fetchall()
+        _count_jobs(conn, _moved(Counter(queue for (queue,) in finished),
+                                 "leased", "succeeded"))
         return len(finished)
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
