@@ -150,6 +150,25 @@ def test_weighted_idle_queue_catch_up_is_bounded(
     assert window.count("c") <= 2
 
 
+def test_a_sweep_fills_the_pass_from_two_open_queues_in_one_claim(
+    make_recording_app: MakeRecordingApp, make_recorder: MakeRecorder
+) -> None:
+    # Given 1:1:4:5, pool 20, and a 3, b 3, c 8, d 3 due jobs (fewer than the pool)
+    app, store = make_recording_app()
+    recorder = make_recorder(app)
+    app.add_worker_group(group("fair", Weighted([("a", 1), ("b", 1), ("c", 4), ("d", 5)]),
+                               pool_size=20))
+    for queue, count in {"a": 3, "b": 3, "c": 8, "d": 3}.items():
+        recorder.enqueue(queue, count)
+    # When run until idle
+    app.run_until_idle()
+    # Then d and c ran dry in the first two rounds, and the pass's last claim was one
+    # sweep over a and b (the two Queues still open) for the slots still free
+    assert (("a", "b"), 4, 1) in store.claims
+    # And every job ran once
+    assert Counter(recorder.log) == {"a": 3, "b": 3, "c": 8, "d": 3}
+
+
 def test_a_store_failing_every_fourth_claim_loses_nothing_and_keeps_the_split(
     make_recording_app: MakeRecordingApp, make_recorder: MakeRecorder
 ) -> None:

@@ -5,7 +5,7 @@ Theory of operation
 A Worker Group owns one `Dispatcher` for its life. Each pass asks it for a `PassPlan`
 sized to the group's free capacity, then drives the plan sans-I/O:
 
-    plan = dispatcher.begin_pass(free)
+    plan = dispatcher.begin_pass(free, queue_of=lambda job: job.queue)
     while requests := plan.next_claims():
         for request in requests:
             plan.claimed(request, store.claim(request.queues, request.limit, ...))
@@ -28,10 +28,13 @@ index); the winner's credit -= the sum of the weights that took part. A pass:
    that knowledge and claims the unfilled slots from the Queues still eligible (reflow),
    round after round until the pass is full or no Queue is left to ask. A round that does
    not fill the pass finds at least one more Queue empty. A pass may issue at most
-   2 x (served Queues) claims; when a proportional re-plan could leave too few claims to
-   finish, the round instead asks one Queue (the one with the largest share) for all the
-   room, which either fills the pass or finds that Queue empty. So the pass always fills
-   from due work wherever it exists, within the claim bound;
+   2 x (served Queues) claims, and every reflow round keeps one of them in reserve: it
+   asks each Queue its share when a claim remains after it; otherwise the round is one
+   *sweep*, a claim over every Queue still open (largest share first) for all the room,
+   like Strict's claim, which fills the pass or finds them all empty. So the pass always
+   fills from due work wherever it exists, within the claim bound, and while the Queues
+   still open have work every slot goes where the simulation put it (docs/dispatch.md,
+   "Reflow": why the reserve is one sweep, not one claim per open Queue);
 3. the final simulation, over exactly the jobs claimed, gives the slot order and one `Step`
    per job. The persistent credits move only when `serve()` charges a step, one per job
    actually dispatched. A Queue whose claim failed or was never issued is not found empty:
@@ -46,7 +49,7 @@ Pure: no I/O, no clock, no asyncio, no randomness.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, TypeVar
@@ -59,6 +62,11 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class ClaimRequest:
     """One claim a pass wants issued: up to `limit` due jobs from `queues`, in that order.
+
+    A Weighted pass asks one Queue per claim, except its *sweep* (several Queues, its last
+    claim of the pass, see the module docstring): answer it like Strict's claim, with the
+    jobs in the order the store took them; the pass tells their Queues apart with the
+    `queue_of` it was begun with.
 
     A *probe* (`probe=True`, limit 0) asks no jobs: it asks which of `queues` have due work
     (`Store.claim(..., probe=queues)`), answered with `PassPlan.probed`. Only a dispatcher
@@ -214,14 +222,17 @@ _PROBE = -1  # the outstanding "request" of a probe, in `_WeightedPass._outstand
 
 
 class _WeightedPass(PassPlan[T]):
-    def __init__(self, dispatcher: WeightedDispatcher, free: int, recheck: bool) -> None:
+    def __init__(
+        self, dispatcher: WeightedDispatcher, free: int, recheck: bool,
+        queue_of: Callable[[T], str] | None,
+    ) -> None:
         self._dispatcher = dispatcher
         self._free = free
+        self._queue_of = queue_of
         # Only the Queues this pass touched have entries: the pass costs nothing per Queue.
         self._held: dict[int, list[T]] = {}
         self._held_total = 0
         self._supply: dict[int, _Supply] = {}  # absent: OPEN (or out, see the dispatcher)
-        self._open = len(dispatcher.queues) - len(dispatcher._out)
         self._round = 0
         self._outstanding: set[int] = set()
         self._stopped = free <= 0
@@ -262,20 +273,36 @@ class _WeightedPass(PassPlan[T]):
             return []
         self._planned = simulated
         self._planned_exact = True
-        # Invariant: budget >= still open before every reflow round. A proportional round
-        # that comes back short leaves at most (still open - 1) Queues to ask, so it is
-        # affordable only if that many claims remain after it; otherwise one claim for all
-        # the room keeps the invariant (it fills, or finds one empty).
-        if self._round > 0 and budget - len(shares) < self._open - 1:
-            index, _ = max(shares, key=lambda share: (share[1], -share[0]))
-            shares = [(index, room)]
+        # Invariant: budget >= 1 before every reflow round, kept for a sweep. A reflow
+        # round asks each Queue its share if a claim remains after it; otherwise it is
+        # the sweep, which fills the pass or finds every Queue it names empty.
+        if self._round > 0 and budget - len(shares) < 1:
             self._planned_exact = False
+            self._round += 1
+            return [self._sweep(shares, room)]
         self._round += 1
         requests: list[ClaimRequest] = []
         for index, count in shares:
             requests.append(ClaimRequest((dispatcher.queues[index],), count))
             self._outstanding.add(index)
         return requests
+
+    def _sweep(self, shares: list[tuple[int, int]], room: int) -> ClaimRequest:
+        """One claim for all the room over every Queue still open: those with a share,
+        largest first (ties to the lower index), then the others in declaration order.
+        Alone, it is a plain one-Queue claim."""
+        dispatcher = self._dispatcher
+        order = [index for index, _ in sorted(shares, key=lambda share: (-share[1], share[0]))]
+        named = set(order)
+        supply, out = self._supply, dispatcher._out
+        order += [index for index in range(len(dispatcher.queues))
+                  if index not in named and index not in out and index not in supply]
+        if len(order) > 1 and self._queue_of is None:
+            raise ValueError(
+                "this pass needs a sweep claim over several Queues; begin it with "
+                "begin_pass(free, queue_of=...) so that it can tell their jobs apart")
+        self._outstanding.add(order[0])
+        return ClaimRequest(tuple(dispatcher.queues[index] for index in order), room)
 
     def probed(self, request: ClaimRequest, due: Collection[str]) -> None:
         if not request.probe:
@@ -287,11 +314,8 @@ class _WeightedPass(PassPlan[T]):
                 index = dispatcher.index[name]
                 if index in dispatcher._out:
                     dispatcher._join(index)
-                    self._open += 1
 
     def _mark(self, index: int, supply: _Supply) -> None:
-        if index not in self._supply:
-            self._open -= 1
         self._supply[index] = supply
         self._planned_exact = False
 
@@ -304,10 +328,35 @@ class _WeightedPass(PassPlan[T]):
         self._issued += 1
         index = self._index(request)
         self._outstanding.discard(index)
+        queue_of = self._queue_of
+        if len(request.queues) == 1 or queue_of is None:  # (a sweep has a queue_of)
+            self._took(index, items, len(items) < request.limit, controlled)
+            return
+        # A sweep: the store took each Queue's jobs in turn, so a Queue that gave fewer
+        # than the room left when it was reached is empty. Not remembered beyond this
+        # pass: the sweep cannot tell a paused or limited Queue from an empty one.
+        index_of = self._dispatcher.index
+        by_queue: dict[int, list[T]] = {}
+        for item in items:
+            by_queue.setdefault(index_of[queue_of(item)], []).append(item)
+        left = request.limit
+        for name in request.queues:
+            if left == 0:
+                break  # not reached: still open
+            index = index_of[name]
+            got = by_queue.pop(index, [])
+            self._took(index, got, len(got) < left, True)
+            left -= len(got)
+        if by_queue:
+            raise ValueError("a sweep claim returned jobs of a Queue it did not name; the "
+                             "store broke the claim contract")
+
+    def _took(self, index: int, items: Sequence[T], short: bool, controlled: bool) -> None:
+        """Queue `index` gave `items`; `short`: fewer than asked, so it is found empty."""
         if items:
             self._held.setdefault(index, []).extend(items)
             self._held_total += len(items)
-        if len(items) < request.limit:
+        if short:
             self._found_empty.append(index)
             if controlled:
                 self._controlled.add(index)
@@ -319,8 +368,6 @@ class _WeightedPass(PassPlan[T]):
                 # credit is what it would be at the first step). This keeps every later
                 # simulation of the pass free of it: with 10,000 Queues the first pass
                 # finds thousands empty.
-                if index not in self._supply:
-                    self._open -= 1
                 self._supply.pop(index, None)
                 self._planned_exact = False
                 self._dispatcher._leave(index)
@@ -406,11 +453,15 @@ class Dispatcher:
     def __init__(self, policy: DispatchPolicy) -> None:
         self.policy = policy
 
-    def begin_pass(self, free: int, *, recheck: bool = False) -> PassPlan[T]:
+    def begin_pass(
+        self, free: int, *, recheck: bool = False, queue_of: Callable[[T], str] | None = None
+    ) -> PassPlan[T]:
         """Plan one pass into `free` free Worker slots (0 means no claim at all).
 
         `recheck`: a dispatcher that remembers empty Queues first probes them (one probe
-        request) and lets those with due work take part again. Ignored otherwise."""
+        request) and lets those with due work take part again. Ignored otherwise.
+        `queue_of`: the Queue of a claimed item. A Weighted pass needs it to answer a
+        sweep (a claim over several Queues); without it such a pass raises `ValueError`."""
         raise NotImplementedError  # pragma: no cover
 
     @staticmethod
@@ -434,7 +485,9 @@ class StrictDispatcher(Dispatcher):
         super().__init__(policy)
         self.queues = policy.queues
 
-    def begin_pass(self, free: int, *, recheck: bool = False) -> PassPlan[T]:
+    def begin_pass(
+        self, free: int, *, recheck: bool = False, queue_of: Callable[[T], str] | None = None
+    ) -> PassPlan[T]:
         return _StrictPass(self.queues, free)
 
 
@@ -626,13 +679,15 @@ class WeightedDispatcher(Dispatcher):
             heapq.heappush(local.setdefault(weights[best], []), (-offset, best))
         return _Simulated(winners, leaves, wanted)
 
-    def begin_pass(self, free: int, *, recheck: bool = False) -> PassPlan[T]:
+    def begin_pass(
+        self, free: int, *, recheck: bool = False, queue_of: Callable[[T], str] | None = None
+    ) -> PassPlan[T]:
         if self._current is not None:
             self._current._finish()
         entries = sum(len(heap) for heap in self._buckets.values())
         if entries > 4 * len(self.queues) + 1024:
             self._rebuild()  # drop the stale heap entries
         recheck = self.remember_empty and recheck
-        plan: _WeightedPass[T] = _WeightedPass(self, free, recheck)
+        plan: _WeightedPass[T] = _WeightedPass(self, free, recheck, queue_of)
         self._current = plan
         return plan
