@@ -233,6 +233,7 @@ class _WeightedPass(PassPlan[T]):
         self._held: dict[int, list[T]] = {}
         self._held_total = 0
         self._supply: dict[int, _Supply] = {}  # absent: OPEN (or out, see the dispatcher)
+        self._open = len(dispatcher.queues) - len(dispatcher._out)
         self._round = 0
         self._outstanding: set[int] = set()
         self._stopped = free <= 0
@@ -293,10 +294,11 @@ class _WeightedPass(PassPlan[T]):
         Alone, it is a plain one-Queue claim."""
         dispatcher = self._dispatcher
         order = [index for index, _ in sorted(shares, key=lambda share: (-share[1], share[0]))]
-        named = set(order)
-        supply, out = self._supply, dispatcher._out
-        order += [index for index in range(len(dispatcher.queues))
-                  if index not in named and index not in out and index not in supply]
+        if len(order) < self._open:  # (with thousands of Queues, walk them only if needed)
+            named = set(order)
+            supply, out = self._supply, dispatcher._out
+            order += [index for index in range(len(dispatcher.queues))
+                      if index not in named and index not in out and index not in supply]
         if len(order) > 1 and self._queue_of is None:
             raise ValueError(
                 "this pass needs a sweep claim over several Queues; begin it with "
@@ -314,8 +316,11 @@ class _WeightedPass(PassPlan[T]):
                 index = dispatcher.index[name]
                 if index in dispatcher._out:
                     dispatcher._join(index)
+                    self._open += 1
 
     def _mark(self, index: int, supply: _Supply) -> None:
+        if index not in self._supply:
+            self._open -= 1
         self._supply[index] = supply
         self._planned_exact = False
 
@@ -368,6 +373,8 @@ class _WeightedPass(PassPlan[T]):
                 # credit is what it would be at the first step). This keeps every later
                 # simulation of the pass free of it: with 10,000 Queues the first pass
                 # finds thousands empty.
+                if index not in self._supply:
+                    self._open -= 1
                 self._supply.pop(index, None)
                 self._planned_exact = False
                 self._dispatcher._leave(index)
