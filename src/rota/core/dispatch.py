@@ -34,7 +34,7 @@ index); the winner's credit -= the sum of the weights that took part. A pass:
    like Strict's claim, which fills the pass or finds them all empty. So the pass always
    fills from due work wherever it exists, within the claim bound, and while the Queues
    still open have work every slot goes where the simulation put it (docs/dispatch.md,
-   "Reflow": why the reserve is one sweep, not one claim per open Queue);
+   "The reflow reserve": why one sweep, not one claim per open Queue);
 3. the final simulation, over exactly the jobs claimed, gives the slot order and one `Step`
    per job. The persistent credits move only when `serve()` charges a step, one per job
    actually dispatched. A Queue whose claim failed or was never issued is not found empty:
