@@ -73,13 +73,17 @@ def run_pass(
                 plan.claim_failed(request)
                 stop = True
                 break
-            got = supply.take(queue, request.limit)
-            if drained is not None and supply.due[queue] == 0:
-                drained.add(names[queue])
-            claims.append((queue, request.limit, got))
-            jobs = [(queue, serial[queue] + n) for n in range(got)]
-            serial[queue] += got
-            if queue in controlled:  # the new planner only: paused or limited Queues
+            jobs = []
+            for name in request.queues:  # one Queue, or a sweep: each in turn
+                swept = index[name]
+                got = supply.take(swept, request.limit - len(jobs))
+                if drained is not None and supply.due[swept] == 0:
+                    drained.add(names[swept])
+                jobs.extend((swept, serial[swept] + n) for n in range(got))
+                serial[swept] += got
+            claims.append((queue, request.limit, len(jobs)))
+            if queue in controlled and len(request.queues) == 1:
+                # the new planner only: paused or limited Queues
                 assert not isinstance(plan, ReferencePass)
                 plan.claimed(request, jobs, controlled=True)
             else:
@@ -102,7 +106,8 @@ def begin_new(
     """Begin the new planner's pass (given `known`, the Queues known empty for
     `answer_known_empty`), answer its probe if it asks one; return the plan and the Queues
     it holds for empty when its first claim round is planned."""
-    plan: PassPlan[Job] = dispatcher.begin_pass(script.free, recheck=script.recheck)
+    plan: PassPlan[Job] = dispatcher.begin_pass(
+        script.free, recheck=script.recheck, queue_of=queue_of)
     if known is not None:
         plan.answer_known_empty(*known)
     out = frozenset(dispatcher._out)
@@ -202,6 +207,11 @@ def policy_of(weights: list[int]) -> Weighted:
     return Weighted([(f"q{i}", weight) for i, weight in enumerate(weights)])
 
 
+def queue_of(job: Job) -> str:
+    """The Queue of a job claimed under `policy_of`'s names (to answer a sweep)."""
+    return f"q{job[0]}"
+
+
 @settings(max_examples=400, deadline=None)
 @given(scenarios())
 # One Queue (its own fast path, _simulate_one): drained, found empty, refilled, cut short.
@@ -228,7 +238,8 @@ def test_the_new_planner_makes_the_old_claims_dispatch_order_and_credits(
         new_plan, out = begin_new(new, new_supply, script)
         assert out == frozenset()
         got_new = run_pass(new_plan, policy.queues, new_supply, script)
-        got_old = run_pass(old.begin_pass(script.free), policy.queues, old_supply, script)
+        got_old = run_pass(old.begin_pass(script.free, queue_of=queue_of), policy.queues,
+                           old_supply, script)
         # Then the claims, the dispatch order and the credits are the same
         assert got_new == got_old
         assert new.credits == old.credits
@@ -260,7 +271,8 @@ def test_remembering_empty_queues_is_the_old_planner_with_them_found_empty(
         new_plan, out = begin_new(new, new_supply, script)
         assert not out & controlled
         got_new = run_pass(new_plan, policy.queues, new_supply, script, controlled)
-        got_old = run_pass(old.begin_pass(script.free, out), policy.queues, old_supply, script)
+        got_old = run_pass(old.begin_pass(script.free, out, queue_of), policy.queues,
+                           old_supply, script)
         # Then the claims, the dispatch order and the credits are the same
         assert got_new == got_old
         assert new.credits == old.credits

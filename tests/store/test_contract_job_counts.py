@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from rota.core.jobs import JobRecord, JobState, Lease, NewJob
+from rota.core.outcomes import Cancelled, DeadLettered, Outcome, Quarantined, RetryAt, Succeeded
 from rota.store import Store
 from tests.store.test_contract_concurrency import run_together
 
@@ -54,7 +55,8 @@ def step(store: Store, rng: random.Random, now: datetime) -> None:
     lease: Lease | None = rng.choice(held).lease if held else None
     kind = rng.choice(["enqueue", "enqueue", "keyed", "claim", "claim", "complete",
                        "complete", "retry", "dead_letter", "quarantine", "cancel_leased",
-                       "release", "cancel", "requeue", "requeue_many", "purge", "expire"])
+                       "release", "cancel", "requeue", "requeue_many", "purge", "expire",
+                       "claim_with_outcomes"])
     if kind == "enqueue":
         store.enqueue([NewJob(name="job", queue=rng.choice(QUEUES),
                               due_at=now + timedelta(seconds=rng.randint(-30, 30)))
@@ -65,6 +67,13 @@ def step(store: Store, rng: random.Random, now: datetime) -> None:
     elif kind == "claim":
         store.claim(rng.sample(QUEUES, rng.randint(1, 3)), rng.randint(1, 5), now=now,
                     owner="w", lease_expires_at=now + LEASE)
+    elif kind == "claim_with_outcomes":  # the outcomes a claim carries are counted too
+        choices: list[Outcome] = [Succeeded(), Succeeded('"r"'), RetryAt(now, "boom"),
+                                  DeadLettered("boom"), Quarantined("bad"), Cancelled()]
+        outcomes = [(job.lease, rng.choice(choices))
+                    for job in rng.sample(held, rng.randint(0, len(held)))]
+        store.claim(rng.sample(QUEUES, rng.randint(1, 3)), rng.randint(0, 5), now=now,
+                    owner="w", lease_expires_at=now + LEASE, outcomes=outcomes)
     elif kind == "complete" and held:  # a stale lease among them finishes nothing
         leases = [job.lease for job in rng.sample(held, rng.randint(1, len(held)))]
         store.complete([*leases, Lease(leases[0].job_id, "other", 1)], now)

@@ -274,24 +274,6 @@ def _count_jobs(conn: sqlite3.Connection | sqlite3.Cursor,
         conn.executemany(_sql("count_jobs_add"), rows)
 
 
-def _complete(conn: sqlite3.Connection, leases: Sequence[Lease], finished_us: int,
-              results: Sequence[str | None] | None) -> int:
-    """In the caller's write transaction: complete.sql for `leases` (with their
-    `results`), counted (migration 8); how many leases were still held. Used by
-    `complete` and by a claim's outcomes."""
-    if results is None:  # no results to store (the common case): none to send
-        leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
-                                  for lease in leases])
-    else:
-        leases_json = json.dumps([
-            (lease.job_id, lease.owner, lease.attempt, result)
-            for lease, result in zip(leases, results, strict=True)])
-    finished = conn.execute(_sql("complete"), {"now": finished_us, "leases": leases_json}
-                            ).fetchall()
-    _count_jobs(conn, _moved(Counter(queue for (queue,) in finished), "leased", "succeeded"))
-    return len(finished)
-
-
 def _moved(jobs: Mapping[str, int], from_state: str, to_state: str
            ) -> dict[tuple[str, str], int]:
     """The count changes of `jobs` (per Queue) going from one state to another."""
@@ -763,13 +745,14 @@ class SQLiteStore:
         """Inside a write transaction: each outcome with the statement its own method runs
         (successes batched); how many leases were still held."""
         finished_at = _us(now)
-        successes: list[tuple[Lease, str | None]] = []
+        succeeded: list[Lease] = []
+        results: list[str | None] = []
         applied = 0
         for lease, outcome in outcomes:
             if isinstance(outcome, Succeeded):
-                successes.append((lease, outcome.result_json))
+                succeeded.append(lease)
+                results.append(outcome.result_json)
                 continue
-            # The other outcomes are counted by migration 8's triggers.
             fence = {"id": lease.job_id, "owner": lease.owner, "attempt": lease.attempt}
             if isinstance(outcome, RetryAt):
                 applied += conn.execute(_sql("retry"), {
@@ -781,10 +764,8 @@ class SQLiteStore:
                         "cancel_leased" if isinstance(outcome, Cancelled) else "quarantine")
                 applied += conn.execute(_sql(name), {
                     **fence, "now": finished_at, "error": outcome.error}).rowcount
-        if successes:
-            results = ([result for _, result in successes]
-                       if any(result is not None for _, result in successes) else None)
-            applied += _complete(conn, [lease for lease, _ in successes], finished_at, results)
+        if succeeded:
+            applied += SQLiteStore._complete_on(conn, succeeded, results, now)
         return applied
 
     @staticmethod
@@ -800,7 +781,27 @@ class SQLiteStore:
         if not leases:
             return 0
         with self._write("completing jobs") as conn:
-            return _complete(conn, leases, _us(now), results)
+            return self._complete_on(conn, leases, results, now)
+
+    @staticmethod
+    def _complete_on(conn: sqlite3.Connection, leases: Sequence[Lease],
+                     results: Sequence[str | None] | None, now: datetime) -> int:
+        """Inside a write transaction: finish `leases` as succeeded (complete.sql, one
+        statement) and count the jobs it moved (migration 8); how many were still held.
+        Shared by `complete` and the outcomes a claim carries, so both count alike."""
+        if results is None or not any(result is not None for result in results):
+            # no results to store (the common case): none to send
+            leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
+                                      for lease in leases])
+        else:
+            leases_json = json.dumps([
+                (lease.job_id, lease.owner, lease.attempt, result)
+                for lease, result in zip(leases, results, strict=True)])
+        finished = conn.execute(_sql("complete"), {"now": _us(now), "leases": leases_json}
+                                ).fetchall()
+        _count_jobs(conn, _moved(Counter(queue for (queue,) in finished),
+                                 "leased", "succeeded"))
+        return len(finished)
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
         if not leases:

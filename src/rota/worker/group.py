@@ -143,8 +143,9 @@ class GroupRunner:
         self._probed = False
         if self._recheck_at is not None and now >= self._recheck_at:
             recheck = True
-        plan: PassPlan[JobRecord] = (self.dispatcher.begin_pass(free, recheck=True)
-                                     if recheck else self.dispatcher.begin_pass(free))
+        plan: PassPlan[JobRecord] = (
+            self.dispatcher.begin_pass(free, recheck=recheck, queue_of=_queue_of)
+            if self._weighted else self.dispatcher.begin_pass(free))
         lease_expires_at = now + self.options.lease_duration
         self.last_pass_failed = False
         claimed: list[JobRecord] = []
@@ -254,14 +255,17 @@ class GroupRunner:
             request = requests[0]
             return store.claim(request.queues, request.limit, now=now, owner=self.owner,
                                lease_expires_at=lease_expires_at, **extra)
-        # Weighted: one Queue per request. The claim also probes its own Queues, so that a
-        # Queue it drains is known empty (answered here, found empty, at its next turn)
-        # without a reflow round trip to find it so.
-        queues = [request.queues[0] for request in requests]
+        # Weighted: one Queue per request, but for a pass's last-resort sweep (a request
+        # alone in its round, over several Queues, answered like Strict's claim). The
+        # claim also probes its own Queues, so that a Queue it drains is known empty
+        # (answered here, found empty, at its next turn) without a reflow round trip to
+        # find it so.
         if len(requests) == 1:
+            queues = list(requests[0].queues)
             jobs = store.claim(queues, requests[0].limit, now=now, owner=self.owner,
                                lease_expires_at=lease_expires_at, probe=queues, **extra)
         else:
+            queues = [request.queues[0] for request in requests]
             jobs = store.claim(
                 queues, sum(request.limit for request in requests),
                 now=now, owner=self.owner, lease_expires_at=lease_expires_at,
@@ -317,6 +321,10 @@ class GroupRunner:
     ) -> Outcome:
         return after_failure(job.attempt, describe_error(error), self.retry_policy(handler), now,
                              exception=error, job_id=job.id)
+
+
+def _queue_of(job: JobRecord) -> str:
+    return job.queue
 
 
 def _record(
