@@ -18,6 +18,7 @@ from rota.store.base import Claimed, StoreError
 from rota.store.memory import MemoryStore
 from rota.store.sqlite import SQLiteStore
 from tests.store.test_contract import LEASE, T0, claim, lease_of, new
+from tests.store.test_contract_job_counts import assert_counts_exact
 
 LATER = T0 + timedelta(minutes=5)
 
@@ -185,3 +186,16 @@ def test_when_the_claim_fails_no_outcome_is_applied_and_they_can_be_written_agai
     assert answer.applied == 2 and [job.id for job in answer] == [waiting]
     assert record(store, ids[0]).state is JobState.SUCCEEDED
     assert record(store, ids[1]).state is JobState.DEAD_LETTERED
+
+
+def test_outcomes_with_a_claim_keep_the_job_counts_exact(store: Store) -> None:
+    # Given one leased job per outcome kind (and more due)
+    ids = store.enqueue([new() for _ in OUTCOMES], T0)
+    claim(store, ["q"], len(OUTCOMES))
+    store.enqueue([new(), new()], T0)
+    # When one claim carries every kind of outcome
+    answer = claim_with(store, [(lease_of(store, job_id), outcome)
+                                for job_id, outcome in zip(ids, OUTCOMES, strict=True)])
+    # Then the counts (kept as jobs change, migration 8) equal the rows
+    assert answer.applied == len(OUTCOMES)
+    assert_counts_exact(store, LATER)
