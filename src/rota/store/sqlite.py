@@ -48,6 +48,7 @@ from rota.core.jobs import (
     decode_arguments,
     decode_result,
     decode_stored_arguments,
+    new_record,
 )
 from rota.core.queue_controls import (
     QueueInfo,
@@ -227,11 +228,11 @@ def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
         due = times[due_at] = _at(due_at)
     if (created := times.get(created_at)) is None:
         created = times[created_at] = _at(created_at)
-    return JobRecord(
+    return new_record(
         job_id, name, queue, JobState.LEASED, attempt, due, args, kwargs, last_error,
         created, None if finished_at is None else _at(finished_at), owner, expires, started,
         None if result is None else decode_result(result), bool(cancel_requested),
-        arguments_error, trace_context=trace_context,
+        arguments_error, None, trace_context,
     )
 
 
