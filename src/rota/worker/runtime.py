@@ -152,7 +152,7 @@ class _Backoff:
         self._next_s = STORE_RETRY_FIRST_S
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Held:
     """A job this group holds a lease on. Loop thread only."""
 
@@ -165,14 +165,8 @@ class _Held:
     handed_back: bool = False  # released at shutdown; its outcome is never written
     current: CurrentJob | None = None  # rota.current_job() of its handler (its job task)
     overran: bool = False  # a sync handler past its timeout still holds its Worker thread
-
-
-@dataclass(eq=False)
-class _Finished:
-    """A finished job whose outcome waits for the outcome writer."""
-
-    held: _Held
-    outcome: Outcome
+    # Set by its job task when the handler finished: the outcome the writer is to write.
+    outcome: Outcome | None = None
 
 
 class Runtime:
@@ -470,8 +464,9 @@ class GroupLoop:
         # Loop thread. Entries added by the pass task, marked by job and heartbeat tasks,
         # removed by the outcome writer (after the write) or by shutdown.
         self._held: dict[int, _Held] = {}
-        # Loop thread. Appended by job tasks, drained by the outcome writer.
-        self._finished: list[_Finished] = []
+        # Loop thread. Held jobs whose outcome is set, waiting for the outcome writer:
+        # appended by job tasks, drained by the writer.
+        self._finished: list[_Held] = []
         self._finished_ready = asyncio.Event()  # set by job tasks, cleared by the writer
         self._all_written = asyncio.Event()  # set by the writer when _finished is empty
         self._all_written.set()
@@ -481,11 +476,10 @@ class GroupLoop:
         # Loop thread. Jobs asked for by the pass in progress (claims in flight).
         self._claiming = 0
         # Loop thread. The batch the outcome writer is writing now (set and cleared by it).
-        self._in_write: list[_Finished] | None = None
-        # Loop thread. Attempts whose outcomes were written, per (Queue, outcome name),
-        # since the group started: counted by the outcome writer, read by the worker
-        # registry's refresh (rota.worker.registry) and metrics.
-        self.served: dict[tuple[str, str], int] = {}
+        self._in_write: list[_Held] | None = None
+        # Loop thread. Attempts whose outcomes were written since the group started, per
+        # Queue and outcome type: counted by the outcome writer, read through `served`.
+        self._served: dict[str, dict[type, int]] = {}
         self._wake = asyncio.Event()  # set by any trigger; cleared by the pass task
         # Created by start(), cancelled or awaited by shutdown()/abort().
         self._pass_task: asyncio.Task[None] | None = None
@@ -500,6 +494,15 @@ class GroupLoop:
     def running(self) -> int:
         """Jobs whose handlers are running now (Workers busy)."""
         return self._running
+
+    @property
+    def served(self) -> dict[tuple[str, str], int]:
+        """Attempts whose outcomes were written since the group started, per (Queue,
+        outcome name): read by the worker registry's refresh (rota.worker.registry) and by
+        metrics, from any thread (each level is copied at once, under the GIL)."""
+        return {(queue, OUTCOME_NAMES[kind]): count
+                for queue, counts in list(self._served.items())
+                for kind, count in list(counts.items())}
 
     @property
     def in_flight(self) -> int:
@@ -709,7 +712,8 @@ class GroupLoop:
             self._wake.set()  # refill this Worker's slot at once
         if held.handed_back:
             return None
-        self._finished.append(_Finished(held, outcome))
+        held.outcome = outcome
+        self._finished.append(held)
         self._all_written.clear()
         self._finished_ready.set()
         if self.runtime.outcome_callbacks:
@@ -768,7 +772,7 @@ class GroupLoop:
                     self._deliver_cancel(held)
                 if held.job.id not in renewed and not held.handed_back:
                     if not self.holds(held) or (
-                        in_write is not None and any(f.held is held for f in in_write)
+                        in_write is not None and any(f is held for f in in_write)
                     ):
                         continue  # its outcome was being written: that ended the lease
                     held.lost = True
@@ -802,22 +806,24 @@ class GroupLoop:
     # -- outcomes -------------------------------------------------------------------------
 
     def _write(
-        self, batch: list[_Finished], now: datetime
-    ) -> tuple[list[_Finished], Exception | None]:
+        self, batch: list[_Held], now: datetime
+    ) -> tuple[list[_Held], Exception | None]:
         """Store thread: write `batch`'s outcomes, successes in one call. Returns the ones
         written (applied or fenced) and the exception that stopped the rest, if any."""
         store = self.runtime.store
-        written: list[_Finished] = []
+        written: list[_Held] = []
         successes = [f for f in batch if isinstance(f.outcome, Succeeded)]
         results = [f.outcome.result_json for f in successes
                    if isinstance(f.outcome, Succeeded)]
         try:
-            record_successes(store, [f.held.job for f in successes], now,
-                             results if any(r is not None for r in results) else None)
+            record_successes(store, [f.job for f in successes], now,
+                             None if results.count(None) == len(results) else results)
             written.extend(successes)
             for item in batch:
-                if not isinstance(item.outcome, Succeeded):
-                    record_outcome(store, item.held.job, item.outcome, now)
+                outcome = item.outcome
+                if not isinstance(outcome, Succeeded):
+                    assert outcome is not None  # set before the job joined _finished
+                    record_outcome(store, item.job, outcome, now)
                     written.append(item)
         except Exception as error:  # returned, not raised, so `written` is kept
             return written, error
@@ -849,17 +855,18 @@ class GroupLoop:
                 else:
                     done = {id(item) for item in written}
                     self._finished = [item for item in self._finished if id(item) not in done]
-                # Per job, so kept lean: one pop, one count (see docs/benchmarks.md Levers).
-                served = self.served
+                # Per job, so kept lean: one pop, one count keyed by the Queue's name and
+                # the outcome's type, no tuple to build and hash (docs/benchmarks.md).
+                served = self._served
                 held_pop = self._held.pop
                 for item in written:
-                    job = item.held.job
+                    job = item.job
                     held_pop(job.id, None)
-                    key = (job.queue, OUTCOME_NAMES[type(item.outcome)])
-                    if key in served:
-                        served[key] += 1
-                    else:
-                        served[key] = 1
+                    counts = served.get(job.queue)
+                    if counts is None:
+                        counts = served[job.queue] = {}
+                    kind = type(item.outcome)
+                    counts[kind] = counts.get(kind, 0) + 1
                 if self.runtime._suspect is not None:
                     self.runtime.after_outcomes_written()
                 if error is not None and not isinstance(error, StoreError):
