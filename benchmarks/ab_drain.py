@@ -1,7 +1,7 @@
 """Before/after: the noop drain of a real `rota worker` from two rota source trees, alternating.
 
     python3 benchmarks/ab_drain.py --before /work/wt/base --after . [MORE_TREES...] \
-        [--stores sqlite postgres] [--jobs 30000] [--runs 5] [--pg-url URL]
+        [--stores sqlite postgres] [--jobs 30000] [--runs 5] [--pg-url URL] [--workers N]
 
 The whole runtime, not the store alone: each run enqueues `--jobs` argument-less async
 noop jobs into a fresh store (an SQLite file, or a new PostgreSQL database) with the
@@ -86,28 +86,43 @@ def fresh_store(kind: str, pg_url: str) -> Iterator[tuple[str, Callable[[], int]
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def drain_once(tree: Path, kind: str, jobs: int, pg_url: str) -> tuple[float, float]:
-    """Jobs per second, and the worker's CPU microseconds per job."""
+def wait_drained(worker: subprocess.Popen[bytes], unfinished: Callable[[], int],
+                 tree: Path) -> int:
+    """Poll every 50 ms until the store holds no unfinished job; return how many polls
+    (each one transaction). Raises RuntimeError if the worker exits first."""
+    polls = 0
+    while True:
+        polls += 1
+        if unfinished() == 0:
+            return polls
+        if worker.poll() is not None:
+            raise RuntimeError(f"the worker of {tree} exited: "
+                               f"{worker.stderr.read().decode() if worker.stderr else ''}")
+        time.sleep(0.05)
+
+
+def drain_once(tree: Path, kind: str, jobs: int, pg_url: str,
+               workers: int = 1) -> tuple[float, float]:
+    """Jobs per second, and the workers' CPU microseconds per job (all of them)."""
     with fresh_store(kind, pg_url) as (url, unfinished):
         subprocess.run([sys.executable, "-c", ENQUEUE.format(url=url, jobs=jobs)],
                        cwd=tree, env=_env(tree, url), check=True)
         began = time.monotonic()
-        worker = subprocess.Popen(
+        started = [subprocess.Popen(
             [sys.executable, "-m", "rota.cli", "worker", "benchmarks.workers.rota_app:app"],
             cwd=tree, env=_env(tree, url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
+        ) for _ in range(workers)]
+        cpu_s = 0.0
         try:
-            while unfinished() > 0:
-                if worker.poll() is not None:
-                    raise RuntimeError(f"the worker of {tree} exited: "
-                                       f"{worker.stderr.read().decode() if worker.stderr else ''}")
-                time.sleep(0.05)
+            wait_drained(started[0], unfinished, tree)
             took_s = time.monotonic() - began
         finally:
-            worker.terminate()
-            _, _, usage = os.wait4(worker.pid, 0)
-        cpu_us = (usage.ru_utime + usage.ru_stime) * 1e6 / jobs
-        return jobs / took_s, cpu_us
+            for worker in started:
+                worker.terminate()
+            for worker in started:
+                _, _, usage = os.wait4(worker.pid, 0)
+                cpu_s += usage.ru_utime + usage.ru_stime
+        return jobs / took_s, cpu_s * 1e6 / jobs
 
 
 def main() -> None:
@@ -120,6 +135,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=30_000)
     parser.add_argument("--runs", type=int, default=5, help="runs per tree and store")
     parser.add_argument("--pg-url", default=DEFAULT_PG)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="`rota worker` processes draining together (default 1)")
     options = parser.parse_args()
     afters = [tree.resolve() for tree in options.after]
     labels = ["after"] if len(afters) == 1 else [f"after{i + 1}" for i in range(len(afters))]
@@ -132,7 +149,8 @@ def main() -> None:
         for run in range(options.runs):
             order = list(trees) if run % 2 == 0 else list(trees)[::-1]
             for label in order:
-                rate, cpu = drain_once(trees[label], kind, options.jobs, options.pg_url)
+                rate, cpu = drain_once(trees[label], kind, options.jobs, options.pg_url,
+                                       options.workers)
                 rates[label].append(rate)
                 cpus[label].append(cpu)
                 print(f"{kind:8} run {run + 1} {label:6} {rate:8,.0f} jobs/s  "

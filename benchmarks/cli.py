@@ -19,7 +19,8 @@ from benchmarks.targets.rota_target import RotaTarget
 
 SUITES = ("drain", "enqueue", "latency", "ceiling", "fairness", "memory", "pickup")
 # Run only when named (`--suite queues`): rota alone, ~15 minutes with PostgreSQL.
-EXTRA_SUITES = ("queues",)
+# `--suite scale` (table size, ~30 minutes with 10,000,000 rows) likewise.
+EXTRA_SUITES = ("queues", "scale")
 
 
 def _targets() -> list[Target]:
@@ -58,6 +59,9 @@ def _suite_runner(name: str) -> Runner:
     if name == "queues":
         from benchmarks.suites import queues
         return lambda _targets, settings, _done: queues.run(settings)
+    if name == "scale":
+        from benchmarks.suites import scale
+        return lambda _targets, settings, _done: scale.run(settings, settings.scale_rows)
     if name == "pickup":
         from benchmarks.suites import pickup
         return lambda _targets, settings, _done: pickup.run(settings)
@@ -77,6 +81,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     run.add_argument("--pickup-base", metavar="REV", default=None,
                      help="git revision the pickup suite measures as 'before' "
                           f"(default {Settings().pickup_base})")
+    run.add_argument("--rows", type=int, nargs="+", default=None, metavar="N",
+                     help="table sizes of the scale suite "
+                          f"(default {' '.join(map(str, Settings().scale_rows))})")
     commands.add_parser("profile", help="py-spy profile of a rota drain (--store, --jobs)")
     return parser.parse_args(argv)
 
@@ -94,6 +101,8 @@ def main(argv: list[str]) -> int:
     settings = quick(args.runs) if args.quick else Settings(runs=args.runs)
     if args.pickup_base:
         settings = dataclasses.replace(settings, pickup_base=args.pickup_base)
+    if args.rows:
+        settings = dataclasses.replace(settings, scale_rows=tuple(args.rows))
     suites = list(SUITES) if args.suite == "all" else [args.suite]
     targets = [t for t in _targets() if not args.only or t.name in args.only]
     started = time.perf_counter()

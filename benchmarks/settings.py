@@ -41,6 +41,8 @@ class Settings:
     pickup_idle_s: float = 10.0
     # The tree measured as "before": main just before the SQLite wake-up sockets.
     pickup_base: str = "285e124"
+    # Table sizes of the scale suite (run only when named).
+    scale_rows: tuple[int, ...] = (10_000, 1_000_000, 10_000_000)
 
     def drain_count(self, target: str) -> int:
         return min(self.drain_jobs, self.drain_jobs_for.get(target, self.drain_jobs))

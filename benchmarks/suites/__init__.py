@@ -1,2 +1,2 @@
-"""The suites: drain, enqueue, latency, ceiling, fairness, memory, pickup, queues. Each prints
-progress as it goes and returns a SuiteResult; none asserts a timing."""
+"""The suites: drain, enqueue, latency, ceiling, fairness, memory, pickup, queues, scale.
+Each prints progress as it goes and returns a SuiteResult; none asserts a timing."""

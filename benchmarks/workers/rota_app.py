@@ -2,8 +2,10 @@
 
 Environment:
     ROTA_BENCH_STORE   the store URL (postgresql://... or sqlite:///...)
-    ROTA_BENCH_POLICY  "strict" (default: one Worker Group, Strict over Queue "bench") or
-                       "weighted:a=6,b=3,c=1" (one group, Weighted over those Queues)
+    ROTA_BENCH_POLICY  "strict" (default: one Worker Group, Strict over Queue "bench"),
+                       "weighted:a=6,b=3,c=1" (one group, Weighted over those Queues) or
+                       "tenants:N" (one group, Weighted over Queues t00000... of weights 1-5,
+                       as in benchmarks.suites.queues)
     ROTA_BENCH_POOL    pool_size (default 20)
     BENCH_LATENCY_FILE where `probe` writes pickup latencies
     BENCH_SERVED_FILE  where `served` writes "queue start_time_ns" lines (fairness)
@@ -30,6 +32,10 @@ def parse_weights(text: str) -> list[tuple[str, int]]:
     return pairs
 
 
+def tenant_queue(number: int) -> str:
+    return f"t{number:05d}"
+
+
 def make_app(store_url: str, policy_text: str = "strict", pool_size: int = 20) -> rota.App:
     app = rota.App(store_url)
     served_file: list[TextIO] = []
@@ -53,6 +59,9 @@ def make_app(store_url: str, policy_text: str = "strict", pool_size: int = 20) -
     policy: rota.DispatchPolicy
     if policy_text.startswith("weighted:"):
         policy = rota.Weighted(parse_weights(policy_text.removeprefix("weighted:")))
+    elif policy_text.startswith("tenants:"):
+        count = int(policy_text.removeprefix("tenants:"))
+        policy = rota.Weighted([(tenant_queue(i), 1 + i % 5) for i in range(count)])
     else:
         policy = rota.Strict(QUEUE)
     app.add_worker_group(rota.WorkerGroupOptions(name="bench", policy=policy,

@@ -150,6 +150,46 @@ def test_weighted_idle_queue_catch_up_is_bounded(
     assert window.count("c") <= 2
 
 
+def test_a_sweep_fills_the_pass_from_two_open_queues_in_one_claim(
+    make_recording_app: MakeRecordingApp, make_recorder: MakeRecorder
+) -> None:
+    # Given 1:1:4:5, pool 20, and a 3, b 3, c 8, d 3 due jobs (fewer than the pool)
+    app, store = make_recording_app()
+    recorder = make_recorder(app)
+    app.add_worker_group(group("fair", Weighted([("a", 1), ("b", 1), ("c", 4), ("d", 5)]),
+                               pool_size=20))
+    for queue, count in {"a": 3, "b": 3, "c": 8, "d": 3}.items():
+        recorder.enqueue(queue, count)
+    # When run until idle
+    app.run_until_idle()
+    # Then d and c ran dry in the first two rounds, and the pass's last claim was one
+    # sweep over a and b (the two Queues still open) for the slots still free
+    assert (("a", "b"), 4, 1) in store.claims
+    # And every job ran once
+    assert Counter(recorder.log) == {"a": 3, "b": 3, "c": 8, "d": 3}
+
+
+def test_a_sweep_reaches_the_store_even_when_a_queue_it_names_was_just_drained(
+    make_recording_app: MakeRecordingApp, make_recorder: MakeRecorder
+) -> None:
+    # Given 3:1:2:4, pool 20, and a 8, b 3, c 0, d 8 due jobs (19)
+    app, store = make_recording_app()
+    recorder = make_recorder(app)
+    app.add_worker_group(group("fair", Weighted([("a", 3), ("b", 1), ("c", 2), ("d", 4)]),
+                               pool_size=20))
+    for queue, count in {"a": 8, "b": 3, "d": 8}.items():
+        recorder.enqueue(queue, count)
+    # When run until idle
+    app.run_until_idle()
+    # Then the first pass took all 19: round 0 found c empty (and d drained), round 1 took
+    # a's last 2 (d, known empty, answered in the worker), and the last claim, a sweep
+    # led by a, which the worker knew drained, still went to the store for b's last job
+    assert store.claims[:6] == [
+        (("a",), 6, 6), (("b",), 2, 2), (("c",), 4, 0), (("d",), 8, 8), (("a",), 2, 2),
+        (("a", "b"), 2, 1)]
+    assert Counter(recorder.log) == {"a": 8, "b": 3, "d": 8}
+
+
 def test_a_store_failing_every_fourth_claim_loses_nothing_and_keeps_the_split(
     make_recording_app: MakeRecordingApp, make_recorder: MakeRecorder
 ) -> None:

@@ -40,3 +40,28 @@ def test_demo_shows_the_shares_against_the_weights(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "Served shares" in result.stdout and "weight 6" in result.stdout
     assert "jobs/s" in result.stdout
+
+
+def test_demo_tenants_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
+    # When the tenant demo is asked for one tenant
+    result = rota_cli("demo", "--tenants", "1", "--db", str(tmp_path / "demo.db"), cwd=tmp_path)
+    # Then it exits 2 naming the range, and makes no file
+    assert result.returncode == 2
+    assert "--tenants must be from 2 to 10000; got 1" in result.stderr
+    assert not (tmp_path / "demo.db").exists()
+
+
+@pytest.mark.slow
+def test_demo_tenants_serves_the_small_tenants_beside_the_noisy_one(tmp_path: Path) -> None:
+    # When the tenant demo runs 30 tenants briefly, jobs of no work (a noisy tenant's
+    # backlog enqueued ahead of 29 small tenants' few jobs each)
+    result = rota_cli("demo", "--tenants", "30", "--seconds", "3", "--work-ms", "0",
+                      "--db", str(tmp_path / "demo.db"), cwd=tmp_path)
+    # Then it exits 0 and prints the table: the noisy tenant and the small ones, each
+    # with its share against its weight share, and the time to their first jobs
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Tenants served" in out and "tenant-noisy" in out and "29 small tenants" in out
+    assert "weight share" in out and "first job after" in out
+    # And every small tenant was served though the noisy backlog was enqueued first
+    assert "Every small tenant was served: all 29 had their first job" in out

@@ -58,7 +58,7 @@ def drive_pass(
 ) -> PassResult:
     """One pass as the worker drives it; on a failed claim the rest of the round is skipped."""
     first_claim = len(backlog.claims)
-    plan: PassPlan[Job] = dispatcher.begin_pass(free)
+    plan: PassPlan[Job] = dispatcher.begin_pass(free, queue_of=lambda job: job[0])
     rounds: list[tuple[int, list[ClaimRequest]]] = []
     held = 0
     while requests := plan.next_claims():

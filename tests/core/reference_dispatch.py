@@ -1,17 +1,24 @@
 """A frozen copy of the Weighted planner as it was before issue 13 (O(Queues) per step, one
 claim per Queue, a Queue found empty forgotten at the end of the pass): the reference the
 new planner is checked against, claim for claim and credit for credit
-(tests/core/test_dispatch_differential.py). Do not change it: it is the old behaviour.
+(tests/core/test_dispatch_differential.py). Change it only where the dispatch rule itself
+changes, in the same simple form, together with the planner.
 
-One addition, for the new planner's memory of empty Queues: `ReferenceDispatcher` takes
-the Queues known empty at the start of a pass (`begin_pass(free, empty=...)`); they start
-the pass found empty, exactly as if a claim had found them empty before its first round.
+Two additions:
+- for the new planner's memory of empty Queues: `ReferenceDispatcher` takes the Queues
+  known empty at the start of a pass (`begin_pass(free, empty=...)`); they start the pass
+  found empty, exactly as if a claim had found them empty before its first round;
+- the reflow reserve (bounded catch-up with four or more Queues): every reflow round keeps
+  one claim in reserve, and a round that cannot is one sweep over every open Queue for all
+  the room (`queue_of` tells its jobs apart). It replaced "one Queue, the largest share,
+  for all the room whenever a proportional round could leave fewer claims than open
+  Queues", which gave slots away from Queues that still had work.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from enum import Enum
 from typing import Generic, TypeVar
 
@@ -86,9 +93,11 @@ def _simulate(
 
 class ReferencePass(Generic[T]):
     def __init__(
-        self, dispatcher: ReferenceDispatcher, free: int, empty: Collection[int] = ()
+        self, dispatcher: ReferenceDispatcher, free: int, empty: Collection[int] = (),
+        queue_of: Callable[[T], str] | None = None,
     ) -> None:
         self._dispatcher = dispatcher
+        self._queue_of = queue_of
         count = len(dispatcher.queues)
         self._free = free
         self._held: list[deque[T]] = [deque() for _ in range(count)]
@@ -123,16 +132,19 @@ class ReferencePass(Generic[T]):
             return []
         self._planned = steps
         self._planned_exact = True
-        if self._round > 0:
-            still_open = sum(1 for supply in self._supply if supply is _Supply.OPEN)
-            # Invariant: budget >= still_open before every reflow round. A proportional
-            # round that comes back short leaves at most still_open - 1 Queues to ask, so
-            # it is affordable only if that many claims remain after it; otherwise one
-            # claim for all the room keeps the invariant (it fills, or finds one empty).
-            if budget - len(shares) < still_open - 1:
-                index, _ = max(shares, key=lambda share: (share[1], -share[0]))
-                shares = [(index, room)]
-                self._planned_exact = False
+        # Invariant: budget >= 1 before every reflow round, kept for a sweep: one claim
+        # for all the room over every open Queue, largest share first, then the others in
+        # declaration order. It fills the pass or finds them all empty.
+        if self._round > 0 and budget - len(shares) < 1:
+            self._planned_exact = False
+            self._round += 1
+            largest_first = sorted(shares, key=lambda share: (-share[1], share[0]))
+            order = [index for index, _ in largest_first]
+            order += [index for index, supply in enumerate(self._supply)
+                      if supply is _Supply.OPEN and index not in order]
+            self._outstanding.add(order[0])
+            names = tuple(self._dispatcher.queues[index] for index in order)
+            return [ClaimRequest(names, room)]
         self._round += 1
         requests: list[ClaimRequest] = []
         for index, count in shares:
@@ -143,12 +155,26 @@ class ReferencePass(Generic[T]):
     def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
         _check_count(request, items)
         self._issued += 1
-        index = self._index(request)
-        self._outstanding.discard(index)
-        self._held[index].extend(items)
-        if len(items) < request.limit:
-            self._supply[index] = _Supply.EMPTY
-            self._planned_exact = False
+        self._outstanding.discard(self._index(request))
+        # One Queue, or a sweep: the store took each Queue's jobs in turn, so a Queue that
+        # gave fewer than the room left when it was reached is found empty.
+        left = request.limit
+        for name in request.queues:
+            if left == 0:
+                break
+            index = self._dispatcher.queues.index(name)
+            got = [item for item in items
+                   if len(request.queues) == 1 or self._queue_of_item(item) == name]
+            self._held[index].extend(got)
+            if len(got) < left:
+                self._supply[index] = _Supply.EMPTY
+                self._planned_exact = False
+            left -= len(got)
+
+    def _queue_of_item(self, item: T) -> str:
+        if self._queue_of is None:
+            raise ValueError("a sweep needs begin_pass(free, queue_of=...)")
+        return self._queue_of(item)
 
     def claim_failed(self, request: ClaimRequest) -> None:
         self._issued += 1
@@ -205,5 +231,7 @@ class ReferenceDispatcher:
         self.weights = tuple(weight for _, weight in policy.weights)
         self.credits = [0] * len(self.queues)
 
-    def begin_pass(self, free: int, empty: Collection[int] = ()) -> ReferencePass[T]:
-        return ReferencePass(self, free, empty)
+    def begin_pass(
+        self, free: int, empty: Collection[int] = (), queue_of: Callable[[T], str] | None = None
+    ) -> ReferencePass[T]:
+        return ReferencePass(self, free, empty, queue_of)

@@ -12,9 +12,11 @@ Two modes:
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
+from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rota import Weighted
@@ -50,7 +52,10 @@ class PassScript:
 def run_pass(
     plan: PassPlan[Job] | ReferencePass[Job], names: tuple[str, ...], supply: Supply,
     script: PassScript, controlled: frozenset[int] = frozenset(),
+    drained: set[str] | None = None,
 ) -> tuple[list[tuple[int, int, int | None]], list[Job]]:
+    """Run one pass against `supply`; a Queue a claim leaves without due jobs is added to
+    `drained` if given (as GroupRunner learns from a claim's own probe)."""
     index = {name: i for i, name in enumerate(names)}
     claims: list[tuple[int, int, int | None]] = []
     serial = [0] * len(names)
@@ -68,11 +73,17 @@ def run_pass(
                 plan.claim_failed(request)
                 stop = True
                 break
-            got = supply.take(queue, request.limit)
-            claims.append((queue, request.limit, got))
-            jobs = [(queue, serial[queue] + n) for n in range(got)]
-            serial[queue] += got
-            if queue in controlled:  # the new planner only: paused or limited Queues
+            jobs = []
+            for name in request.queues:  # one Queue, or a sweep: each in turn
+                swept = index[name]
+                got = supply.take(swept, request.limit - len(jobs))
+                if drained is not None and supply.due[swept] == 0:
+                    drained.add(names[swept])
+                jobs.extend((swept, serial[swept] + n) for n in range(got))
+                serial[swept] += got
+            claims.append((queue, request.limit, len(jobs)))
+            if queue in controlled and len(request.queues) == 1:
+                # the new planner only: paused or limited Queues
                 assert not isinstance(plan, ReferencePass)
                 plan.claimed(request, jobs, controlled=True)
             else:
@@ -89,11 +100,16 @@ def run_pass(
 
 
 def begin_new(
-    dispatcher: WeightedDispatcher, supply: Supply, script: PassScript
+    dispatcher: WeightedDispatcher, supply: Supply, script: PassScript,
+    known: tuple[set[str], list[str]] | None = None,
 ) -> tuple[PassPlan[Job], frozenset[int]]:
-    """Begin the new planner's pass, answer its probe if it asks one; return the plan and
-    the Queues it holds for empty when its first claim round is planned."""
-    plan: PassPlan[Job] = dispatcher.begin_pass(script.free, recheck=script.recheck)
+    """Begin the new planner's pass (given `known`, the Queues known empty for
+    `answer_known_empty`), answer its probe if it asks one; return the plan and the Queues
+    it holds for empty when its first claim round is planned."""
+    plan: PassPlan[Job] = dispatcher.begin_pass(
+        script.free, recheck=script.recheck, queue_of=queue_of)
+    if known is not None:
+        plan.answer_known_empty(*known)
     out = frozenset(dispatcher._out)
     first = plan.next_claims()
     if first and first[0].probe:
@@ -143,6 +159,25 @@ class _Replay(PassPlan[Job]):
         return self._plan.claims_issued
 
 
+class _AnsweredByCaller(_Replay):
+    """A plan whose claims of Queues in `known` its caller answers, found empty, without
+    a claim: what GroupRunner did before `answer_known_empty`."""
+
+    def __init__(self, plan: PassPlan[Job], known: set[str]) -> None:
+        super().__init__(plan, [])
+        self._known = known
+
+    def next_claims(self) -> list[ClaimRequest]:
+        while requests := self._plan.next_claims():
+            remote = [request for request in requests if request.queues[0] not in self._known]
+            for request in requests:
+                if request.queues[0] in self._known:
+                    self._plan.claimed(request, [])
+            if remote:
+                return remote
+        return []
+
+
 @st.composite
 def scenarios(draw: st.DrawFn) -> tuple[list[int], list[int], list[PassScript]]:
     count = draw(st.integers(1, 40))
@@ -172,8 +207,19 @@ def policy_of(weights: list[int]) -> Weighted:
     return Weighted([(f"q{i}", weight) for i, weight in enumerate(weights)])
 
 
+def queue_of(job: Job) -> str:
+    """The Queue of a job claimed under `policy_of`'s names (to answer a sweep)."""
+    return f"q{job[0]}"
+
+
 @settings(max_examples=400, deadline=None)
 @given(scenarios())
+# One Queue (its own fast path, _simulate_one): drained, found empty, refilled, cut short.
+@example(([3], [25], [PassScript(8, None, None, 0, (), False),
+                      PassScript(8, 0, None, 2, ((0, 3),), False),
+                      PassScript(30, None, None, 5, (), False),
+                      PassScript(4, None, 0, 0, ((0, 1),), False),
+                      PassScript(4, None, None, 0, (), False)]))
 def test_the_new_planner_makes_the_old_claims_dispatch_order_and_credits(
     scenario: tuple[list[int], list[int], list[PassScript]],
 ) -> None:
@@ -192,7 +238,8 @@ def test_the_new_planner_makes_the_old_claims_dispatch_order_and_credits(
         new_plan, out = begin_new(new, new_supply, script)
         assert out == frozenset()
         got_new = run_pass(new_plan, policy.queues, new_supply, script)
-        got_old = run_pass(old.begin_pass(script.free), policy.queues, old_supply, script)
+        got_old = run_pass(old.begin_pass(script.free, queue_of=queue_of), policy.queues,
+                           old_supply, script)
         # Then the claims, the dispatch order and the credits are the same
         assert got_new == got_old
         assert new.credits == old.credits
@@ -200,6 +247,10 @@ def test_the_new_planner_makes_the_old_claims_dispatch_order_and_credits(
 
 @settings(max_examples=300, deadline=None)
 @given(scenarios())
+@example(([2], [5], [PassScript(8, None, None, 0, (), False),
+                     PassScript(8, None, None, 0, ((0, 9),), False),
+                     PassScript(8, None, None, 0, (), True),
+                     PassScript(8, None, None, 0, (), True)]))
 def test_remembering_empty_queues_is_the_old_planner_with_them_found_empty(
     scenario: tuple[list[int], list[int], list[PassScript]],
 ) -> None:
@@ -220,7 +271,8 @@ def test_remembering_empty_queues_is_the_old_planner_with_them_found_empty(
         new_plan, out = begin_new(new, new_supply, script)
         assert not out & controlled
         got_new = run_pass(new_plan, policy.queues, new_supply, script, controlled)
-        got_old = run_pass(old.begin_pass(script.free, out), policy.queues, old_supply, script)
+        got_old = run_pass(old.begin_pass(script.free, out, queue_of), policy.queues,
+                           old_supply, script)
         # Then the claims, the dispatch order and the credits are the same
         assert got_new == got_old
         assert new.credits == old.credits
@@ -242,3 +294,50 @@ def test_one_step_costs_nothing_per_queue_with_ten_thousand_queues() -> None:
     # Then every pass filled, and the heaps hold O(Queues) entries (stale ones dropped)
     assert served == 4000
     assert sum(len(heap) for heap in dispatcher._buckets.values()) <= 4 * 10_000 + 1024
+
+
+_PLAIN = PassScript(21, None, None, 0, (), False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenarios(), st.randoms(use_true_random=False))
+# Two Queues drained by claims that came back full, then a reflow round of them alone:
+# every open Queue is known empty, and the plan finds them all empty at once.
+@example(([1, 1, 1], [7, 7, 0], [_PLAIN]), random.Random(1))
+# 60 tenants of one job each, drained 5 at a time: the last passes know every Queue.
+@example(([1 + i % 5 for i in range(60)], [1] * 60,
+          [PassScript(5, None, None, 0, (), i % 4 == 3) for i in range(16)]), random.Random(2))
+def test_claims_of_queues_known_empty_answered_in_the_plan_change_nothing(
+    scenario: tuple[list[int], list[int], list[PassScript]], chooser: Any,
+) -> None:
+    # Given two dispatchers that remember empty Queues, and at each pass some Queues
+    # known (to a probe) to have no due work, and those a claim drains
+    weights, due, passes = scenario
+    policy = policy_of(weights)
+    inside = Dispatcher.for_policy(policy, remember_empty=True)
+    outside = Dispatcher.for_policy(policy, remember_empty=True)
+    assert isinstance(inside, WeightedDispatcher) and isinstance(outside, WeightedDispatcher)
+    inside_supply, outside_supply = Supply(list(due)), Supply(list(due))
+    for script in passes:
+        for queue, jobs in script.refill:
+            inside_supply.due[queue] += jobs
+            outside_supply.due[queue] += jobs
+        # When one plan answers its claims of those Queues itself (answer_known_empty)
+        # and the other has them claimed, and found empty, like any other
+        empty = [name for name, jobs in zip(policy.queues, inside_supply.due, strict=True)
+                 if jobs == 0]
+        share = chooser.choice([0.5, 1.0])
+        known = {name for name in empty if chooser.random() < share}
+        known_outside = set(known)
+        answered: list[str] = []
+        plan, _ = begin_new(inside, inside_supply, script, (known, answered))
+        got_inside = run_pass(plan, policy.queues, inside_supply, script, drained=known)
+        other, _ = begin_new(outside, outside_supply, script)
+        got_outside = run_pass(_AnsweredByCaller(other, known_outside), policy.queues,
+                               outside_supply, script, drained=known_outside)
+        # Then the same claims reach the store, in the same order, the same jobs are
+        # dispatched and the credits are the same
+        assert got_inside == got_outside
+        assert set(answered) <= known
+        assert inside.credits == outside.credits
+        assert inside._out == outside._out

@@ -722,3 +722,61 @@ def test_the_probe_is_one_index_probe_per_queue_in_its_generic_plan(
     # And the store answers which Queues have due work
     assert store.claim([], 0, now=T0, owner="w", lease_expires_at=T0 + LEASE,
                        probe=["q", "r"]).due == {"q"}  # type: ignore[attr-defined]
+
+
+def test_queue_infos_reads_the_counts_and_walks_only_the_claimable_index(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given many finished and many due jobs (written behind the store's back, in one
+    # statement: the count triggers of migration 8 still see them)
+    store = make_store()
+    store.migrate()
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
+        "finished_at) "
+        "SELECT 'job', 'q', CASE WHEN i %% 2 = 0 THEN 'succeeded' ELSE 'scheduled' END, "
+        "%(t)s, '[]', '{}', %(t)s, CASE WHEN i %% 2 = 0 THEN %(t)s END "
+        "FROM generate_series(1, 50000) AS i", {"t": T0 - timedelta(days=1)},
+    )
+    admin.execute("ANALYZE rota.jobs")
+    # When queue_infos.sql is planned without knowing its parameters
+    plan = _generic_plan(admin, "queue_infos", {"now": T0})
+    # Then it never scans the jobs table: the due jobs are found on jobs_claimable
+    assert "Seq Scan on jobs" not in plan, plan
+    assert "using jobs_claimable" in plan, plan
+    # And the view is exact
+    (info,) = store.queue_infos(T0)
+    assert info.counts[JobState.SUCCEEDED] == 25_000 and info.due == 25_000
+    assert info.oldest_due_at == T0 - timedelta(days=1)
+
+
+def test_migration_8_counts_the_jobs_of_an_existing_database(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given a database at schema version 7 (migration 8 taken back out) holding jobs of two
+    # Queues in three states, written before any count existed
+    store = make_store()
+    store.migrate()
+    admin.execute("DROP VIEW rota.job_counts_now")
+    admin.execute("DROP TABLE rota.job_counts, rota.job_count_deltas")
+    admin.execute("DROP FUNCTION rota.count_inserted_jobs, rota.count_updated_jobs, "
+                  "rota.count_deleted_jobs, rota.fold_job_counts CASCADE")
+    admin.execute("DELETE FROM rota.schema_migrations WHERE version = 8")
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
+        "finished_at) VALUES ('job', 'a', 'succeeded', %(t)s, '[]', '{}', %(t)s, %(t)s), "
+        "('job', 'a', 'scheduled', %(t)s, '[]', '{}', %(t)s, NULL), "
+        "('job', 'a', 'scheduled', %(t)s, '[]', '{}', %(t)s, NULL), "
+        "('job', 'b', 'dead_lettered', %(t)s, '[]', '{}', %(t)s, %(t)s)", {"t": T0})
+    # When this rota opens it and changes a job
+    upgraded = make_store()
+    assert upgraded.migrate() == [8]
+    counted = upgraded.count_jobs()
+    (dead,) = upgraded.list_jobs(state=JobState.DEAD_LETTERED)
+    upgraded.requeue(dead.id, T0)
+    # Then the migration counted the existing jobs, and the counts follow changes
+    assert counted == {("a", JobState.SUCCEEDED): 1, ("a", JobState.SCHEDULED): 2,
+                       ("b", JobState.DEAD_LETTERED): 1}
+    assert upgraded.count_jobs() == {("a", JobState.SUCCEEDED): 1,
+                                     ("a", JobState.SCHEDULED): 2,
+                                     ("b", JobState.SCHEDULED): 1}

@@ -583,3 +583,58 @@ def test_a_batched_claim_is_one_statement_of_index_range_scans(store: SQLiteStor
     # Then every arm searches rota_jobs_claimable and none scans the table
     assert plan.count("rota_jobs_claimable") >= 3, plan
     assert "SCAN rota_jobs " not in plan + " ", plan
+
+
+def test_migration_8_counts_the_jobs_of_an_existing_file(tmp_path: Path) -> None:
+    # Given a file at schema version 7 holding jobs of two Queues in three states
+    path = tmp_path / "old.db"
+    from rota.store.sqlite import _migrations
+
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        for migration in _migrations()[:7]:
+            for statement in migration.statements:
+                conn.execute(statement)
+        for queue, state, finished in (("a", "succeeded", 5), ("a", "scheduled", None),
+                                       ("a", "scheduled", None), ("b", "dead_lettered", 5)):
+            conn.execute(
+                "INSERT INTO rota_jobs (name, queue, state, due_at, args, kwargs, created_at, "
+                "finished_at) VALUES ('job', ?, ?, 1, '[]', '{}', 1, ?)",
+                (queue, state, finished))
+    # When this rota opens it and changes a job
+    store = SQLiteStore(path)
+    try:
+        counted = store.count_jobs()
+        store.requeue(4, T0)
+        # Then the migration counted the existing jobs, and the counts follow changes
+        assert counted == {("a", JobState.SUCCEEDED): 1, ("a", JobState.SCHEDULED): 2,
+                           ("b", JobState.DEAD_LETTERED): 1}
+        assert store.count_jobs() == {("a", JobState.SUCCEEDED): 1,
+                                      ("a", JobState.SCHEDULED): 2,
+                                      ("b", JobState.SCHEDULED): 1}
+    finally:
+        store.close()
+
+
+def test_queue_infos_reads_the_counts_and_searches_only_the_claimable_index(
+        store: SQLiteStore) -> None:
+    # When queue_infos.sql is planned (counts kept by migration 8)
+    from rota.store.sqlite import _sql
+
+    with closing(raw_connection(store)) as conn:
+        plan = " | ".join(str(row[-1]) for row in conn.execute(
+            "EXPLAIN QUERY PLAN " + _sql("queue_infos"), {"now": 0}))
+    # Then it scans the counts, and reaches jobs only through rota_jobs_claimable
+    assert "SCAN rota_job_counts" in plan, plan
+    assert "SCAN rota_jobs " not in plan + " " and "USING INDEX rota_jobs_claimable" in plan, plan
+
+
+def test_a_batched_complete_finds_each_job_by_primary_key(store: SQLiteStore) -> None:
+    # When the one-statement complete of a batch is planned
+    from rota.store.sqlite import _sql
+
+    with closing(raw_connection(store)) as conn:
+        plan = " | ".join(str(row[-1]) for row in conn.execute(
+            "EXPLAIN QUERY PLAN " + _sql("complete"), {"now": 0, "leases": '[[1, "w", 1]]'}))
+    # Then it walks the leases and looks each job up by id, never scanning the table
+    assert "SEARCH rota_jobs USING INTEGER PRIMARY KEY" in plan, plan
+    assert "SCAN rota_jobs" not in plan, plan

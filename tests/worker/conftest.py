@@ -4,6 +4,7 @@ and can fail calls, and an outcome recorder that tests await instead of sleeping
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -19,11 +20,16 @@ from rota.store.base import Store, StoreError
 class FaultyStore:
     """Delegates to a real store, counting calls per method; `fail(method, n)` decides
     whether call number n (0-based) of `method` raises before reaching the store (so a
-    failed write never half-happens): StoreError, or an instance of `raises`."""
+    failed write never half-happens): StoreError, or an instance of `raises`.
+
+    Its `claim` takes no `outcomes` (the runtime then writes every outcome with the
+    outcome writer), unless `carries_outcomes`: then it shows the real claim's signature,
+    and passes write their outcomes with their claims."""
 
     def __init__(self, inner: Store, fail: Callable[[str, int], bool] | None = None,
-                 raises: type[Exception] = StoreError) -> None:
+                 raises: type[Exception] = StoreError, carries_outcomes: bool = False) -> None:
         self.inner = inner
+        self.carries_outcomes = carries_outcomes
         self.raises = raises
         self.fail = fail or (lambda _method, _n: False)
         self.calls: Counter[str] = Counter()
@@ -47,6 +53,8 @@ class FaultyStore:
                 raise self.raises(f"injected {name} failure")
             return target(*args, **kwargs)
 
+        if self.carries_outcomes:
+            functools.update_wrapper(call, target)  # the signature, with `outcomes`
         return call
 
 
@@ -92,8 +100,9 @@ def make_worker_app(store_url: str) -> Iterator[Callable[..., rota.App]]:
         return app
 
     def faulty_store(fail: Callable[[str, int], bool],
-                     raises: type[Exception] = StoreError) -> FaultyStore:
-        return FaultyStore(shared or open_store(store_url), fail, raises)
+                     raises: type[Exception] = StoreError,
+                     carries_outcomes: bool = False) -> FaultyStore:
+        return FaultyStore(shared or open_store(store_url), fail, raises, carries_outcomes)
 
     factory.faulty_store = faulty_store  # type: ignore[attr-defined]
     yield factory

@@ -8,6 +8,9 @@ then prints the served shares against the weights (and Strict's order) and throu
   served only once critical has no due work.
 - group `fair`: Weighted 6:3:1 over a, b, c, each with the same, never-exhausted backlog:
   the bars fill at 6:3:1 and the served shares match the weights.
+
+`--tenants N` runs the tenant demo instead (rota.cli.demo_tenants): one Queue per tenant
+under one Weighted group, a noisy tenant's huge backlog ahead of N-1 small tenants.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ import contextlib
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -33,6 +37,7 @@ from rota.store import StoreConfigError, StoreError
 
 WEIGHTS = (("a", 6), ("b", 3), ("c", 1))
 POOL_SIZE = 4
+MAX_TENANTS = 10_000
 
 
 def register(subparsers: Any) -> None:
@@ -49,6 +54,10 @@ def register(subparsers: Any) -> None:
                         help="the SQLite file, recreated each run (default ./rota-demo.db)")
     parser.add_argument("--work-ms", type=float, default=4.0,
                         help="how long each demo job works, in milliseconds (default 4)")
+    parser.add_argument("--tenants", type=int, metavar="N",
+                        help="instead: N tenant Queues under one Weighted group, one noisy "
+                        "tenant with a huge backlog and N-1 small ones enqueued behind it "
+                        f"(N from 2 to {MAX_TENANTS:,})")
     parser.set_defaults(func=run)
 
 
@@ -73,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--seconds must be more than 0 and at most 3600; got {args.seconds}")
     if not 0 <= args.work_ms <= 1000:
         raise UsageError(f"--work-ms must be between 0 and 1000; got {args.work_ms}")
+    if args.tenants is not None and not 2 <= args.tenants <= MAX_TENANTS:
+        raise UsageError(f"--tenants must be from 2 to {MAX_TENANTS}; got {args.tenants}")
     path = Path(args.db)
     _remove_previous_demo(path)
     console = make_console()
@@ -82,7 +93,13 @@ def run(args: argparse.Namespace) -> int:
     except (StoreError, StoreConfigError) as error:
         raise UsageError(f"--db {args.db!r}: {error}") from None
     try:
-        asyncio.run(_demo(app, args.seconds, args.work_ms / 1000, console))
+        if args.tenants is not None:
+            from rota.cli.demo_tenants import run_tenants_demo  # it imports serve_live
+
+            asyncio.run(run_tenants_demo(app, args.tenants, args.seconds, args.work_ms / 1000,
+                                         console))
+        else:
+            asyncio.run(_demo(app, args.seconds, args.work_ms / 1000, console))
     finally:
         app.close()
     return 0
@@ -160,18 +177,35 @@ async def _demo(app: rota.App, seconds: float, work_s: float, console: Console) 
     console.print(line(("rota demo", "bold"), f": two Worker Groups of {POOL_SIZE} Workers on ",
                        user_text(app.store.url),
                        f", jobs of {work_s * 1000:.0f} ms, for {seconds:.0f} s"))
+
+    def refresh() -> None:
+        for queue, bar in bars.items():
+            progress.update(bar, completed=tally.served[queue])
+
+    elapsed = await serve_live(app, progress, seconds, tally, refresh)
+    _report(console, tally, backlog, elapsed)
+
+
+class _Timed(Protocol):
+    began: float  # time.monotonic() when the groups started
+
+
+async def serve_live(
+    app: rota.App, progress: Progress, seconds: float, timed: _Timed,
+    refresh: Callable[[], None],
+) -> float:
+    """Run the App's groups for `seconds` with `progress` on screen, `refresh()` ten
+    times a second and once at the end; set `timed.began` as they start. Returns the
+    seconds they ran."""
     with progress:
         async with app.serve(grace=1):
-            tally.began = time.monotonic()
-            deadline = tally.began + seconds
+            timed.began = time.monotonic()
+            deadline = timed.began + seconds
             while (left := deadline - time.monotonic()) > 0:
-                for queue, bar in bars.items():
-                    progress.update(bar, completed=tally.served[queue])
+                refresh()
                 await asyncio.sleep(min(0.1, left))  # the refresh rate of the bars
-            for queue, bar in bars.items():
-                progress.update(bar, completed=tally.served[queue])
-        elapsed = time.monotonic() - tally.began
-    _report(console, tally, backlog, elapsed)
+            refresh()
+        return time.monotonic() - timed.began
 
 
 def _report(console: Console, tally: Tally, backlog: dict[str, int], elapsed: float) -> None:

@@ -5,7 +5,7 @@ Theory of operation
 A Worker Group owns one `Dispatcher` for its life. Each pass asks it for a `PassPlan`
 sized to the group's free capacity, then drives the plan sans-I/O:
 
-    plan = dispatcher.begin_pass(free)
+    plan = dispatcher.begin_pass(free, queue_of=lambda job: job.queue)
     while requests := plan.next_claims():
         for request in requests:
             plan.claimed(request, store.claim(request.queues, request.limit, ...))
@@ -28,10 +28,13 @@ index); the winner's credit -= the sum of the weights that took part. A pass:
    that knowledge and claims the unfilled slots from the Queues still eligible (reflow),
    round after round until the pass is full or no Queue is left to ask. A round that does
    not fill the pass finds at least one more Queue empty. A pass may issue at most
-   2 x (served Queues) claims; when a proportional re-plan could leave too few claims to
-   finish, the round instead asks one Queue (the one with the largest share) for all the
-   room, which either fills the pass or finds that Queue empty. So the pass always fills
-   from due work wherever it exists, within the claim bound;
+   2 x (served Queues) claims, and every reflow round keeps one of them in reserve: it
+   asks each Queue its share when a claim remains after it; otherwise the round is one
+   *sweep*, a claim over every Queue still open (largest share first) for all the room,
+   like Strict's claim, which fills the pass or finds them all empty. So the pass always
+   fills from due work wherever it exists, within the claim bound, and while the Queues
+   still open have work every slot goes where the simulation put it (docs/dispatch.md,
+   "The reflow reserve": why one sweep, not one claim per open Queue);
 3. the final simulation, over exactly the jobs claimed, gives the slot order and one `Step`
    per job. The persistent credits move only when `serve()` charges a step, one per job
    actually dispatched. A Queue whose claim failed or was never issued is not found empty:
@@ -46,7 +49,7 @@ Pure: no I/O, no clock, no asyncio, no randomness.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Generic, TypeVar
@@ -59,6 +62,11 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class ClaimRequest:
     """One claim a pass wants issued: up to `limit` due jobs from `queues`, in that order.
+
+    A Weighted pass asks one Queue per claim, except its *sweep* (several Queues, its last
+    claim of the pass, see the module docstring): answer it like Strict's claim, with the
+    jobs in the order the store took them; the pass tells their Queues apart with the
+    `queue_of` it was begun with.
 
     A *probe* (`probe=True`, limit 0) asks no jobs: it asks which of `queues` have due work
     (`Store.claim(..., probe=queues)`), answered with `PassPlan.probed`. Only a dispatcher
@@ -144,6 +152,13 @@ class PassPlan(Generic[T]):
         """Issue no further claims (shutdown); what was claimed is still dispatched."""
         raise NotImplementedError  # pragma: no cover
 
+    def answer_known_empty(self, queues: Collection[str], answered: list[str]) -> None:
+        """From now on, answer in the plan, as found empty, every claim it would ask of a
+        Queue in `queues` (a collection the caller keeps up to date: the Queues it knows
+        have no due work, from a probe): exactly what `claimed(request, [])` would record,
+        but `next_claims` never returns those claims. The names answered are appended to
+        `answered`. Strict plans ignore it (one claim over every Queue)."""
+
     def dispatch_order(self) -> list[T]:
         """Every claimed item, in slot order. Ends the claiming."""
         raise NotImplementedError  # pragma: no cover
@@ -214,9 +229,13 @@ _PROBE = -1  # the outstanding "request" of a probe, in `_WeightedPass._outstand
 
 
 class _WeightedPass(PassPlan[T]):
-    def __init__(self, dispatcher: WeightedDispatcher, free: int, recheck: bool) -> None:
+    def __init__(
+        self, dispatcher: WeightedDispatcher, free: int, recheck: bool,
+        queue_of: Callable[[T], str] | None,
+    ) -> None:
         self._dispatcher = dispatcher
         self._free = free
+        self._queue_of = queue_of
         # Only the Queues this pass touched have entries: the pass costs nothing per Queue.
         self._held: dict[int, list[T]] = {}
         self._held_total = 0
@@ -238,11 +257,71 @@ class _WeightedPass(PassPlan[T]):
         self._found_empty: list[int] = []  # Queues a claim of this pass found empty
         self._controlled: set[int] = set()  # ... of which paused or limited ones
         self._finished = False
+        self._known: Collection[str] = ()  # answer_known_empty
+        self._answered: list[str] = []
+        # Open Queues (taking part, not marked) that are not in `_known`: counted at the
+        # first round found entirely in `_known`, then kept by `_mark` and `claimed`.
+        self._unknown_open: int | None = None
 
     def _index(self, request: ClaimRequest) -> int:
         return self._dispatcher.index[request.queues[0]]
 
+    def answer_known_empty(self, queues: Collection[str], answered: list[str]) -> None:
+        self._known = queues
+        self._answered = answered
+
     def next_claims(self) -> list[ClaimRequest]:
+        while True:
+            requests = self._next_round()
+            known = self._known
+            # A sweep (several Queues) goes to the store as it is: answering it here would
+            # find every Queue it names empty.
+            if not known or not requests or requests[0].probe or len(requests[0].queues) > 1:
+                return requests
+            remote = [request for request in requests if request.queues[0] not in known]
+            if len(remote) == len(requests):
+                return requests
+            for request in requests:
+                if request.queues[0] in known:
+                    self._answered.append(request.queues[0])
+                    self.claimed(request, [])
+            if remote:
+                return remote
+            # A round of Queues all known empty. When every Queue still open is known
+            # empty, the rounds that follow would find them empty a round at a time (a
+            # simulation each: thousands at the end of a drain over 10,000 Queues), each
+            # round all known, until none is open: find them all empty now instead. The
+            # outcome is the same: a Queue found empty with nothing held leaves at the
+            # pass's first step whenever it is found, one with held jobs is EMPTY, and the
+            # reflow budget (checked: one claim per Queue still open) does not run out
+            # before the last one.
+            if (self._count_unknown_open() == 0
+                    and 2 * len(self._dispatcher.queues) - self._issued >= self._open):
+                self._find_known_empty()
+
+    def _count_unknown_open(self) -> int:
+        if self._unknown_open is None:
+            dispatcher = self._dispatcher
+            index, out, supply = dispatcher.index, dispatcher._out, self._supply
+            known_open = 0
+            for name in self._known:
+                position = index.get(name)
+                if position is not None and position not in out and position not in supply:
+                    known_open += 1
+            self._unknown_open = self._open - known_open
+        return self._unknown_open
+
+    def _find_known_empty(self) -> None:
+        dispatcher = self._dispatcher
+        index, out, supply = dispatcher.index, dispatcher._out, self._supply
+        for name in list(self._known):
+            position = index.get(name)
+            if position is not None and position not in out and position not in supply:
+                self._answered.append(name)
+                self._outstanding.add(position)
+                self.claimed(ClaimRequest((name,), 1), [])
+
+    def _next_round(self) -> list[ClaimRequest]:
         dispatcher = self._dispatcher
         if self._probe and not self._stopped:
             self._probe = False
@@ -262,20 +341,37 @@ class _WeightedPass(PassPlan[T]):
             return []
         self._planned = simulated
         self._planned_exact = True
-        # Invariant: budget >= still open before every reflow round. A proportional round
-        # that comes back short leaves at most (still open - 1) Queues to ask, so it is
-        # affordable only if that many claims remain after it; otherwise one claim for all
-        # the room keeps the invariant (it fills, or finds one empty).
-        if self._round > 0 and budget - len(shares) < self._open - 1:
-            index, _ = max(shares, key=lambda share: (share[1], -share[0]))
-            shares = [(index, room)]
+        # Invariant: budget >= 1 before every reflow round, kept for a sweep. A reflow
+        # round asks each Queue its share if a claim remains after it; otherwise it is
+        # the sweep, which fills the pass or finds every Queue it names empty.
+        if self._round > 0 and budget - len(shares) < 1:
             self._planned_exact = False
+            self._round += 1
+            return [self._sweep(shares, room)]
         self._round += 1
         requests: list[ClaimRequest] = []
         for index, count in shares:
             requests.append(ClaimRequest((dispatcher.queues[index],), count))
             self._outstanding.add(index)
         return requests
+
+    def _sweep(self, shares: list[tuple[int, int]], room: int) -> ClaimRequest:
+        """One claim for all the room over every Queue still open: those with a share,
+        largest first (ties to the lower index), then the others in declaration order.
+        Alone, it is a plain one-Queue claim."""
+        dispatcher = self._dispatcher
+        order = [index for index, _ in sorted(shares, key=lambda share: (-share[1], share[0]))]
+        if len(order) < self._open:  # (with thousands of Queues, walk them only if needed)
+            named = set(order)
+            supply, out = self._supply, dispatcher._out
+            order += [index for index in range(len(dispatcher.queues))
+                      if index not in named and index not in out and index not in supply]
+        if len(order) > 1 and self._queue_of is None:
+            raise ValueError(
+                "this pass needs a sweep claim over several Queues; begin it with "
+                "begin_pass(free, queue_of=...) so that it can tell their jobs apart")
+        self._outstanding.add(order[0])
+        return ClaimRequest(tuple(dispatcher.queues[index] for index in order), room)
 
     def probed(self, request: ClaimRequest, due: Collection[str]) -> None:
         if not request.probe:
@@ -291,9 +387,16 @@ class _WeightedPass(PassPlan[T]):
 
     def _mark(self, index: int, supply: _Supply) -> None:
         if index not in self._supply:
-            self._open -= 1
+            self._closed(index)
         self._supply[index] = supply
         self._planned_exact = False
+
+    def _closed(self, index: int) -> None:
+        """Queue `index`, open until now, is found empty or blocked in this pass."""
+        self._open -= 1
+        if (self._unknown_open is not None
+                and self._dispatcher.queues[index] not in self._known):
+            self._unknown_open -= 1
 
     def claimed(
         self, request: ClaimRequest, items: Sequence[T], *, controlled: bool = False
@@ -304,10 +407,35 @@ class _WeightedPass(PassPlan[T]):
         self._issued += 1
         index = self._index(request)
         self._outstanding.discard(index)
+        queue_of = self._queue_of
+        if len(request.queues) == 1 or queue_of is None:  # (a sweep has a queue_of)
+            self._took(index, items, len(items) < request.limit, controlled)
+            return
+        # A sweep: the store took each Queue's jobs in turn, so a Queue that gave fewer
+        # than the room left when it was reached is empty. Not remembered beyond this
+        # pass: the sweep cannot tell a paused or limited Queue from an empty one.
+        index_of = self._dispatcher.index
+        by_queue: dict[int, list[T]] = {}
+        for item in items:
+            by_queue.setdefault(index_of[queue_of(item)], []).append(item)
+        left = request.limit
+        for name in request.queues:
+            if left == 0:
+                break  # not reached: still open
+            index = index_of[name]
+            got = by_queue.pop(index, [])
+            self._took(index, got, len(got) < left, True)
+            left -= len(got)
+        if by_queue:
+            raise ValueError("a sweep claim returned jobs of a Queue it did not name; the "
+                             "store broke the claim contract")
+
+    def _took(self, index: int, items: Sequence[T], short: bool, controlled: bool) -> None:
+        """Queue `index` gave `items`; `short`: fewer than asked, so it is found empty."""
         if items:
             self._held.setdefault(index, []).extend(items)
             self._held_total += len(items)
-        if len(items) < request.limit:
+        if short:
             self._found_empty.append(index)
             if controlled:
                 self._controlled.add(index)
@@ -320,7 +448,7 @@ class _WeightedPass(PassPlan[T]):
                 # simulation of the pass free of it: with 10,000 Queues the first pass
                 # finds thousands empty.
                 if index not in self._supply:
-                    self._open -= 1
+                    self._closed(index)
                 self._supply.pop(index, None)
                 self._planned_exact = False
                 self._dispatcher._leave(index)
@@ -406,11 +534,15 @@ class Dispatcher:
     def __init__(self, policy: DispatchPolicy) -> None:
         self.policy = policy
 
-    def begin_pass(self, free: int, *, recheck: bool = False) -> PassPlan[T]:
+    def begin_pass(
+        self, free: int, *, recheck: bool = False, queue_of: Callable[[T], str] | None = None
+    ) -> PassPlan[T]:
         """Plan one pass into `free` free Worker slots (0 means no claim at all).
 
         `recheck`: a dispatcher that remembers empty Queues first probes them (one probe
-        request) and lets those with due work take part again. Ignored otherwise."""
+        request) and lets those with due work take part again. Ignored otherwise.
+        `queue_of`: the Queue of a claimed item. A Weighted pass needs it to answer a
+        sweep (a claim over several Queues); without it such a pass raises `ValueError`."""
         raise NotImplementedError  # pragma: no cover
 
     @staticmethod
@@ -434,7 +566,9 @@ class StrictDispatcher(Dispatcher):
         super().__init__(policy)
         self.queues = policy.queues
 
-    def begin_pass(self, free: int, *, recheck: bool = False) -> PassPlan[T]:
+    def begin_pass(
+        self, free: int, *, recheck: bool = False, queue_of: Callable[[T], str] | None = None
+    ) -> PassPlan[T]:
         return _StrictPass(self.queues, free)
 
 
@@ -473,6 +607,8 @@ class WeightedDispatcher(Dispatcher):
         self._unheaped: set[int] = set()
         self._total_in = 0
         self._current: _WeightedPass[Any] | None = None
+        # One Queue (the common first setup): no heap, no simulation (_simulate_one).
+        self._single = count == 1
         self._rebuild()
 
     @property
@@ -517,6 +653,8 @@ class WeightedDispatcher(Dispatcher):
         pays the sum of their weights (the nginx update)."""
         self._g += 1
         self._e[winner] -= self._total_in
+        if self._single:
+            return  # _simulate_one needs no heap
         self._unheaped.discard(winner)
         heapq.heappush(self._buckets[self.weights[winner]], (-self._e[winner], winner))
 
@@ -535,6 +673,8 @@ class WeightedDispatcher(Dispatcher):
         Cost: O(steps x (distinct weights + log Queues)) plus the Queues in `held` and
         `supply`; nothing per Queue otherwise.
         """
+        if self._single:
+            return self._simulate_one(held, supply, room)
         weights = self.weights
         persistent = self._e
         out = self._out
@@ -626,13 +766,28 @@ class WeightedDispatcher(Dispatcher):
             heapq.heappush(local.setdefault(weights[best], []), (-offset, best))
         return _Simulated(winners, leaves, wanted)
 
-    def begin_pass(self, free: int, *, recheck: bool = False) -> PassPlan[T]:
+    def _simulate_one(
+        self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int
+    ) -> _Simulated:
+        """`_simulate` for a policy of one Queue: it wins every step it takes part in."""
+        if 0 in self._out:
+            return _Simulated([], [], {})
+        count = held.get(0, 0)
+        state = supply.get(0, _Supply.OPEN)
+        if state is _Supply.EMPTY:
+            return _Simulated([0] * count, [(count, 0)], {})
+        extra = room if room > 0 and state is _Supply.OPEN else 0
+        return _Simulated([0] * (count + extra), [], {0: extra} if extra else {})
+
+    def begin_pass(
+        self, free: int, *, recheck: bool = False, queue_of: Callable[[T], str] | None = None
+    ) -> PassPlan[T]:
         if self._current is not None:
             self._current._finish()
         entries = sum(len(heap) for heap in self._buckets.values())
         if entries > 4 * len(self.queues) + 1024:
             self._rebuild()  # drop the stale heap entries
         recheck = self.remember_empty and recheck
-        plan: _WeightedPass[T] = _WeightedPass(self, free, recheck)
+        plan: _WeightedPass[T] = _WeightedPass(self, free, recheck, queue_of)
         self._current = plan
         return plan

@@ -117,8 +117,9 @@ def simulate(
     for _ in range(passes):
         # As a worker does: a pass after one that claimed nothing first probes the Queues
         # held for empty (the backlog here only shrinks, so it finds none with work).
-        plan: PassPlan[str] = (dispatcher.begin_pass(pool_size, recheck=True)
-                               if claimed_nothing else dispatcher.begin_pass(pool_size))
+        # The jobs here are their Queues' names, which answers a sweep's `queue_of`.
+        plan: PassPlan[str] = dispatcher.begin_pass(
+            pool_size, recheck=claimed_nothing, queue_of=str)
         claims: list[SimulatedClaim] = []
         leased = dict.fromkeys(policy.queues, 0)  # this pass's claims, not yet finished
         while requests := plan.next_claims():

@@ -40,6 +40,17 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   no `queues` leases nothing. A Queue at its concurrency limit still counts as having
   due work there (a claim then finds it empty). `Claimed.controlled` names the Queues of
   the claim that are paused or limited, at least those it took fewer jobs from than asked.
+- Outcomes with the claim (issue 14, fewer commits per job): `claim(..., outcomes=[(lease,
+  outcome), ...])` first applies each outcome exactly as `complete` (`Succeeded`, its
+  result), `retry` (`RetryAt`), `dead_letter`, `quarantine` or `cancel_leased` would,
+  fenced by its lease the same way, then claims, all in one transaction (one commit): a
+  job the outcomes send back to scheduled, due by `now`, may be claimed by the same call.
+  `Claimed.applied` counts the outcomes whose lease was still held. If the call raises,
+  none of them was applied (nothing of the transaction is kept), so the caller writes them
+  again later; a crash before the commit loses nothing either (the leases expire). One
+  exception: on PostgreSQL a claim over a Queue with a concurrency limit runs as a second
+  transaction after the one that applied the outcomes; if that second one fails, the
+  outcomes stay applied, and writing them again is fenced (reported not applied).
 - Queue controls (`pause_queue`, `resume_queue`, `set_queue_limit`) are stored beside the
   jobs and read by every claim, with no cache. A claim takes nothing from a paused Queue
   (it goes on to the next one), and takes from a Queue with a limit at most
@@ -65,6 +76,14 @@ from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 from rota.core.jobs import JobRecord, JobState, Lease, NewJob
+from rota.core.outcomes import (
+    Cancelled,
+    DeadLettered,
+    Outcome,
+    Quarantined,
+    RetryAt,
+    Succeeded,
+)
 from rota.core.queue_controls import QueueInfo, QueueSettings
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo
@@ -105,23 +124,51 @@ class Claimed(list[JobRecord]):
     scheduled job left and are not paused (empty when nothing was probed); as
     `controlled`, Queues of the claim that are paused or have a concurrency limit: at
     least every such Queue the claim took fewer jobs from than it asked (a planner does not
-    hold those for empty: a Queue control, not a lack of due work, may be why)."""
+    hold those for empty: a Queue control, not a lack of due work, may be why); as
+    `applied`, how many of the claim's `outcomes` were applied (their lease still held)."""
 
-    __slots__ = ("controlled", "due")
+    __slots__ = ("applied", "controlled", "due")
     due: frozenset[str]
     controlled: frozenset[str]
+    applied: int
 
     def __init__(
         self, jobs: Iterable[JobRecord] = (), due: Iterable[str] = (),
-        controlled: Iterable[str] = (),
+        controlled: Iterable[str] = (), applied: int = 0,
     ) -> None:
         super().__init__(jobs)
         self.due = frozenset(due)
         self.controlled = frozenset(controlled)
+        self.applied = applied
 
     def __repr__(self) -> str:
         return (f"Claimed({list.__repr__(self)}, due={sorted(self.due)}, "
-                f"controlled={sorted(self.controlled)})")
+                f"controlled={sorted(self.controlled)}, applied={self.applied})")
+
+
+LeaseOutcome = tuple[Lease, Outcome]
+"""One outcome for `claim(..., outcomes=...)`: the lease it is fenced by, and what to
+record (rota.core.outcomes)."""
+
+
+def check_outcomes(outcomes: Sequence[LeaseOutcome]) -> None:
+    """Refuse outcomes a claim cannot apply, before anything is written.
+
+    Raises:
+        TypeError: if an item is not a (Lease, Outcome) pair.
+        ValueError: if a retry's `due_at` is not timezone-aware.
+    """
+    for item in outcomes:
+        if (not isinstance(item, tuple) or len(item) != 2 or not isinstance(item[0], Lease)
+                or not isinstance(item[1], Succeeded | RetryAt | DeadLettered | Quarantined
+                                  | Cancelled)):
+            raise TypeError(
+                "a claim's outcomes are (rota.core.jobs.Lease, rota.core.outcomes outcome) "
+                f"pairs; got {item!r}")
+        outcome = item[1]
+        if isinstance(outcome, RetryAt) and outcome.due_at.utcoffset() is None:
+            raise ValueError(
+                f"a retry's due_at must be a timezone-aware datetime; got {outcome.due_at!r}")
 
 
 def claim_caps(
@@ -176,12 +223,19 @@ class Store(Protocol):
         lease_expires_at: datetime,
         limits: Sequence[int] | None = None,
         probe: Sequence[str] = (),
+        outcomes: Sequence[LeaseOutcome] = (),
     ) -> list[JobRecord]:
         """Lease up to `limit` due jobs from `queues`, first Queue first (see module doc).
 
         `limits`: at most `limits[i]` from `queues[i]` (one round trip for many Queues).
         `probe`: Queues to report on; the answer is then a `Claimed` whose `due` names
         those with due work left. The stores of this package always answer a `Claimed`.
+        `outcomes`: (lease, outcome) pairs applied first, in the same transaction (module
+        doc); `Claimed.applied` says how many were still held. A store written before
+        this parameter existed may not take it: callers pass it only when non-empty.
+
+        Raises:
+            TypeError, ValueError: for outcomes `check_outcomes` refuses (nothing written).
         """
         ...
 

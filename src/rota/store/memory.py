@@ -30,6 +30,7 @@ from rota.core.jobs import (
     decode_result,
     transition,
 )
+from rota.core.outcomes import Cancelled, DeadLettered, Outcome, RetryAt, Succeeded
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,
@@ -41,7 +42,7 @@ from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
-from rota.store.base import Claimed, Renewal, claim_caps
+from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 
 
 class MemoryStore:
@@ -58,6 +59,11 @@ class MemoryStore:
         # when the limit is set); those no longer leased are pruned when counted, so every
         # path that ends a lease keeps this right without touching it.
         self._leased: dict[str, set[int]] = {}
+        # Ids of every job leased since the last lease sweep; the sweep prunes those no
+        # longer leased, so it walks the jobs leased now, not every job (a sweep runs each
+        # round of run_until_idle: walking 10,000 finished jobs each time was half of a
+        # one-Queue drain's time).
+        self._lease_holders: set[int] = set()
         # Unique jobs: each keyed job's (name, key), and per (name, key) the id of the job
         # that last took it; that job holds the key while it is live (LIVE_STATES).
         self._keys: dict[int, tuple[str, str]] = {}
@@ -121,36 +127,91 @@ class MemoryStore:
         lease_expires_at: datetime,
         limits: Sequence[int] | None = None,
         probe: Sequence[str] = (),
+        outcomes: Sequence[LeaseOutcome] = (),
     ) -> Claimed:
         caps = claim_caps(queues, limit, limits)
+        check_outcomes(outcomes)
+        with self._lock:
+            # One "transaction": if the claim raises, the outcomes and the leases it took
+            # are undone (the heaps tolerate the stale entries this leaves).
+            before = {lease.job_id: self._jobs.get(lease.job_id) for lease, _ in outcomes}
+            taken: list[JobRecord] = []
+            try:
+                applied = self._apply_outcomes(outcomes, now)
+                claimed = self._claim_locked(caps, limit, now, owner, lease_expires_at, probe,
+                                             taken)
+            except BaseException:
+                for job in taken:
+                    self._jobs[job.id] = job
+                    heapq.heappush(self._due[job.queue], (job.due_at, job.id))
+                for job_id, old in before.items():
+                    if old is not None:
+                        self._jobs[job_id] = old
+                        if old.state is JobState.LEASED and old.queue in self._leased:
+                            self._leased[old.queue].add(job_id)
+                raise
+        claimed.applied = applied
+        return claimed
+
+    def _apply_outcomes(self, outcomes: Sequence[LeaseOutcome], now: datetime) -> int:
+        """Under the lock: each outcome as its own method would record it; how many were
+        still held."""
+        applied = 0
+        for lease, outcome in outcomes:
+            job = self._held(lease)
+            if job is not None:
+                self._record(job, outcome, now)
+                applied += 1
+        return applied
+
+    def _record(self, job: JobRecord, outcome: Outcome, now: datetime) -> None:
+        if isinstance(outcome, Succeeded):
+            self._end_lease(job, JobEvent.COMPLETE, now, result=outcome.result_json)
+        elif isinstance(outcome, RetryAt):
+            self._end_lease(job, JobEvent.RETRY, now, due_at=outcome.due_at,
+                            error=outcome.error)
+        elif isinstance(outcome, DeadLettered):
+            self._end_lease(job, JobEvent.DEAD_LETTER, now, error=outcome.error)
+        elif isinstance(outcome, Cancelled):
+            self._end_lease(job, JobEvent.CANCEL, now, error=outcome.error)
+        else:
+            self._end_lease(job, JobEvent.QUARANTINE, now, error=outcome.error)
+
+    def _claim_locked(
+        self, caps: Sequence[tuple[str, int]], limit: int, now: datetime, owner: str,
+        lease_expires_at: datetime, probe: Sequence[str], taken: list[JobRecord],
+    ) -> Claimed:
+        """Under the lock: the claim itself (see `claim`); appends each job it leases, as
+        it was before, to `taken`."""
         claimed = Claimed()
         controlled: list[str] = []
-        with self._lock:
-            for queue, cap in caps:
-                settings = self._settings.get(queue)
-                wanted = min(cap, limit - len(claimed))
-                if settings is not None and (settings.paused or settings.limit is not None):
-                    controlled.append(queue)
-                    held = 0 if settings.limit is None else self._count_leased(queue)
-                    wanted = room(settings, held, wanted)
-                stop = len(claimed) + wanted
-                heap = self._due.get(queue)
-                while heap and len(claimed) < stop and heap[0][0] <= now:
-                    due_at, job_id = heapq.heappop(heap)
-                    job = self._jobs.get(job_id)
-                    if job is None or job.state is not JobState.SCHEDULED or job.due_at != due_at:
-                        continue  # stale entry: the job moved on (or was purged) since
-                    leased = replace(
-                        job, state=transition(job.state, JobEvent.CLAIM),
-                        attempt=job.attempt + 1, lease_owner=owner,
-                        lease_expires_at=lease_expires_at, started_at=now,
-                    )
-                    self._jobs[job_id] = leased
-                    if queue in self._leased:
-                        self._leased[queue].add(job_id)
-                    claimed.append(leased)
-            if probe:
-                claimed.due = frozenset(queue for queue in probe if self._has_due(queue, now))
+        for queue, cap in caps:
+            settings = self._settings.get(queue)
+            wanted = min(cap, limit - len(claimed))
+            if settings is not None and (settings.paused or settings.limit is not None):
+                controlled.append(queue)
+                held = 0 if settings.limit is None else self._count_leased(queue)
+                wanted = room(settings, held, wanted)
+            stop = len(claimed) + wanted
+            heap = self._due.get(queue)
+            while heap and len(claimed) < stop and heap[0][0] <= now:
+                due_at, job_id = heapq.heappop(heap)
+                job = self._jobs.get(job_id)
+                if job is None or job.state is not JobState.SCHEDULED or job.due_at != due_at:
+                    continue  # stale entry: the job moved on (or was purged) since
+                leased = replace(
+                    job, state=transition(job.state, JobEvent.CLAIM),
+                    attempt=job.attempt + 1, lease_owner=owner,
+                    lease_expires_at=lease_expires_at, started_at=now,
+                )
+                self._jobs[job_id] = leased
+                taken.append(job)
+                self._lease_holders.add(job_id)
+                if queue in self._leased:
+                    self._leased[queue].add(job_id)
+                claimed.append(leased)
+        if probe:
+            claimed.due = frozenset(queue for queue in probe if self._has_due(queue, now))
         claimed.controlled = frozenset(controlled)
         return claimed
 
@@ -282,12 +343,15 @@ class MemoryStore:
 
     def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
         with self._lock:
-            expired = [
-                job for job in self._jobs.values()
-                if job.state is JobState.LEASED
-                and job.lease_expires_at is not None
-                and job.lease_expires_at <= now
-            ]
+            expired: list[JobRecord] = []
+            ended: list[int] = []
+            for job_id in self._lease_holders:
+                job = self._jobs.get(job_id)
+                if job is None or job.state is not JobState.LEASED:
+                    ended.append(job_id)
+                elif job.lease_expires_at is not None and job.lease_expires_at <= now:
+                    expired.append(job)
+            self._lease_holders.difference_update(ended)
         expired.sort(key=lambda job: (job.lease_expires_at, job.id))
         return expired[:limit]
 

@@ -22,11 +22,13 @@ import functools
 import json
 import logging
 import math
+import operator
 import os
 import re
 import sqlite3
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -34,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qs
 
 from rota.core.jobs import (
@@ -50,6 +52,7 @@ from rota.core.jobs import (
     decode_stored_arguments,
     new_record,
 )
+from rota.core.outcomes import Cancelled, DeadLettered, RetryAt, Succeeded
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,
@@ -62,10 +65,12 @@ from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import (
     Claimed,
+    LeaseOutcome,
     Renewal,
     SchemaTooNew,
     StoreConfigError,
     StoreError,
+    check_outcomes,
     claim_caps,
 )
 from rota.store.corrupt import quarantine_undecodable
@@ -259,6 +264,30 @@ def _enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, .
     return rows
 
 
+def _count_jobs(conn: sqlite3.Connection | sqlite3.Cursor,
+                changes: Mapping[tuple[str, str], int]) -> None:
+    """Add `changes` (jobs per (Queue, state value)) to the counts of migration 8, in the
+    caller's write transaction. The hot statements (enqueue, claim, complete, a schedule's
+    fire) count themselves with it, once per statement; the triggers of migration 8 count
+    every other change."""
+    rows = [(queue, state, jobs) for (queue, state), jobs in changes.items() if jobs]
+    if rows:
+        conn.executemany(_sql("count_jobs_add"), rows)
+
+
+def _moved(jobs: Mapping[str, int], from_state: str, to_state: str
+           ) -> dict[tuple[str, str], int]:
+    """The count changes of `jobs` (per Queue) going from one state to another."""
+    changes: dict[tuple[str, str], int] = {}
+    for queue, count in jobs.items():
+        changes[(queue, from_state)] = -count
+        changes[(queue, to_state)] = count
+    return changes
+
+
+_queue_of: Final = operator.attrgetter("queue")
+
+
 def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[object, ...]],
                  jobs: Sequence[NewJob]) -> list[int]:
     """Insert `rows` (of `jobs`) inside the caller's write transaction; their ids in
@@ -268,10 +297,13 @@ def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obj
     if all(job.key is None for job in jobs):
         traced = bool(rows) and len(rows[0]) == 7
         conn.executemany(_sql("enqueue_traced" if traced else "enqueue"), rows)
+        _count_jobs(conn, {(queue, "scheduled"): count
+                           for queue, count in Counter(map(_queue_of, jobs)).items()})
         (last_id,) = conn.execute(_sql("last_insert_id")).fetchone()
         # AUTOINCREMENT under the write lock hands one batch consecutive ids.
         return list(range(last_id - len(rows) + 1, last_id + 1))
     ids: list[int] = []
+    inserted: Counter[tuple[str, str]] = Counter()
     insert, live = _sql("enqueue_keyed"), _sql("live_key_id")
     for row, job in zip(rows, jobs, strict=True):
         name, queue, due_at, args, kwargs, created_at = row[:6]
@@ -281,7 +313,10 @@ def _insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obj
         row = conn.execute(insert, params).fetchone()
         if row is None:  # the write lock is held: the live job cannot finish meanwhile
             row = conn.execute(live, {"name": name, "key": job.key}).fetchone()
+        else:
+            inserted[(job.queue, "scheduled")] += 1
         ids.append(int(row[0]))
+    _count_jobs(conn, inserted)
     return ids
 
 
@@ -645,9 +680,11 @@ class SQLiteStore:
         lease_expires_at: datetime,
         limits: Sequence[int] | None = None,
         probe: Sequence[str] = (),
+        outcomes: Sequence[LeaseOutcome] = (),
     ) -> Claimed:
         caps = claim_caps(queues, limit, limits)
-        if limit <= 0 or not caps:
+        check_outcomes(outcomes)
+        if (limit <= 0 or not caps) and not outcomes:
             if not probe:
                 return Claimed()
             with self._read("probing Queues") as conn:
@@ -663,7 +700,10 @@ class SQLiteStore:
         # One UPDATE per Queue inside one transaction: each is an index range scan of at
         # most `limit` rows, and the given Queue order needs no sort over all due jobs.
         asks = [(queue, min(cap, limit)) for queue, cap in caps if cap > 0]
+        applied = 0
         with self._write("claiming") as conn:
+            if outcomes:  # applied first, in the claim's transaction (one commit)
+                applied = self._apply_outcomes(conn, outcomes, now)
             if 1 < len(asks) <= _MAX_ARMS and sum(count for _, count in asks) <= limit:
                 # Per-Queue limits that fit in the total: one statement for every Queue.
                 for index, (queue, count) in enumerate(asks):
@@ -691,12 +731,43 @@ class SQLiteStore:
                 if len(rows) < asked and conn.execute(
                         _sql("queue_is_controlled"), {"queue": queue}).fetchone():
                     controlled.append(queue)  # short: say if a control may be why
+            _count_jobs(conn, _moved(Counter(row[2] for row in claimed), "scheduled", "leased"))
             if probe:
                 due = self._probe(conn, probe, now)
         times: dict[int, datetime] = {}
         return Claimed(quarantine_undecodable(
             self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
-            due, controlled)
+            due, controlled, applied)
+
+    @staticmethod
+    def _apply_outcomes(
+        conn: sqlite3.Connection, outcomes: Sequence[LeaseOutcome], now: datetime
+    ) -> int:
+        """Inside a write transaction: each outcome with the statement its own method runs
+        (successes batched); how many leases were still held."""
+        finished_at = _us(now)
+        succeeded: list[Lease] = []
+        results: list[str | None] = []
+        applied = 0
+        for lease, outcome in outcomes:
+            if isinstance(outcome, Succeeded):
+                succeeded.append(lease)
+                results.append(outcome.result_json)
+                continue
+            fence = {"id": lease.job_id, "owner": lease.owner, "attempt": lease.attempt}
+            if isinstance(outcome, RetryAt):
+                applied += conn.execute(_sql("retry"), {
+                    **fence, "now": finished_at, "due_at": _us(outcome.due_at),
+                    "error": outcome.error, "cancelled_error": CANCELLED_ON_REQUEST,
+                }).rowcount
+            else:
+                name = ("dead_letter" if isinstance(outcome, DeadLettered) else
+                        "cancel_leased" if isinstance(outcome, Cancelled) else "quarantine")
+                applied += conn.execute(_sql(name), {
+                    **fence, "now": finished_at, "error": outcome.error}).rowcount
+        if succeeded:
+            applied += SQLiteStore._complete_on(conn, succeeded, results, now)
+        return applied
 
     @staticmethod
     def _probe(conn: sqlite3.Connection, queues: Sequence[str], now: datetime) -> list[str]:
@@ -710,18 +781,28 @@ class SQLiteStore:
     ) -> int:
         if not leases:
             return 0
-        finished_at = _us(now)
-        if results is None:  # no results to store: the statement without that column
-            plain = [(finished_at, lease.job_id, lease.owner, lease.attempt)
-                     for lease in leases]
-            with self._write("completing jobs") as conn:
-                return conn.executemany(_sql("complete_no_results"), plain).rowcount
-        rows = [
-            (result, finished_at, lease.job_id, lease.owner, lease.attempt)
-            for lease, result in zip(leases, results, strict=True)
-        ]
         with self._write("completing jobs") as conn:
-            return conn.executemany(_sql("complete"), rows).rowcount
+            return self._complete_on(conn, leases, results, now)
+
+    @staticmethod
+    def _complete_on(conn: sqlite3.Connection, leases: Sequence[Lease],
+                     results: Sequence[str | None] | None, now: datetime) -> int:
+        """Inside a write transaction: finish `leases` as succeeded (complete.sql, one
+        statement) and count the jobs it moved (migration 8); how many were still held.
+        Shared by `complete` and the outcomes a claim carries, so both count alike."""
+        if results is None or not any(result is not None for result in results):
+            # no results to store (the common case): none to send
+            leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
+                                      for lease in leases])
+        else:
+            leases_json = json.dumps([
+                (lease.job_id, lease.owner, lease.attempt, result)
+                for lease, result in zip(leases, results, strict=True)])
+        finished = conn.execute(_sql("complete"), {"now": _us(now), "leases": leases_json}
+                                ).fetchall()
+        _count_jobs(conn, _moved(Counter(queue for (queue,) in finished),
+                                 "leased", "succeeded"))
+        return len(finished)
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
         if not leases:
@@ -1057,6 +1138,7 @@ class SQLiteStore:
         with self._write("firing a schedule") as conn:
             if conn.execute(_sql("fire_schedule"), params).rowcount == 1:
                 (job_id,) = conn.execute(_sql("fire_schedule_enqueue"), params).fetchone()
+                _count_jobs(conn, {(job.queue, "scheduled"): 1})
                 fired = int(job_id)
             else:
                 row = conn.execute(_sql("schedule_definition"), {"name": name}).fetchone()

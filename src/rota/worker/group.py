@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from rota.core.dispatch import ClaimRequest, Dispatcher, PassPlan, WeightedDispatcher
 from rota.core.groups import WorkerGroupOptions
@@ -34,7 +35,7 @@ from rota.core.outcomes import (
 from rota.core.policy import PolicyFault
 from rota.core.retry import RetryPolicy
 from rota.core.suspects import lease_expired_error
-from rota.store.base import Claimed, Store, StoreError
+from rota.store.base import Claimed, LeaseOutcome, Store, StoreError
 
 logger = logging.getLogger("rota")
 
@@ -102,6 +103,9 @@ class GroupRunner:
         self._survey_pending = (isinstance(self.dispatcher, WeightedDispatcher)
                                 and len(options.policy.queues) > options.claim_capacity)
         self._claimed_nothing = False  # whether the last pass claimed nothing
+        # How many of the outcomes given to the last claim_pass were applied (their lease
+        # still held), or None if no claim of that pass carried them (not written).
+        self.outcomes_applied: int | None = None
 
     def note_work(self, queue: str) -> None:
         """A wake-up hint: jobs were enqueued into `queue`. If the group holds it for
@@ -120,6 +124,7 @@ class GroupRunner:
     def claim_pass(
         self, store: Store, free: int, now: datetime,
         *, stop: Callable[[], bool] | None = None,
+        outcomes: Sequence[LeaseOutcome] = (),
     ) -> tuple[PassPlan[JobRecord], list[JobRecord]]:
         """Claim into `free` slots as the core plans; return the plan and the jobs in slot
         order. A claim that raises cuts the pass short, whatever it raises (`StoreError`
@@ -127,13 +132,20 @@ class GroupRunner:
         set); so does `stop()` turning true between two claims (shutdown). What was
         already claimed is still returned, so no claimed job is lost. If anything else
         raises (the planner, or a BaseException such as KeyboardInterrupt), the jobs
-        claimed so far are handed back (`release`) before the exception propagates."""
+        claimed so far are handed back (`release`) before the exception propagates.
+
+        `outcomes` (finished jobs' outcomes, for a store whose `claim` takes them) ride
+        with the pass's first claim round, in its transaction; `outcomes_applied` then
+        says how many were applied, or stays None if no claim carried them (the caller
+        writes them itself)."""
+        self.outcomes_applied = None
         recheck, self._recheck = self._recheck, False
         self._probed = False
         if self._recheck_at is not None and now >= self._recheck_at:
             recheck = True
-        plan: PassPlan[JobRecord] = (self.dispatcher.begin_pass(free, recheck=True)
-                                     if recheck else self.dispatcher.begin_pass(free))
+        plan: PassPlan[JobRecord] = (
+            self.dispatcher.begin_pass(free, recheck=recheck, queue_of=_queue_of)
+            if self._weighted else self.dispatcher.begin_pass(free))
         lease_expires_at = now + self.options.lease_duration
         self.last_pass_failed = False
         claimed: list[JobRecord] = []
@@ -160,27 +172,27 @@ class GroupRunner:
                 else:
                     if isinstance(answer, Claimed):
                         no_work = self._no_work = set(queues) - answer.due
+            # The plan answers its claims of Queues in no_work itself (found empty now;
+            # the dispatcher remembers them from here on, so no_work lets them go).
+            # It keeps a reference: a claim's own probe adds the Queues it drained.
+            answered: list[str] = []
+            if self._weighted:
+                plan.answer_known_empty(no_work, answered)
             while requests := plan.next_claims():
+                no_work.difference_update(answered)
+                answered.clear()
                 if stop is not None and stop():
                     plan.cut_short()
                     break
-                if no_work and not requests[0].probe:
-                    remote = []
-                    for request in requests:
-                        if request.queues[0] in no_work:
-                            # Found empty now; the dispatcher remembers it from here on.
-                            no_work.discard(request.queues[0])
-                            plan.claimed(request, [])
-                        else:
-                            remote.append(request)
-                    requests = remote
-                    if not requests:
-                        continue
                 try:
                     if requests[0].probe:
                         self._probe(store, plan, requests[0], now, lease_expires_at)
                         continue
-                    jobs = self._claim_round(store, requests, now, lease_expires_at)
+                    jobs = self._claim_round(store, requests, now, lease_expires_at,
+                                             outcomes)
+                    if outcomes:
+                        self._carried(jobs, len(outcomes))
+                        outcomes = ()
                 except Exception as error:
                     self._claim_failed([r.queues[0] for r in requests]
                                        if len(requests) > 1 else requests[0].queues, error)
@@ -199,6 +211,7 @@ class GroupRunner:
                 for request in requests:
                     queue = request.queues[0]
                     _record(plan, request, by_queue.get(queue, []), queue in controlled)
+            no_work.difference_update(answered)
             dispatched = plan.dispatch_order()
         except BaseException:
             self._hand_back(store, claimed, now)
@@ -219,28 +232,44 @@ class GroupRunner:
             return True
         return False
 
+    def _carried(self, jobs: list[JobRecord], carried: int) -> None:
+        """After a claim that carried `carried` outcomes: note how many applied, and say
+        so when some had lost their lease (as `record_successes` does)."""
+        applied = jobs.applied if isinstance(jobs, Claimed) else carried
+        self.outcomes_applied = applied
+        if applied < carried:
+            logger.warning(
+                "group %s: %d of %d outcomes written with a claim had lost their lease "
+                "before they were recorded; those outcomes were ignored and the jobs will "
+                "run again", self.name, carried - applied, carried)
+
     def _claim_round(
         self, store: Store, requests: Sequence[ClaimRequest], now: datetime,
-        lease_expires_at: datetime,
+        lease_expires_at: datetime, outcomes: Sequence[LeaseOutcome] = (),
     ) -> list[JobRecord]:
         """One round of the plan's claims in one store round trip: a plain claim when the
-        round asks one Queue set, else one claim with per-Queue limits."""
+        round asks one Queue set, else one claim with per-Queue limits. `outcomes`, if
+        any, ride with it (passed only then: a store of the older contract lacks them)."""
+        extra: dict[str, Any] = {"outcomes": outcomes} if outcomes else {}
         if not self._weighted:
             request = requests[0]
             return store.claim(request.queues, request.limit, now=now, owner=self.owner,
-                               lease_expires_at=lease_expires_at)
-        # Weighted: one Queue per request. The claim also probes its own Queues, so that a
-        # Queue it drains is known empty (answered here, found empty, at its next turn)
-        # without a reflow round trip to find it so.
-        queues = [request.queues[0] for request in requests]
+                               lease_expires_at=lease_expires_at, **extra)
+        # Weighted: one Queue per request, but for a pass's last-resort sweep (a request
+        # alone in its round, over several Queues, answered like Strict's claim). The
+        # claim also probes its own Queues, so that a Queue it drains is known empty
+        # (answered here, found empty, at its next turn) without a reflow round trip to
+        # find it so.
         if len(requests) == 1:
+            queues = list(requests[0].queues)
             jobs = store.claim(queues, requests[0].limit, now=now, owner=self.owner,
-                               lease_expires_at=lease_expires_at, probe=queues)
+                               lease_expires_at=lease_expires_at, probe=queues, **extra)
         else:
+            queues = [request.queues[0] for request in requests]
             jobs = store.claim(
                 queues, sum(request.limit for request in requests),
                 now=now, owner=self.owner, lease_expires_at=lease_expires_at,
-                limits=[request.limit for request in requests], probe=queues,
+                limits=[request.limit for request in requests], probe=queues, **extra,
             )
         if isinstance(jobs, Claimed):
             self._no_work.update(set(queues) - jobs.due - jobs.controlled)
@@ -292,6 +321,10 @@ class GroupRunner:
     ) -> Outcome:
         return after_failure(job.attempt, describe_error(error), self.retry_policy(handler), now,
                              exception=error, job_id=job.id)
+
+
+def _queue_of(job: JobRecord) -> str:
+    return job.queue
 
 
 def _record(

@@ -22,7 +22,10 @@ four tasks:
   `complete` call; it lets outcomes gather for up to `OUTCOME_LINGER_S` (10 ms) unless
   `OUTCOME_BATCH` are already waiting, so a busy group writes in large batches. A write
   that fails with `StoreError` is retried with backoff; the lease stays renewed
-  meanwhile, so no finished job is dropped.
+  meanwhile, so no finished job is dropped. Usually a pass gets there first: when the
+  store's `claim` takes `outcomes` (rota's stores do), the pass hands the outcomes
+  waiting at that moment to its claim, which applies them in its own transaction (one
+  commit for both, issue 14). If that claim fails, they go back to the writer.
 
 Every one of these long-lived tasks runs under `supervise` (rota.worker.supervision): an
 exception it does not handle itself is logged once at ERROR with its traceback and the task
@@ -58,6 +61,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import inspect
 import logging
 import threading
 import time
@@ -69,7 +73,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from rota.core.clock import Clock
 from rota.core.dispatch import PassPlan
 from rota.core.jobs import JobRecord
-from rota.core.outcomes import Outcome, Succeeded
+from rota.core.outcomes import Outcome, Succeeded, describe
 from rota.core.retry import RetryPolicy
 from rota.core.suspects import is_suspect
 from rota.store.base import Store, StoreError, WakeupSource
@@ -165,8 +169,14 @@ class _Held:
     handed_back: bool = False  # released at shutdown; its outcome is never written
     current: CurrentJob | None = None  # rota.current_job() of its handler (its job task)
     overran: bool = False  # a sync handler past its timeout still holds its Worker thread
-    # Set by its job task when the handler finished: the outcome the writer is to write.
-    outcome: Outcome | None = None
+
+
+@dataclass(eq=False)
+class _Finished:
+    """A finished job whose outcome waits for the outcome writer."""
+
+    held: _Held
+    outcome: Outcome
 
 
 class Runtime:
@@ -220,6 +230,9 @@ class Runtime:
         for group in self.groups:
             for queue in group.runner.options.policy.queues:
                 self._by_queue.setdefault(queue, []).append(group)
+        # Whether the store's claim takes `outcomes` (rota's stores do; a Store written
+        # to the contract before issue 14 may not): then passes write outcomes with claims.
+        self.claims_take_outcomes = "outcomes" in inspect.signature(store.claim).parameters
         # Owned by start()/stop() on the loop thread.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
@@ -464,9 +477,8 @@ class GroupLoop:
         # Loop thread. Entries added by the pass task, marked by job and heartbeat tasks,
         # removed by the outcome writer (after the write) or by shutdown.
         self._held: dict[int, _Held] = {}
-        # Loop thread. Held jobs whose outcome is set, waiting for the outcome writer:
-        # appended by job tasks, drained by the writer.
-        self._finished: list[_Held] = []
+        # Loop thread. Appended by job tasks, drained by the outcome writer.
+        self._finished: list[_Finished] = []
         self._finished_ready = asyncio.Event()  # set by job tasks, cleared by the writer
         self._all_written = asyncio.Event()  # set by the writer when _finished is empty
         self._all_written.set()
@@ -475,10 +487,12 @@ class GroupLoop:
         self._running = 0
         # Loop thread. Jobs asked for by the pass in progress (claims in flight).
         self._claiming = 0
-        # Loop thread. The batch the outcome writer is writing now (set and cleared by it).
-        self._in_write: list[_Held] | None = None
+        # Loop thread. Ids of the jobs whose outcomes are being written now, by the outcome
+        # writer or with a claim (each takes its batch out of `_finished`, and puts back
+        # what it could not write).
+        self._writing: set[int] = set()
         # Loop thread. Attempts whose outcomes were written since the group started, per
-        # Queue and outcome type: counted by the outcome writer, read through `served`.
+        # Queue and outcome type: counted as they are written, read through `served`.
         self._served: dict[str, dict[type, int]] = {}
         self._wake = asyncio.Event()  # set by any trigger; cleared by the pass task
         # Created by start(), cancelled or awaited by shutdown()/abort().
@@ -532,7 +546,7 @@ class GroupLoop:
     @property
     def busy(self) -> bool:
         """Whether a handler runs, a claim is in flight or an outcome is unwritten."""
-        return bool(self._running or self._claiming or self._finished or self._in_write)
+        return bool(self._running or self._claiming or self._finished or self._writing)
 
     def holds(self, held: _Held) -> bool:
         return self._held.get(held.job.id) is held
@@ -571,15 +585,20 @@ class GroupLoop:
             self._claiming = free
             observers = self.runtime.observers
             began = time.perf_counter() if observers else 0.0
+            carried = self._take_finished() if self.runtime.claims_take_outcomes else []
             try:
                 # Whatever a claim raises, claim_pass returns (or, for an error outside
                 # the claims, hands back) what it had claimed; an exception that gets out
                 # is logged by the supervisor, which starts this duty again.
                 plan, jobs = await self.runtime.store_call(
-                    self.runner.claim_pass, self.runtime.store, free, now, stop=stopping.is_set
+                    self.runner.claim_pass, self.runtime.store, free, now,
+                    stop=stopping.is_set,
+                    outcomes=[(item.held.job.lease, item.outcome) for item in carried],
                 )
             finally:
                 self._claiming = 0
+                if carried:
+                    self._carried_written(carried)
             if observers:
                 round_trip_s = time.perf_counter() - began
                 for observer in observers:
@@ -712,8 +731,7 @@ class GroupLoop:
             self._wake.set()  # refill this Worker's slot at once
         if held.handed_back:
             return None
-        held.outcome = outcome
-        self._finished.append(held)
+        self._finished.append(_Finished(held, outcome))
         self._all_written.clear()
         self._finished_ready.set()
         if self.runtime.outcome_callbacks:
@@ -766,14 +784,12 @@ class GroupLoop:
                 logger.warning("group %s: heartbeat failed (retrying in %.2f s): %s",
                                self.name, delay_s, error)
                 continue
-            in_write = self._in_write
+            writing = self._writing
             for held in mine:
                 if held.job.id in renewed.cancel_requested:
                     self._deliver_cancel(held)
                 if held.job.id not in renewed and not held.handed_back:
-                    if not self.holds(held) or (
-                        in_write is not None and any(f is held for f in in_write)
-                    ):
+                    if not self.holds(held) or held.job.id in writing:
                         continue  # its outcome was being written: that ended the lease
                     held.lost = True
                     logger.warning(
@@ -806,28 +822,71 @@ class GroupLoop:
     # -- outcomes -------------------------------------------------------------------------
 
     def _write(
-        self, batch: list[_Held], now: datetime
-    ) -> tuple[list[_Held], Exception | None]:
+        self, batch: list[_Finished], now: datetime
+    ) -> tuple[list[_Finished], Exception | None]:
         """Store thread: write `batch`'s outcomes, successes in one call. Returns the ones
         written (applied or fenced) and the exception that stopped the rest, if any."""
         store = self.runtime.store
-        written: list[_Held] = []
+        written: list[_Finished] = []
         successes = [f for f in batch if isinstance(f.outcome, Succeeded)]
         results = [f.outcome.result_json for f in successes
                    if isinstance(f.outcome, Succeeded)]
         try:
-            record_successes(store, [f.job for f in successes], now,
+            record_successes(store, [f.held.job for f in successes], now,
                              None if results.count(None) == len(results) else results)
             written.extend(successes)
             for item in batch:
-                outcome = item.outcome
-                if not isinstance(outcome, Succeeded):
-                    assert outcome is not None  # set before the job joined _finished
-                    record_outcome(store, item.job, outcome, now)
+                if not isinstance(item.outcome, Succeeded):
+                    record_outcome(store, item.held.job, item.outcome, now)
                     written.append(item)
         except Exception as error:  # returned, not raised, so `written` is kept
             return written, error
         return written, None
+
+    def _take_finished(self) -> list[_Finished]:
+        """Take every outcome waiting to be written, to write it now; `_done_writing`
+        must follow, whatever happens."""
+        batch, self._finished = self._finished, []
+        self._writing.update(item.held.job.id for item in batch)
+        return batch
+
+    def _done_writing(self, batch: list[_Finished], written: list[_Finished]) -> None:
+        """After a write of `batch` (taken by `_take_finished`): the jobs of `written`
+        (applied or fenced) are no longer held; the rest go back to the writer."""
+        self._writing.difference_update(item.held.job.id for item in batch)
+        if len(written) < len(batch):
+            done = {id(item) for item in written}
+            self._finished[:0] = [item for item in batch if id(item) not in done]
+            self._all_written.clear()
+            self._finished_ready.set()
+        # Per job, so kept lean: one pop, one count keyed by the Queue's name and the
+        # outcome's type, no tuple to build and hash (docs/benchmarks.md).
+        served = self._served
+        held_pop = self._held.pop
+        for item in written:
+            job = item.held.job
+            held_pop(job.id, None)
+            counts = served.get(job.queue)
+            if counts is None:
+                counts = served[job.queue] = {}
+            kind = type(item.outcome)
+            counts[kind] = counts.get(kind, 0) + 1
+        if written and self.runtime._suspect is not None:
+            self.runtime.after_outcomes_written()
+
+    def _carried_written(self, carried: list[_Finished]) -> None:
+        """After a pass whose claim was given `carried`: done if a claim applied them
+        (with the debug line per job the writer's path logs too), else back to the
+        writer."""
+        if self.runner.outcomes_applied is None:
+            self._done_writing(carried, [])
+            return
+        if logger.isEnabledFor(logging.DEBUG):
+            for item in carried:
+                job = item.held.job
+                logger.debug("job %s (%s) attempt %s recorded: %s", job.id, job.name,
+                             job.attempt, describe(item.outcome))
+        self._done_writing(carried, carried)
 
     async def _write_forever(self) -> None:
         backoff = _Backoff()
@@ -841,34 +900,13 @@ class GroupLoop:
                 await self.runtime.sleep_unless_stopping(OUTCOME_LINGER_S)
             self._finished_ready.clear()
             while self._finished:
-                batch = list(self._finished)
+                batch = self._take_finished()
                 now = self.runtime.clock.now()
-                self._in_write = batch
+                written: list[_Finished] = []
                 try:
                     written, error = await self.runtime.store_call(self._write, batch, now)
                 finally:
-                    self._in_write = None
-                if len(written) == len(batch):
-                    # All written (the usual case): `batch` was the head of `_finished`,
-                    # which only _run_job appends to meanwhile. No per-item filtering.
-                    self._finished = self._finished[len(batch):]
-                else:
-                    done = {id(item) for item in written}
-                    self._finished = [item for item in self._finished if id(item) not in done]
-                # Per job, so kept lean: one pop, one count keyed by the Queue's name and
-                # the outcome's type, no tuple to build and hash (docs/benchmarks.md).
-                served = self._served
-                held_pop = self._held.pop
-                for item in written:
-                    job = item.job
-                    held_pop(job.id, None)
-                    counts = served.get(job.queue)
-                    if counts is None:
-                        counts = served[job.queue] = {}
-                    kind = type(item.outcome)
-                    counts[kind] = counts.get(kind, 0) + 1
-                if self.runtime._suspect is not None:
-                    self.runtime.after_outcomes_written()
+                    self._done_writing(batch, written)
                 if error is not None and not isinstance(error, StoreError):
                     raise error  # the supervisor logs it and starts this duty again
                 if error is not None:
@@ -929,7 +967,7 @@ class GroupLoop:
 
     async def _flush(self) -> None:
         """Give the outcome writer a bounded time to write what is pending."""
-        if not self._finished:
+        if not self._finished and not self._writing:
             return
         self._finished_ready.set()
         try:

@@ -1,12 +1,57 @@
 -- What `queue_infos` needs, in one statement (one snapshot): a row per (Queue, state) with
--- its count, and of its scheduled jobs the number due at `now` and the oldest due time;
--- then a row per Queue setting, with state NULL. An admin read: it scans the table.
-SELECT queue, state, count(*)::integer,
-       (count(*) FILTER (WHERE state = 'scheduled' AND due_at <= %(now)s))::integer,
-       min(due_at) FILTER (WHERE state = 'scheduled' AND due_at <= %(now)s),
+-- its count (job_counts_now, migration 8), and of its scheduled
+-- jobs the number due at `now` and the oldest due time; then a row per Queue setting,
+-- with state NULL.
+--
+-- `due` is exact, found on the partial index jobs_claimable, and walks the smaller side
+-- of `now` where it can: the jobs scheduled ahead (not due yet), up to 1,000, subtracted
+-- from the Queue's scheduled count; else the due ones, up to 1,000; only a Queue with more
+-- than 1,000 of each has its jobs scheduled ahead counted in full (a due backlog can grow
+-- without bound when workers fall behind; jobs scheduled ahead are what producers chose).
+-- Every walk is in index order (ORDER BY due_at), so a generic plan never scans the table.
+SELECT counted.queue, counted.state, counted.jobs, due.jobs, due.oldest,
        NULL::boolean, NULL::integer
-FROM {schema}.jobs
-GROUP BY queue, state
+FROM {schema}.job_counts_now AS counted
+LEFT JOIN LATERAL (
+    SELECT CASE
+               WHEN ahead.jobs < 1000 THEN counted.jobs - ahead.jobs
+               ELSE (
+                   SELECT CASE
+                              WHEN due_now.jobs < 1000 THEN due_now.jobs
+                              ELSE counted.jobs - (
+                                  SELECT count(*) FROM (
+                                      SELECT 1 FROM {schema}.jobs
+                                      WHERE jobs.queue = counted.queue
+                                        AND jobs.state = 'scheduled'
+                                        AND jobs.due_at > %(now)s
+                                      ORDER BY jobs.due_at
+                                  ) AS every_ahead)
+                          END
+                   FROM (
+                       SELECT count(*) AS jobs FROM (
+                           SELECT 1 FROM {schema}.jobs
+                           WHERE jobs.queue = counted.queue AND jobs.state = 'scheduled'
+                             AND jobs.due_at <= %(now)s
+                           ORDER BY jobs.due_at
+                           LIMIT 1000
+                       ) AS first_due
+                   ) AS due_now)
+           END AS jobs,
+           (SELECT jobs.due_at FROM {schema}.jobs
+            WHERE jobs.queue = counted.queue AND jobs.state = 'scheduled'
+              AND jobs.due_at <= %(now)s
+            ORDER BY jobs.due_at LIMIT 1) AS oldest
+    FROM (
+        SELECT count(*) AS jobs FROM (
+            SELECT 1 FROM {schema}.jobs
+            WHERE jobs.queue = counted.queue AND jobs.state = 'scheduled'
+              AND jobs.due_at > %(now)s
+            ORDER BY jobs.due_at
+            LIMIT 1000
+        ) AS first_ahead
+    ) AS ahead
+    WHERE counted.state = 'scheduled'
+) AS due ON true
 UNION ALL
 SELECT queue, NULL, 0, 0, NULL, paused, concurrency_limit
 FROM {schema}.queue_settings
