@@ -790,7 +790,7 @@ class SQLiteStore:
         """Inside a write transaction: finish `leases` as succeeded (complete.sql, one
         statement) and count the jobs it moved (migration 8); how many were still held.
         Shared by `complete` and the outcomes a claim carries, so both count alike."""
-        if results is None or not any(result is not None for result in results):
+        if results is None or results.count(None) == len(results):
             # no results to store (the common case): none to send
             leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
                                       for lease in leases])
