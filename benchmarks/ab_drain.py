@@ -1,6 +1,6 @@
 """Before/after: the noop drain of a real `rota worker` from two rota source trees, alternating.
 
-    python3 benchmarks/ab_drain.py --before /work/wt/base --after . \
+    python3 benchmarks/ab_drain.py --before /work/wt/base --after . [MORE_TREES...] \
         [--stores sqlite postgres] [--jobs 30000] [--runs 5] [--pg-url URL] [--workers N]
 
 The whole runtime, not the store alone: each run enqueues `--jobs` argument-less async
@@ -9,8 +9,9 @@ tree's own rota (so each tree gets its own schema), starts one `rota worker
 benchmarks.workers.rota_app:app` from that tree (one Worker Group, Strict, pool 20), and
 times it from the start of the process until the store holds no unfinished job (polled
 every 50 ms from this process with plain SQL). Runs alternate before, after, after,
-before, ... so that drift on a shared machine falls on both sides. Prints every run (jobs/s
-and the worker's CPU time per job), then the medians and the ratio after/before.
+before, ... so that drift on a shared machine falls on both sides (with several `--after`
+trees: each run walks the trees in turn, every other run in reverse). Prints every run
+(jobs/s and the worker's CPU time per job), then the medians and the ratio after/before.
 Figures, never pass/fail: this is how "the noop drain is within 5 % of before" is checked.
 """
 
@@ -127,7 +128,8 @@ def drain_once(tree: Path, kind: str, jobs: int, pg_url: str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, required=True, help="a rota source tree")
-    parser.add_argument("--after", type=Path, required=True, help="another rota source tree")
+    parser.add_argument("--after", type=Path, nargs="+", required=True,
+                        help="another rota source tree (or several)")
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres"],
                         choices=["sqlite", "postgres"])
     parser.add_argument("--jobs", type=int, default=30_000)
@@ -136,12 +138,16 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1,
                         help="`rota worker` processes draining together (default 1)")
     options = parser.parse_args()
-    trees = {"before": options.before.resolve(), "after": options.after.resolve()}
+    afters = [tree.resolve() for tree in options.after]
+    labels = ["after"] if len(afters) == 1 else [f"after{i + 1}" for i in range(len(afters))]
+    trees = {"before": options.before.resolve(), **dict(zip(labels, afters, strict=True))}
+    for label in labels if len(labels) > 1 else ():
+        print(f"{label} = {trees[label]}", flush=True)
     for kind in options.stores:
-        rates: dict[str, list[float]] = {"before": [], "after": []}
-        cpus: dict[str, list[float]] = {"before": [], "after": []}
+        rates: dict[str, list[float]] = {label: [] for label in trees}
+        cpus: dict[str, list[float]] = {label: [] for label in trees}
         for run in range(options.runs):
-            order = ("before", "after") if run % 2 == 0 else ("after", "before")
+            order = list(trees) if run % 2 == 0 else list(trees)[::-1]
             for label in order:
                 rate, cpu = drain_once(trees[label], kind, options.jobs, options.pg_url,
                                        options.workers)
@@ -149,11 +155,12 @@ def main() -> None:
                 cpus[label].append(cpu)
                 print(f"{kind:8} run {run + 1} {label:6} {rate:8,.0f} jobs/s  "
                       f"worker CPU {cpu:6.1f} us/job", flush=True)
-        before, after = (statistics.median(rates[k]) for k in ("before", "after"))
-        cpu_before, cpu_after = (statistics.median(cpus[k]) for k in ("before", "after"))
-        print(f"{kind:8} MEDIAN before {before:,.0f} jobs/s ({cpu_before:.1f} us/job CPU), "
-              f"after {after:,.0f} jobs/s ({cpu_after:.1f} us/job CPU): "
-              f"after/before = {after / before:.3f}", flush=True)
+        before, cpu_before = statistics.median(rates["before"]), statistics.median(cpus["before"])
+        for label in labels:
+            after, cpu_after = statistics.median(rates[label]), statistics.median(cpus[label])
+            print(f"{kind:8} MEDIAN before {before:,.0f} jobs/s ({cpu_before:.1f} us/job CPU), "
+                  f"{label} {after:,.0f} jobs/s ({cpu_after:.1f} us/job CPU): "
+                  f"{label}/before = {after / before:.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ times. The worker's CPU time is a fixed part (interpreter start, imports, start 
 of the runtime) plus a part per job; two drain sizes separate them: per job =
 (CPU(large) - CPU(small)) / (large - small), fixed = CPU(small) - small * per job
 (medians). ab_drain's "CPU per job" mixes the two, so a slower start-up reads there as a
-slower drain. Figures, never pass/fail.
+slower drain. The same split of the wall-clock time (process start to the last job
+finished) follows: a tree can spend the same CPU per job and still drain slower (waits).
+Figures, never pass/fail.
 """
 
 from __future__ import annotations
@@ -35,11 +37,13 @@ def main() -> None:
     sizes = (options.small, options.large)
     for kind in options.stores:
         cpu_ms: dict[tuple[Path, int], list[float]] = {(t, n): [] for t in trees for n in sizes}
+        wall_ms: dict[tuple[Path, int], list[float]] = {(t, n): [] for t in trees for n in sizes}
         for run in range(options.runs):
             for jobs in sizes:
                 for tree in trees if run % 2 == 0 else trees[::-1]:
-                    _, us_per_job = drain_once(tree, kind, jobs, options.pg_url)
+                    rate, us_per_job = drain_once(tree, kind, jobs, options.pg_url)
                     cpu_ms[(tree, jobs)].append(us_per_job * jobs / 1e3)
+                    wall_ms[(tree, jobs)].append(jobs / rate * 1e3)
         for tree in trees:
             small, large = (statistics.median(cpu_ms[(tree, n)]) for n in sizes)
             per_job_us = (large - small) * 1e3 / (options.large - options.small)
@@ -47,6 +51,11 @@ def main() -> None:
             print(f"{kind:8} {tree}: CPU {small:,.0f} ms ({options.small:,} jobs), "
                   f"{large:,.0f} ms ({options.large:,}): per job {per_job_us:.2f} us, "
                   f"fixed {fixed_ms:.0f} ms", flush=True)
+            small, large = (statistics.median(wall_ms[(tree, n)]) for n in sizes)
+            per_job_us = (large - small) * 1e3 / (options.large - options.small)
+            fixed_ms = small - per_job_us * options.small / 1e3
+            print(f"{kind:8} {tree}: wall per job {per_job_us:.2f} us, fixed {fixed_ms:.0f} ms",
+                  flush=True)
 
 
 if __name__ == "__main__":

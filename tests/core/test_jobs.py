@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from datetime import UTC, datetime
@@ -16,6 +17,8 @@ from rota.core.jobs import (
     TRANSITIONS,
     InvalidTransition,
     JobEvent,
+    JobRecord,
+    Lease,
     NewJob,
     PayloadTooLarge,
     check_new_jobs,
@@ -25,6 +28,7 @@ from rota.core.jobs import (
     decode_stored_arguments,
     encode_arguments,
     encode_result,
+    new_record,
     transition,
     validate_job_name,
 )
@@ -287,3 +291,24 @@ def test_stored_arguments_that_cannot_be_decoded_give_a_reason_not_an_exception(
 def test_sound_stored_arguments_decode_with_no_reason() -> None:
     assert decode_stored_arguments('[1, "a"]', '{"k": [2]}') == ((1, "a"), {"k": [2]}, None)
     assert decode_stored_arguments("[]", "{}") == ((), {}, None)
+
+
+def test_new_record_is_an_ordinary_frozen_job_record() -> None:
+    """The stores' hot-path constructor (an unfrozen twin whose class is switched) builds
+    what JobRecord(...) builds, field for field, and the result is as frozen."""
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    values = (7, "email", "mail", JobState.LEASED, 2, at, (1, "a"), {"k": [1]}, "boom", at,
+              None, "owner", at, at, {"r": 1}, True, None, "key", '{"tp": "x"}')
+    built = new_record(*values)
+    assert type(built) is JobRecord
+    assert built == JobRecord(*values)
+    assert repr(built) == repr(JobRecord(*values))
+    assert [getattr(built, f.name) for f in dataclasses.fields(JobRecord)] == list(values)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.attempt = 3  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        new_record(*values[:-1])  # every field, positionally: no defaults
+    lease = built.lease
+    assert type(lease) is Lease and lease == Lease(7, "owner", 2)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        lease.owner = "other"  # type: ignore[misc]

@@ -28,7 +28,11 @@ SUBCOMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `rota` parser with every subcommand, or with `command`'s alone: then the other
+    subcommands' modules (and what they import, such as rich's tables) stay unloaded,
+    which was ~a fifth of a `rota worker` process's start-up (docs/benchmarks.md, "Drain
+    cost: issue 9 bought back")."""
     parser = argparse.ArgumentParser(
         prog="rota",
         description="rota: background jobs with fair, deterministic dispatch between Queues.",
@@ -36,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more logging (-v info, -vv debug)")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in SUBCOMMANDS:
+    for name in SUBCOMMANDS if command is None else (command,):
         try:
             module = importlib.import_module(f"rota.cli.{name}")
         except ModuleNotFoundError as error:
@@ -71,9 +75,14 @@ def _split_at_double_dash(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
     before, trailing = _split_at_double_dash(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(_verbosity_first(before))
+    before = _verbosity_first(before)
+    # The command is the first word after the -v flags (the top level has no option that
+    # takes a value). Anything else (`rota`, `rota -h`, a typo) gets the whole parser, so
+    # help and "invalid choice" list every command.
+    first = next((arg for arg in before if arg not in VERBOSE_FLAGS), None)
+    parser = build_parser(first if first in SUBCOMMANDS else None)
+    args = parser.parse_args(before)
     if trailing:
         if not isinstance(getattr(args, "job_args", None), list):
             parser.error(f"unrecognized arguments after '--': {' '.join(trailing)}")

@@ -151,6 +151,10 @@ LeaseOutcome = tuple[Lease, Outcome]
 record (rota.core.outcomes)."""
 
 
+# Built once: `A | B | ...` in the loop below built a union type per outcome (per job).
+_OUTCOME_TYPES = (Succeeded, RetryAt, DeadLettered, Quarantined, Cancelled)
+
+
 def check_outcomes(outcomes: Sequence[LeaseOutcome]) -> None:
     """Refuse outcomes a claim cannot apply, before anything is written.
 
@@ -160,8 +164,7 @@ def check_outcomes(outcomes: Sequence[LeaseOutcome]) -> None:
     """
     for item in outcomes:
         if (not isinstance(item, tuple) or len(item) != 2 or not isinstance(item[0], Lease)
-                or not isinstance(item[1], Succeeded | RetryAt | DeadLettered | Quarantined
-                                  | Cancelled)):
+                or not isinstance(item[1], _OUTCOME_TYPES)):
             raise TypeError(
                 "a claim's outcomes are (rota.core.jobs.Lease, rota.core.outcomes outcome) "
                 f"pairs; got {item!r}")

@@ -61,6 +61,7 @@ from rota.core.jobs import (
     check_requeueable,
     decode_result,
     decode_stored_arguments,
+    new_record,
 )
 from rota.core.outcomes import Cancelled, DeadLettered, RetryAt, Succeeded
 from rota.core.queue_controls import (
@@ -286,12 +287,12 @@ def _leased_record(
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, trace_context) = row
     args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
-    return JobRecord(
-        id=job_id, name=name, queue=queue, state=JobState.LEASED, attempt=attempt,
-        due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
-        created_at=created_at, lease_owner=owner, lease_expires_at=lease_expires_at,
-        started_at=started_at,
-        arguments_error=arguments_error, trace_context=trace_context,
+    # Every field in order (new_record: ~5x cheaper than JobRecord's keywords): finished_at,
+    # result, cancel_requested and key are those of a job just leased.
+    return new_record(
+        job_id, name, queue, JobState.LEASED, attempt, due_at, args, kwargs, last_error,
+        created_at, None, owner, lease_expires_at, started_at, None, False, arguments_error,
+        None, trace_context,
     )
 
 

@@ -50,6 +50,7 @@ from rota.core.jobs import (
     decode_arguments,
     decode_result,
     decode_stored_arguments,
+    new_record,
 )
 from rota.core.outcomes import Cancelled, DeadLettered, RetryAt, Succeeded
 from rota.core.queue_controls import (
@@ -232,11 +233,11 @@ def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
         due = times[due_at] = _at(due_at)
     if (created := times.get(created_at)) is None:
         created = times[created_at] = _at(created_at)
-    return JobRecord(
+    return new_record(
         job_id, name, queue, JobState.LEASED, attempt, due, args, kwargs, last_error,
         created, None if finished_at is None else _at(finished_at), owner, expires, started,
         None if result is None else decode_result(result), bool(cancel_requested),
-        arguments_error, trace_context=trace_context,
+        arguments_error, None, trace_context,
     )
 
 
@@ -789,7 +790,7 @@ class SQLiteStore:
         """Inside a write transaction: finish `leases` as succeeded (complete.sql, one
         statement) and count the jobs it moved (migration 8); how many were still held.
         Shared by `complete` and the outcomes a claim carries, so both count alike."""
-        if results is None or not any(result is not None for result in results):
+        if results is None or results.count(None) == len(results):
             # no results to store (the common case): none to send
             leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
                                       for lease in leases])

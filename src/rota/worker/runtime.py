@@ -156,7 +156,7 @@ class _Backoff:
         self._next_s = STORE_RETRY_FIRST_S
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Held:
     """A job this group holds a lease on. Loop thread only."""
 
@@ -491,10 +491,9 @@ class GroupLoop:
         # writer or with a claim (each takes its batch out of `_finished`, and puts back
         # what it could not write).
         self._writing: set[int] = set()
-        # Loop thread. Attempts whose outcomes were written, per (Queue, outcome name),
-        # since the group started: counted by the outcome writer, read by the worker
-        # registry's refresh (rota.worker.registry) and metrics.
-        self.served: dict[tuple[str, str], int] = {}
+        # Loop thread. Attempts whose outcomes were written since the group started, per
+        # Queue and outcome type: counted as they are written, read through `served`.
+        self._served: dict[str, dict[type, int]] = {}
         self._wake = asyncio.Event()  # set by any trigger; cleared by the pass task
         # Created by start(), cancelled or awaited by shutdown()/abort().
         self._pass_task: asyncio.Task[None] | None = None
@@ -509,6 +508,15 @@ class GroupLoop:
     def running(self) -> int:
         """Jobs whose handlers are running now (Workers busy)."""
         return self._running
+
+    @property
+    def served(self) -> dict[tuple[str, str], int]:
+        """Attempts whose outcomes were written since the group started, per (Queue,
+        outcome name): read by the worker registry's refresh (rota.worker.registry) and by
+        metrics, from any thread (each level is copied at once, under the GIL)."""
+        return {(queue, OUTCOME_NAMES[kind]): count
+                for queue, counts in list(self._served.items())
+                for kind, count in list(counts.items())}
 
     @property
     def in_flight(self) -> int:
@@ -825,7 +833,7 @@ class GroupLoop:
                    if isinstance(f.outcome, Succeeded)]
         try:
             record_successes(store, [f.held.job for f in successes], now,
-                             results if any(r is not None for r in results) else None)
+                             None if results.count(None) == len(results) else results)
             written.extend(successes)
             for item in batch:
                 if not isinstance(item.outcome, Succeeded):
@@ -851,17 +859,18 @@ class GroupLoop:
             self._finished[:0] = [item for item in batch if id(item) not in done]
             self._all_written.clear()
             self._finished_ready.set()
-        # Per job, so kept lean: one pop, one count (see docs/benchmarks.md Levers).
-        served = self.served
+        # Per job, so kept lean: one pop, one count keyed by the Queue's name and the
+        # outcome's type, no tuple to build and hash (docs/benchmarks.md).
+        served = self._served
         held_pop = self._held.pop
         for item in written:
             job = item.held.job
             held_pop(job.id, None)
-            key = (job.queue, OUTCOME_NAMES[type(item.outcome)])
-            if key in served:
-                served[key] += 1
-            else:
-                served[key] = 1
+            counts = served.get(job.queue)
+            if counts is None:
+                counts = served[job.queue] = {}
+            kind = type(item.outcome)
+            counts[kind] = counts.get(kind, 0) + 1
         if written and self.runtime._suspect is not None:
             self.runtime.after_outcomes_written()
 
