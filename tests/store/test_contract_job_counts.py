@@ -162,3 +162,21 @@ def test_due_is_exact_on_either_side_of_a_thousand(store: Store, ahead: int, due
     assert info.counts[JobState.LEASED] == 1
     assert info.oldest_due_at == min(job.due_at for job in every_job(store)
                                      if job.state is JobState.SCHEDULED and job.due_at <= T0)
+
+
+def test_counts_stay_exact_when_one_write_touches_hundreds_of_queues(store: Store) -> None:
+    # Given one enqueue of a job into each of 700 Queues (more (Queue, state) pairs than
+    # one counting statement takes), then a claim of 30 of them
+    names = [f"q{i:03}" for i in range(700)]
+    store.enqueue([NewJob(name="job", queue=name, due_at=T0) for name in names], T0)
+    claimed = store.claim(names[:30], 30, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    # When a claim of 20 more Queues carries the successes of the first 25, and a complete
+    # ends the other 5
+    store.claim(names[30:50], 20, now=T0, owner="w", lease_expires_at=T0 + LEASE,
+                outcomes=[(job.lease, Succeeded()) for job in claimed[:25]])
+    assert store.complete([job.lease for job in claimed[25:]], T0) == 5
+    # Then the counts equal a full count of the rows
+    assert_counts_exact(store, T0)
+    counts = store.count_jobs()
+    assert sum(n for (_, state), n in counts.items() if state is JobState.SUCCEEDED) == 30
+    assert sum(n for (_, state), n in counts.items() if state is JobState.LEASED) == 20

@@ -264,25 +264,37 @@ def _enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, .
     return rows
 
 
+# count_jobs_add.sql: at most this many (Queue, state) pairs in one statement (3 parameters
+# each, within SQLite's 999 on every version rota supports).
+_MAX_COUNTED_PAIRS = 300
+
+
+@functools.cache
+def _count_jobs_sql(pairs: int) -> str:
+    """count_jobs_add.sql with `pairs` rows of values."""
+    return _sql("count_jobs_add").replace("{rows}", ", ".join(["(?, ?, ?)"] * pairs))
+
+
 def _count_jobs(conn: sqlite3.Connection | sqlite3.Cursor,
                 changes: Mapping[tuple[str, str], int]) -> None:
     """Add `changes` (jobs per (Queue, state value)) to the counts of migration 8, in the
-    caller's write transaction. The hot statements (enqueue, claim, complete, a schedule's
-    fire) count themselves with it, once per statement; the triggers of migration 8 count
-    every other change."""
-    rows = [(queue, state, jobs) for (queue, state), jobs in changes.items() if jobs]
-    if rows:
-        conn.executemany(_sql("count_jobs_add"), rows)
+    caller's write transaction, in one statement (per 300 pairs). The hot statements
+    (enqueue, claim, complete, a schedule's fire) count themselves with it, once per
+    transaction; the triggers of migration 8 count every other change."""
+    values = [value for (queue, state), jobs in changes.items() if jobs
+              for value in (queue, state, jobs)]
+    step = 3 * _MAX_COUNTED_PAIRS
+    for start in range(0, len(values), step):
+        chunk = values[start:start + step]
+        conn.execute(_count_jobs_sql(len(chunk) // 3), chunk)
 
 
-def _moved(jobs: Mapping[str, int], from_state: str, to_state: str
-           ) -> dict[tuple[str, str], int]:
-    """The count changes of `jobs` (per Queue) going from one state to another."""
-    changes: dict[tuple[str, str], int] = {}
-    for queue, count in jobs.items():
-        changes[(queue, from_state)] = -count
-        changes[(queue, to_state)] = count
-    return changes
+def _move(changes: dict[tuple[str, str], int], queue: str, jobs: int,
+          from_state: str, to_state: str) -> None:
+    """Add to `changes` the move of `jobs` jobs of `queue` from one state to another."""
+    if jobs:
+        changes[(queue, from_state)] = changes.get((queue, from_state), 0) - jobs
+        changes[(queue, to_state)] = changes.get((queue, to_state), 0) + jobs
 
 
 _queue_of: Final = operator.attrgetter("queue")
@@ -700,10 +712,12 @@ class SQLiteStore:
         # One UPDATE per Queue inside one transaction: each is an index range scan of at
         # most `limit` rows, and the given Queue order needs no sort over all due jobs.
         asks = [(queue, min(cap, limit)) for queue, cap in caps if cap > 0]
+        # What the claim and its successes move, counted in one statement (migration 8).
+        changes: dict[tuple[str, str], int] = {}
         applied = 0
         with self._write("claiming") as conn:
             if outcomes:  # applied first, in the claim's transaction (one commit)
-                applied = self._apply_outcomes(conn, outcomes, now)
+                applied = self._apply_outcomes(conn, outcomes, now, changes)
             if 1 < len(asks) <= _MAX_ARMS and sum(count for _, count in asks) <= limit:
                 # Per-Queue limits that fit in the total: one statement for every Queue.
                 for index, (queue, count) in enumerate(asks):
@@ -715,6 +729,7 @@ class SQLiteStore:
                 for queue, asked in asks:
                     rows = sorted(by_queue.get(queue, ()), key=lambda row: (row[4], row[0]))
                     claimed.extend(rows)
+                    _move(changes, queue, len(rows), "scheduled", "leased")
                     if len(rows) < asked and conn.execute(
                             _sql("queue_is_controlled"), {"queue": queue}).fetchone():
                         controlled.append(queue)
@@ -728,10 +743,11 @@ class SQLiteStore:
                 rows = conn.execute(claim_sql, params).fetchall()
                 rows.sort(key=lambda row: (row[4], row[0]))  # RETURNING order is unspecified
                 claimed.extend(rows)
+                _move(changes, queue, len(rows), "scheduled", "leased")
                 if len(rows) < asked and conn.execute(
                         _sql("queue_is_controlled"), {"queue": queue}).fetchone():
                     controlled.append(queue)  # short: say if a control may be why
-            _count_jobs(conn, _moved(Counter(row[2] for row in claimed), "scheduled", "leased"))
+            _count_jobs(conn, changes)
             if probe:
                 due = self._probe(conn, probe, now)
         times: dict[int, datetime] = {}
@@ -741,10 +757,12 @@ class SQLiteStore:
 
     @staticmethod
     def _apply_outcomes(
-        conn: sqlite3.Connection, outcomes: Sequence[LeaseOutcome], now: datetime
+        conn: sqlite3.Connection, outcomes: Sequence[LeaseOutcome], now: datetime,
+        changes: dict[tuple[str, str], int],
     ) -> int:
         """Inside a write transaction: each outcome with the statement its own method runs
-        (successes batched); how many leases were still held."""
+        (successes batched, their count moves added to `changes` for the caller to
+        count); how many leases were still held."""
         finished_at = _us(now)
         succeeded: list[Lease] = []
         results: list[str | None] = []
@@ -766,7 +784,7 @@ class SQLiteStore:
                 applied += conn.execute(_sql(name), {
                     **fence, "now": finished_at, "error": outcome.error}).rowcount
         if succeeded:
-            applied += SQLiteStore._complete_on(conn, succeeded, results, now)
+            applied += SQLiteStore._complete_on(conn, succeeded, results, now, changes)
         return applied
 
     @staticmethod
@@ -781,15 +799,20 @@ class SQLiteStore:
     ) -> int:
         if not leases:
             return 0
+        changes: dict[tuple[str, str], int] = {}
         with self._write("completing jobs") as conn:
-            return self._complete_on(conn, leases, results, now)
+            finished = self._complete_on(conn, leases, results, now, changes)
+            _count_jobs(conn, changes)
+        return finished
 
     @staticmethod
     def _complete_on(conn: sqlite3.Connection, leases: Sequence[Lease],
-                     results: Sequence[str | None] | None, now: datetime) -> int:
+                     results: Sequence[str | None] | None, now: datetime,
+                     changes: dict[tuple[str, str], int]) -> int:
         """Inside a write transaction: finish `leases` as succeeded (complete.sql, one
-        statement) and count the jobs it moved (migration 8); how many were still held.
-        Shared by `complete` and the outcomes a claim carries, so both count alike."""
+        statement) and add the jobs it moved to `changes` (the caller counts them,
+        migration 8); how many were still held. Shared by `complete` and the outcomes a
+        claim carries, so both count alike."""
         if results is None or results.count(None) == len(results):
             # no results to store (the common case): none to send
             leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
@@ -800,8 +823,11 @@ class SQLiteStore:
                 for lease, result in zip(leases, results, strict=True)])
         finished = conn.execute(_sql("complete"), {"now": _us(now), "leases": leases_json}
                                 ).fetchall()
-        _count_jobs(conn, _moved(Counter(queue for (queue,) in finished),
-                                 "leased", "succeeded"))
+        if finished and finished.count(finished[0]) == len(finished):  # one Queue
+            _move(changes, finished[0][0], len(finished), "leased", "succeeded")
+        else:
+            for queue, jobs in Counter(queue for (queue,) in finished).items():
+                _move(changes, queue, jobs, "leased", "succeeded")
         return len(finished)
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:

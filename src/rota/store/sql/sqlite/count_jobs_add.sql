@@ -1,4 +1,5 @@
--- Add to the jobs of a (Queue, state) (migration 8). Positional: 1 queue, 2 state, 3 jobs
--- (negative: fewer).
-INSERT INTO rota_job_counts (queue, state, jobs) VALUES (?, ?, ?)
+-- Add to the jobs of (Queue, state) pairs (migration 8): one statement for every pair a
+-- write transaction changed. The rows placeholder below becomes one `(?, ?, ?)` per pair
+-- (positional: queue, state, jobs; negative: fewer), joined by commas.
+INSERT INTO rota_job_counts (queue, state, jobs) VALUES {rows}
 ON CONFLICT (queue, state) DO UPDATE SET jobs = jobs + excluded.jobs;
