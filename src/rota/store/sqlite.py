@@ -716,6 +716,18 @@ class SQLiteStore:
         changes: dict[tuple[str, str], int] = {}
         applied = 0
         with self._write("claiming") as conn:
+
+            def took(queue: str, rows: list[_Row], asked: int) -> None:
+                """`rows` claimed from `queue` (asked for `asked`): keep them in due order
+                (RETURNING order is unspecified), count the move, and if short, say
+                whether a control of the Queue may be why."""
+                rows.sort(key=lambda row: (row[4], row[0]))
+                claimed.extend(rows)
+                _move(changes, queue, len(rows), "scheduled", "leased")
+                if len(rows) < asked and conn.execute(
+                        _sql("queue_is_controlled"), {"queue": queue}).fetchone():
+                    controlled.append(queue)
+
             if outcomes:  # applied first, in the claim's transaction (one commit)
                 applied = self._apply_outcomes(conn, outcomes, now, changes)
             if 1 < len(asks) <= _MAX_ARMS and sum(count for _, count in asks) <= limit:
@@ -727,12 +739,7 @@ class SQLiteStore:
                 for row in conn.execute(_claim_many_sql(len(asks)), params).fetchall():
                     by_queue.setdefault(row[2], []).append(row)
                 for queue, asked in asks:
-                    rows = sorted(by_queue.get(queue, ()), key=lambda row: (row[4], row[0]))
-                    claimed.extend(rows)
-                    _move(changes, queue, len(rows), "scheduled", "leased")
-                    if len(rows) < asked and conn.execute(
-                            _sql("queue_is_controlled"), {"queue": queue}).fetchone():
-                        controlled.append(queue)
+                    took(queue, by_queue.get(queue, []), asked)
                 asks = []
             for queue, cap in asks:
                 remaining = limit - len(claimed)
@@ -740,13 +747,7 @@ class SQLiteStore:
                     break
                 params["queue"] = queue
                 params["limit"] = asked = min(cap, remaining)
-                rows = conn.execute(claim_sql, params).fetchall()
-                rows.sort(key=lambda row: (row[4], row[0]))  # RETURNING order is unspecified
-                claimed.extend(rows)
-                _move(changes, queue, len(rows), "scheduled", "leased")
-                if len(rows) < asked and conn.execute(
-                        _sql("queue_is_controlled"), {"queue": queue}).fetchone():
-                    controlled.append(queue)  # short: say if a control may be why
+                took(queue, conn.execute(claim_sql, params).fetchall(), asked)
             _count_jobs(conn, changes)
             if probe:
                 due = self._probe(conn, probe, now)
