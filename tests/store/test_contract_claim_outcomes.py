@@ -199,3 +199,64 @@ def test_outcomes_with_a_claim_keep_the_job_counts_exact(store: Store) -> None:
     # Then the counts (kept as jobs change, migration 8) equal the rows
     assert answer.applied == len(OUTCOMES)
     assert_counts_exact(store, LATER)
+
+
+@pytest.mark.parametrize("probe", [(), ("q", "other")])
+def test_successes_alone_are_completed_and_the_claim_made_as_one(
+    store: Store, probe: tuple[str, ...]
+) -> None:
+    # (PostgreSQL sends a batch of plain successes inside the claim statement itself.)
+    # Given two leased jobs of one owner, one leased by another, and three more due
+    held = store.enqueue([new(), new()], T0)
+    claim(store, ["q"], 2)
+    (other,) = store.enqueue([new()], T0)
+    store.claim(["q"], 1, now=T0, owner="w2", lease_expires_at=T0 + LEASE)
+    waiting = store.enqueue([new(), new(), new()], T0)
+    stale = Lease(other, "w1", attempt=1)  # w1 never held it: fenced
+    # When a claim carries their successes and the stale one
+    outcomes: list[tuple[Lease, Outcome]] = [
+        (lease_of(store, held[0]), Succeeded()), (stale, Succeeded()),
+        (lease_of(store, held[1]), Succeeded())]
+    answer = claim_with(store, outcomes, probe=probe)
+    # Then the two held are succeeded, the stale one untouched, and the due jobs claimed
+    assert answer.applied == 2
+    assert [record(store, job_id).state for job_id in held] == [JobState.SUCCEEDED] * 2
+    assert record(store, other).state is JobState.LEASED
+    assert [job.id for job in answer] == waiting
+    assert all(job.attempt == 1 and job.lease_owner == "w1" for job in answer)
+    assert answer.due == set()  # the claim took every due job, of q and of other
+    assert_counts_exact(store, LATER)
+
+
+def test_successes_with_a_claim_over_a_limited_queue_free_its_room(store: Store) -> None:
+    # Given a Queue limited to two leases, both held, and two more due
+    store.set_queue_limit("q", 2)
+    held = store.enqueue([new(), new()], T0)
+    claim(store, ["q"], 2)
+    waiting = store.enqueue([new(), new()], T0)
+    # When a claim carries both successes
+    answer = claim_with(store, [(lease_of(store, job_id), Succeeded()) for job_id in held])
+    # Then both are applied before the claim counts the Queue's leases: it takes two
+    assert answer.applied == 2
+    assert sorted(job.id for job in answer) == waiting
+    assert_counts_exact(store, LATER)
+
+
+def test_when_a_claim_carrying_successes_alone_fails_none_is_applied(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given two leased jobs and one more due
+    ids = store.enqueue([new(), new()], T0)
+    claim(store, ["q"], 2)
+    (waiting,) = store.enqueue([new()], T0)
+    outcomes: list[tuple[Lease, Outcome]] = [(lease_of(store, job_id), Succeeded())
+                                             for job_id in ids]
+    # When the claim carrying their successes fails inside its transaction
+    with monkeypatch.context() as patch:
+        _break_the_claim(store, patch)
+        with pytest.raises(StoreError):
+            claim_with(store, outcomes, probe=("q",))
+    # Then nothing of it was kept
+    assert [record(store, job_id).state for job_id in ids] == [JobState.LEASED] * 2
+    assert record(store, waiting).state is JobState.SCHEDULED
+    assert_counts_exact(store, LATER)

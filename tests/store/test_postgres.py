@@ -258,6 +258,13 @@ LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
                            "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE},
          "jobs_pkey"),
         ("complete", {**LEASES, "now": T0}, "jobs_pkey"),
+        # A claim carrying successes: claims by jobs_claimable, completes by primary key
+        ("claim_completing", {**LEASES, "queues": ["q"], "limits": [10], "limit": 10,
+                              "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE},
+         "jobs_claimable"),
+        ("claim_completing", {**LEASES, "queues": ["q"], "limits": [10], "limit": 10,
+                              "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE},
+         "jobs_pkey"),
         ("complete_results", {**LEASES, "now": T0, "results": ["1", None]}, "jobs_pkey"),
         ("release", {**LEASES, "now": T0, "cancelled_error": "c"}, "jobs_pkey"),
         ("heartbeat", {**LEASES, "now": T0, "lease_expires_at": T0 + LEASE}, "jobs_pkey"),

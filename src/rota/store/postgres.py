@@ -124,7 +124,30 @@ def _sql_dir() -> resources.abc.Traversable:
 
 @cache
 def _sql_text(name: str) -> str:
+    if name == CLAIM_COMPLETING:
+        return _claim_completing_text()
     return _sql_dir().joinpath(f"{name}.sql").read_text(encoding="utf-8")
+
+
+# A claim that also completes a batch of successes, in one statement: claim.sql with
+# complete.sql as its first CTE (`completed`), and a first row (position -1, id NULL) whose
+# attempt column is how many jobs it completed. The CTEs share one snapshot, and touch
+# different rows (the completed are leased, the claimed scheduled), so it applies and
+# claims exactly as complete.sql then claim.sql in one transaction would, in one statement
+# (measured: docs/benchmarks.md, "A pass's successes in its claim statement").
+CLAIM_COMPLETING: Final = "claim_completing"
+
+
+def _claim_completing_text() -> str:
+    claim, complete = _sql_text("claim"), _sql_text("complete")
+    first = "-- claim_completing: completed AS (complete.sql RETURNING jobs.id),\n"
+    last = "    -- claim_completing: UNION ALL the count of completed (in attempt, id NULL)\n"
+    if first not in claim or last not in claim:  # a packaging mistake, never user input
+        raise RuntimeError("claim.sql lost the places marked for claim_completing")
+    return (claim
+            .replace(first, f"completed AS (\n{complete}    RETURNING jobs.id\n),\n")
+            .replace(last, "    UNION ALL\n    SELECT -1, NULL, NULL, NULL, count(*)::int, NULL, "
+                           "NULL, NULL, NULL, NULL, NULL\n    FROM completed\n"))
 
 
 def render_sql(name: str, schema: str) -> str:
@@ -768,7 +791,19 @@ class PostgresStore:
         """The outcomes' statements, then claim.sql (unless `params` is None) and
         probe.sql (if `probed`), in one transaction sent as one pipeline: BEGIN, the
         statements and COMMIT go out together, one network round trip and one commit.
+        Outcomes that are all successes without a result (a drain's usual pass) ride in
+        the claim statement itself (claim_completing); alone, that is one statement and
+        needs no BEGIN or COMMIT.
         Returns the claim's rows, the probe's rows and how many outcomes were applied."""
+        statements = self._outcome_statements(outcomes, now)
+        claim_name, completing = "claim", False
+        if params is not None and [name for name, _ in statements] == ["complete"]:
+            claim_name, completing = CLAIM_COMPLETING, True
+            params = {**statements[0][1], **params}
+            statements = []
+        if completing and not probed:
+            rows, _ = self._execute(claim_name, params)
+            return rows[1:], [], rows[0][3]
         with self._cursor("claim") as cursor:
             conn = cursor.connection
             writes: list[psycopg.Cursor[TupleRow]] = []
@@ -779,12 +814,12 @@ class PostgresStore:
                 # pipeline as it starts and ends (four round trips instead of one, counted).
                 with conn.pipeline():
                     cursor.execute("BEGIN")
-                    for name, statement_params in self._outcome_statements(outcomes, now):
+                    for name, statement_params in statements:
                         write = conn.cursor()
                         write.execute(self._query(name), statement_params)
                         writes.append(write)
                     if claimed is not None:
-                        claimed.execute(self._query("claim"), params)
+                        claimed.execute(self._query(claim_name), params)
                     if second is not None:
                         second.execute(self._query("probe"), {"probe": probed, "now": now})
                     cursor.execute("COMMIT")
@@ -797,6 +832,8 @@ class PostgresStore:
                 raise
             applied = sum(write.rowcount for write in writes)
             rows = claimed.fetchall() if claimed is not None else []
+            if completing:
+                applied, rows = rows[0][3], rows[1:]
             found = second.fetchall() if second is not None else []
             return rows, found, applied
 

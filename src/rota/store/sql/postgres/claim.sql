@@ -12,7 +12,13 @@
 -- lock_queue_limits.sql + claim_limited.sql in one transaction, which counts the Queue's
 -- leases under a lock. So claims over Queues without a limit stay one statement, one
 -- round trip, and never lock a settings row.
-WITH requested AS (
+--
+-- claim_completing (a claim carrying a batch of successes, postgres.py `_sql_text`) is
+-- this statement with complete.sql as a first CTE and its count as a first row, at the
+-- two places marked "claim_completing".
+WITH
+-- claim_completing: completed AS (complete.sql RETURNING jobs.id),
+requested AS (
     SELECT w.queue, w.position, w.queue_limit, settings.paused, settings.concurrency_limit
     -- limits: the most to take from each Queue (a batched claim, one count per Queue;
     -- the store passes `limit` for each when the claim gives none).
@@ -84,5 +90,6 @@ FROM (
     -- The signal "a Queue has a limit": id NULL (leased is empty then).
     SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM limited
+    -- claim_completing: UNION ALL the count of completed (in attempt, id NULL)
 ) AS claimed
 ORDER BY position, due_at, id
