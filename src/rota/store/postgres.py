@@ -801,9 +801,9 @@ class PostgresStore:
             claim_name, completing = CLAIM_COMPLETING, True
             params = {**statements[0][1], **params}
             statements = []
-        if completing and not probed:
-            rows, _ = self._execute(claim_name, params)
-            return rows[1:], [], rows[0][3]
+            if not probed:
+                rows, _ = self._execute(claim_name, params)
+                return rows[1:], [], rows[0][3]
         with self._cursor("claim") as cursor:
             conn = cursor.connection
             writes: list[psycopg.Cursor[TupleRow]] = []
