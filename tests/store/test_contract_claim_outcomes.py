@@ -6,6 +6,7 @@ unchanged on every store (see rota/store/base.py)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import sqlite3
 from datetime import datetime, timedelta
 
@@ -201,9 +202,10 @@ def test_outcomes_with_a_claim_keep_the_job_counts_exact(store: Store) -> None:
     assert_counts_exact(store, LATER)
 
 
+@pytest.mark.parametrize("result", [None, '{"sent":2}'])
 @pytest.mark.parametrize("probe", [(), ("q", "other")])
 def test_successes_alone_are_completed_and_the_claim_made_as_one(
-    store: Store, probe: tuple[str, ...]
+    store: Store, probe: tuple[str, ...], result: str | None
 ) -> None:
     # (PostgreSQL sends a batch of plain successes inside the claim statement itself.)
     # Given two leased jobs of one owner, one leased by another, and three more due
@@ -215,12 +217,14 @@ def test_successes_alone_are_completed_and_the_claim_made_as_one(
     stale = Lease(other, "w1", attempt=1)  # w1 never held it: fenced
     # When a claim carries their successes and the stale one
     outcomes: list[tuple[Lease, Outcome]] = [
-        (lease_of(store, held[0]), Succeeded()), (stale, Succeeded()),
+        (lease_of(store, held[0]), Succeeded(result)), (stale, Succeeded()),
         (lease_of(store, held[1]), Succeeded())]
     answer = claim_with(store, outcomes, probe=probe)
     # Then the two held are succeeded, the stale one untouched, and the due jobs claimed
     assert answer.applied == 2
     assert [record(store, job_id).state for job_id in held] == [JobState.SUCCEEDED] * 2
+    assert [record(store, job_id).result for job_id in held] == [
+        None if result is None else json.loads(result), None]
     assert record(store, other).state is JobState.LEASED
     assert [job.id for job in answer] == waiting
     assert all(job.attempt == 1 and job.lease_owner == "w1" for job in answer)

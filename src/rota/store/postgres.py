@@ -124,22 +124,25 @@ def _sql_dir() -> resources.abc.Traversable:
 
 @cache
 def _sql_text(name: str) -> str:
-    if name == CLAIM_COMPLETING:
-        return _claim_completing_text()
+    if name in CLAIM_COMPLETING:
+        return _claim_completing_text(CLAIM_COMPLETING[name])
     return _sql_dir().joinpath(f"{name}.sql").read_text(encoding="utf-8")
 
 
 # A claim that also completes a batch of successes, in one statement: claim.sql with
-# complete.sql as its first CTE (`completed`), and a first row (position -1, id NULL) whose
-# attempt column is how many jobs it completed. The CTEs share one snapshot, and touch
-# different rows (the completed are leased, the claimed scheduled), so it applies and
-# claims exactly as complete.sql then claim.sql in one transaction would, in one statement
-# (measured: docs/benchmarks.md, "A pass's successes in its claim statement").
-CLAIM_COMPLETING: Final = "claim_completing"
+# complete.sql (or complete_results.sql) as its first CTE (`completed`), and a first row
+# (position -1, id NULL) whose attempt column is how many jobs it completed. The CTEs
+# share one snapshot and touch different rows (the completed are leased, the claimed
+# scheduled), so it applies and claims exactly as the two statements would in one
+# transaction (docs/benchmarks.md, "PostgreSQL: the count triggers, ..."). The name of
+# each composed statement, and the outcome statement it carries:
+CLAIM_COMPLETING: Final = {"claim_completing": "complete",
+                           "claim_completing_results": "complete_results"}
+_COMPLETING: Final = {complete: claim for claim, complete in CLAIM_COMPLETING.items()}
 
 
-def _claim_completing_text() -> str:
-    claim, complete = _sql_text("claim"), _sql_text("complete")
+def _claim_completing_text(complete_name: str) -> str:
+    claim, complete = _sql_text("claim"), _sql_text(complete_name)
     first = "-- claim_completing: completed AS (complete.sql RETURNING jobs.id),\n"
     last = "    -- claim_completing: UNION ALL the count of completed (in attempt, id NULL)\n"
     if first not in claim or last not in claim:  # a packaging mistake, never user input
@@ -791,14 +794,14 @@ class PostgresStore:
         """The outcomes' statements, then claim.sql (unless `params` is None) and
         probe.sql (if `probed`), in one transaction sent as one pipeline: BEGIN, the
         statements and COMMIT go out together, one network round trip and one commit.
-        Outcomes that are all successes without a result (a drain's usual pass) ride in
-        the claim statement itself (claim_completing); alone, that is one statement and
-        needs no BEGIN or COMMIT.
+        Outcomes that are all successes (a drain's usual pass) ride in the claim
+        statement itself (claim_completing); alone, that is one statement and needs no
+        BEGIN or COMMIT.
         Returns the claim's rows, the probe's rows and how many outcomes were applied."""
         statements = self._outcome_statements(outcomes, now)
         claim_name, completing = "claim", False
-        if params is not None and [name for name, _ in statements] == ["complete"]:
-            claim_name, completing = CLAIM_COMPLETING, True
+        if params is not None and len(statements) == 1 and statements[0][0] in _COMPLETING:
+            claim_name, completing = _COMPLETING[statements[0][0]], True
             params = {**statements[0][1], **params}
             statements = []
             if not probed:
