@@ -275,6 +275,18 @@ def _count_jobs_sql(pairs: int) -> str:
     return _sql("count_jobs_add").replace("{rows}", ", ".join(["(?, ?, ?)"] * pairs))
 
 
+# complete.sql: at most this many leases in one statement (4 parameters each, and the
+# finish time: within SQLite's 999 on every version rota supports).
+_MAX_COMPLETED = 200
+
+
+@functools.cache
+def _complete_sql(leases: int) -> str:
+    """complete.sql with `leases` rows of values."""
+    return _sql("complete").replace("{rows}", ", ".join(
+        f"(?{n}, ?{n + 1}, ?{n + 2}, ?{n + 3})" for n in range(2, 2 + 4 * leases, 4)))
+
+
 def _count_jobs(conn: sqlite3.Connection | sqlite3.Cursor,
                 changes: Mapping[tuple[str, str], int]) -> None:
     """Add `changes` (jobs per (Queue, state value)) to the counts of migration 8, in the
@@ -811,19 +823,18 @@ class SQLiteStore:
                      results: Sequence[str | None] | None, now: datetime,
                      changes: dict[tuple[str, str], int]) -> int:
         """Inside a write transaction: finish `leases` as succeeded (complete.sql, one
-        statement) and add the jobs it moved to `changes` (the caller counts them,
+        statement per 200 leases) and add the jobs it moved to `changes` (the caller counts them,
         migration 8); how many were still held. Shared by `complete` and the outcomes a
         claim carries, so both count alike."""
-        if results is None or results.count(None) == len(results):
-            # no results to store (the common case): none to send
-            leases_json = json.dumps([(lease.job_id, lease.owner, lease.attempt)
-                                      for lease in leases])
-        else:
-            leases_json = json.dumps([
-                (lease.job_id, lease.owner, lease.attempt, result)
-                for lease, result in zip(leases, results, strict=True)])
-        finished = conn.execute(_sql("complete"), {"now": _us(now), "leases": leases_json}
-                                ).fetchall()
+        if results is None:
+            results = [None] * len(leases)
+        finished: list[_Row] = []
+        for start in range(0, len(leases), _MAX_COMPLETED):
+            batch = leases[start:start + _MAX_COMPLETED]
+            params: list[object] = [_us(now)]
+            for lease, result in zip(batch, results[start:start + _MAX_COMPLETED], strict=True):
+                params += (lease.job_id, lease.owner, lease.attempt, result)
+            finished += conn.execute(_complete_sql(len(batch)), params).fetchall()
         if finished and finished.count(finished[0]) == len(finished):  # one Queue
             _move(changes, finished[0][0], len(finished), "leased", "succeeded")
         else:
