@@ -634,7 +634,7 @@ def test_a_batched_complete_finds_each_job_by_primary_key(store: SQLiteStore) ->
 
     with closing(raw_connection(store)) as conn:
         plan = " | ".join(str(row[-1]) for row in conn.execute(
-            "EXPLAIN QUERY PLAN " + _complete_sql(2), [0, 1, "w", 1, None, 2, "w", 1, None]))
+            "EXPLAIN QUERY PLAN " + _complete_sql(2, False), [0, 1, "w", 1, 2, "w", 1]))
     # Then it walks the leases and looks each job up by id, never scanning the table
     assert "SEARCH rota_jobs USING INTEGER PRIMARY KEY" in plan, plan
     assert "SCAN rota_jobs" not in plan, plan

@@ -281,10 +281,14 @@ _MAX_COMPLETED = 200
 
 
 @functools.cache
-def _complete_sql(leases: int) -> str:
-    """complete.sql with `leases` rows of values."""
+def _complete_sql(leases: int, results: bool) -> str:
+    """complete.sql with `leases` rows of values; without `results`, each row's result is
+    the literal NULL, not a bound None (binding None costs the sqlite3 module two failed
+    attribute lookups, ~5k instructions: it looks for an adapter)."""
+    width = 4 if results else 3
     return _sql("complete").replace("{rows}", ", ".join(
-        f"(?{n}, ?{n + 1}, ?{n + 2}, ?{n + 3})" for n in range(2, 2 + 4 * leases, 4)))
+        f"(?{n}, ?{n + 1}, ?{n + 2}, {f'?{n + 3}' if results else 'NULL'})"
+        for n in range(2, 2 + width * leases, width)))
 
 
 def _count_jobs(conn: sqlite3.Connection | sqlite3.Cursor,
@@ -826,15 +830,21 @@ class SQLiteStore:
         statement per 200 leases) and add the jobs it moved to `changes` (the caller counts them,
         migration 8); how many were still held. Shared by `complete` and the outcomes a
         claim carries, so both count alike."""
-        if results is None:
-            results = [None] * len(leases)
+        with_results = results is not None and results.count(None) < len(results)
         finished: list[_Row] = []
         for start in range(0, len(leases), _MAX_COMPLETED):
             batch = leases[start:start + _MAX_COMPLETED]
             params: list[object] = [_us(now)]
-            for lease, result in zip(batch, results[start:start + _MAX_COMPLETED], strict=True):
-                params += (lease.job_id, lease.owner, lease.attempt, result)
-            finished += conn.execute(_complete_sql(len(batch)), params).fetchall()
+            if with_results:
+                assert results is not None
+                for lease, result in zip(batch, results[start:start + _MAX_COMPLETED],
+                                         strict=True):
+                    params += (lease.job_id, lease.owner, lease.attempt, result)
+            else:
+                for lease in batch:
+                    params += (lease.job_id, lease.owner, lease.attempt)
+            finished += conn.execute(_complete_sql(len(batch), with_results),
+                                     params).fetchall()
         if finished and finished.count(finished[0]) == len(finished):  # one Queue
             _move(changes, finished[0][0], len(finished), "leased", "succeeded")
         else:

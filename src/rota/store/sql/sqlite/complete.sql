@@ -1,9 +1,9 @@
 -- Finish a batch of leases as succeeded, each job fenced by its lease. Positional
 -- parameters: ?1 the finish time; then one `(?, ?, ?, ?)` row per lease in the rows
--- placeholder below (id, owner, attempt, result: a JSON text, or NULL for none), numbered
--- on from ?2. One statement for the batch (the text is cached per batch size); it returns
--- the Queue of each job it finished, which the store counts (migration 8). A lease listed
--- twice finishes its job once.
+-- placeholder below (id, owner, attempt, result: a JSON text), numbered on from ?2; a
+-- batch without results has `(?, ?, ?, NULL)` rows. One statement for the batch (its text
+-- cached per batch size); it returns the Queue of each job it finished, which the store
+-- counts (migration 8). A lease listed twice finishes its job once.
 UPDATE rota_jobs
 SET state = 'succeeded', result = lease.column4, finished_at = ?1,
     lease_owner = NULL, lease_expires_at = NULL
