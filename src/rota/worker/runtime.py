@@ -73,7 +73,7 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from rota.core.clock import Clock
 from rota.core.dispatch import PassPlan
 from rota.core.jobs import JobRecord
-from rota.core.outcomes import Outcome, Succeeded, describe
+from rota.core.outcomes import Outcome, Succeeded
 from rota.core.retry import RetryPolicy
 from rota.core.suspects import is_suspect
 from rota.store.base import Store, StoreError, WakeupSource
@@ -83,9 +83,11 @@ from rota.worker.execution import execute, execute_async
 from rota.worker.group import (
     GroupRunner,
     Handler,
+    log_recorded,
     record_outcome,
     record_successes,
     sweep_expired_leases,
+    warn_leases_lost,
 )
 from rota.worker.registry import OUTCOME_NAMES
 from rota.worker.supervision import supervise
@@ -833,11 +835,12 @@ class GroupLoop:
                    if isinstance(f.outcome, Succeeded)]
         try:
             record_successes(store, [f.held.job for f in successes], now,
-                             None if results.count(None) == len(results) else results)
+                             None if results.count(None) == len(results) else results,
+                             group=self.name)
             written.extend(successes)
             for item in batch:
                 if not isinstance(item.outcome, Succeeded):
-                    record_outcome(store, item.held.job, item.outcome, now)
+                    record_outcome(store, item.held.job, item.outcome, now, self.name)
                     written.append(item)
         except Exception as error:  # returned, not raised, so `written` is kept
             return written, error
@@ -876,16 +879,14 @@ class GroupLoop:
 
     def _carried_written(self, carried: list[_Finished]) -> None:
         """After a pass whose claim was given `carried`: done if a claim applied them
-        (with the debug line per job the writer's path logs too), else back to the
-        writer."""
-        if self.runner.outcomes_applied is None:
+        (logged as the writer's path logs them), else back to the writer."""
+        applied = self.runner.outcomes_applied
+        if applied is None:
             self._done_writing(carried, [])
             return
-        if logger.isEnabledFor(logging.DEBUG):
-            for item in carried:
-                job = item.held.job
-                logger.debug("job %s (%s) attempt %s recorded: %s", job.id, job.name,
-                             job.attempt, describe(item.outcome))
+        log_recorded(self.name, ((item.held.job, item.outcome) for item in carried))
+        if applied < len(carried):
+            warn_leases_lost(self.name, [item.held.job for item in carried], applied)
         self._done_writing(carried, carried)
 
     async def _write_forever(self) -> None:
