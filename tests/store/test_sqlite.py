@@ -647,8 +647,10 @@ def test_a_complete_larger_than_one_statement_finishes_every_job_and_counts_it(
     claimed = store.claim(["a", "b"], 450, now=T0, owner="w", lease_expires_at=T0 + LEASE)
     leases = [Lease(job.id, "w", job.attempt) for job in claimed]
     results = [None if job.id % 2 else json.dumps(job.id) for job in claimed]
-    # When they are completed in one call, one lease listed twice
-    finished = store.complete([*leases, leases[0]], T0, [*results, results[0]])
+    # When they are completed in one call, one lease listed twice in one statement's
+    # batch and one in two
+    finished = store.complete([leases[1], *leases, leases[0]], T0,
+                              [results[1], *results, results[0]])
     # Then each job finished once, with its own result, and the counts moved with them
     assert finished == 450
     assert all(store.get_job(job.id).result == (None if job.id % 2 else job.id)  # type: ignore[union-attr]
