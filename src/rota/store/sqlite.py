@@ -284,7 +284,7 @@ _MAX_COMPLETED = 200
 def _complete_sql(leases: int, results: bool) -> str:
     """complete.sql with `leases` rows of values; without `results`, each row's result is
     the literal NULL, not a bound None (binding None costs the sqlite3 module two failed
-    attribute lookups, ~5k instructions: it looks for an adapter)."""
+    attribute lookups, ~4k instructions: it looks for an adapter)."""
     width = 4 if results else 3
     return _sql("complete").replace("{rows}", ", ".join(
         f"(?{n}, ?{n + 1}, ?{n + 2}, {f'?{n + 3}' if results else 'NULL'})"
@@ -829,9 +829,9 @@ class SQLiteStore:
                      results: Sequence[str | None] | None, now: datetime,
                      changes: dict[tuple[str, str], int]) -> int:
         """Inside a write transaction: finish `leases` as succeeded (complete.sql, one
-        statement per 200 leases) and add the jobs it moved to `changes` (the caller counts them,
-        migration 8); how many were still held. Shared by `complete` and the outcomes a
-        claim carries, so both count alike."""
+        statement per 200 leases) and add the jobs it moved to `changes` (the caller
+        counts them, migration 8); how many were still held. Shared by `complete` and the
+        outcomes a claim carries, so both count alike."""
         with_results = results is not None and results.count(None) < len(results)
         finished: list[_Row] = []
         for start in range(0, len(leases), _MAX_COMPLETED):

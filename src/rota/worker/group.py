@@ -351,6 +351,9 @@ def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime
     return applied
 
 
+_SUCCEEDED: Final = Succeeded()  # outcomes are immutable: one for every logged success
+
+
 def record_successes(
     store: Store, jobs: Sequence[JobRecord], now: datetime,
     results: Sequence[str | None] | None = None, *, group: str,
@@ -365,9 +368,6 @@ def record_successes(
     log_recorded(group, zip(jobs, itertools.repeat(_SUCCEEDED)))
     warn_leases_lost(group, jobs, applied)
     return applied
-
-
-_SUCCEEDED: Final = Succeeded()
 
 
 def log_recorded(group: str, recorded: Iterable[tuple[JobRecord, Outcome]]) -> None:
