@@ -475,7 +475,7 @@ class App:
                         self.store.release([j.lease for j in jobs[index:]], self.clock.now())
                         raise
                     finished_at = self.clock.now()
-                    record_outcome(self.store, job, outcome, finished_at)
+                    record_outcome(self.store, job, outcome, finished_at, runner.name)
                     executions += 1
                     if self._outcome_callbacks:
                         emit(self._outcome_callbacks, outcome_event(

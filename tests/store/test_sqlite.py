@@ -630,11 +630,30 @@ def test_queue_infos_reads_the_counts_and_searches_only_the_claimable_index(
 
 def test_a_batched_complete_finds_each_job_by_primary_key(store: SQLiteStore) -> None:
     # When the one-statement complete of a batch is planned
-    from rota.store.sqlite import _sql
+    from rota.store.sqlite import _complete_sql
 
     with closing(raw_connection(store)) as conn:
         plan = " | ".join(str(row[-1]) for row in conn.execute(
-            "EXPLAIN QUERY PLAN " + _sql("complete"), {"now": 0, "leases": '[[1, "w", 1]]'}))
+            "EXPLAIN QUERY PLAN " + _complete_sql(2, False), [0, 1, "w", 1, 2, "w", 1]))
     # Then it walks the leases and looks each job up by id, never scanning the table
     assert "SEARCH rota_jobs USING INTEGER PRIMARY KEY" in plan, plan
     assert "SCAN rota_jobs" not in plan, plan
+
+
+def test_a_complete_larger_than_one_statement_finishes_every_job_and_counts_it(
+        store: SQLiteStore) -> None:
+    # Given 450 leased jobs of two Queues (complete.sql takes 200 leases a statement)
+    store.enqueue([new("a") for _ in range(300)] + [new("b") for _ in range(150)], T0)
+    claimed = store.claim(["a", "b"], 450, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    leases = [Lease(job.id, "w", job.attempt) for job in claimed]
+    results = [None if job.id % 2 else json.dumps(job.id) for job in claimed]
+    # When they are completed in one call, one lease listed twice in one statement's
+    # batch and one in two
+    finished = store.complete([leases[1], *leases, leases[0]], T0,
+                              [results[1], *results, results[0]])
+    # Then each job finished once, with its own result, and the counts moved with them
+    assert finished == 450
+    assert all(store.get_job(job.id).result == (None if job.id % 2 else job.id)  # type: ignore[union-attr]
+               for job in claimed)
+    assert store.count_jobs() == {("a", JobState.SUCCEEDED): 300,
+                                  ("b", JobState.SUCCEEDED): 150}

@@ -10,14 +10,15 @@ Imports the core and the store contract; no asyncio.
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from rota.core.dispatch import ClaimRequest, Dispatcher, PassPlan, WeightedDispatcher
 from rota.core.groups import WorkerGroupOptions
@@ -190,8 +191,9 @@ class GroupRunner:
                         continue
                     jobs = self._claim_round(store, requests, now, lease_expires_at,
                                              outcomes)
-                    if outcomes:
-                        self._carried(jobs, len(outcomes))
+                    if outcomes:  # the caller logs them (log_recorded, warn_leases_lost)
+                        self.outcomes_applied = (jobs.applied if isinstance(jobs, Claimed)
+                                                 else len(outcomes))
                         outcomes = ()
                 except Exception as error:
                     self._claim_failed([r.queues[0] for r in requests]
@@ -231,17 +233,6 @@ class GroupRunner:
             self._recheck = True
             return True
         return False
-
-    def _carried(self, jobs: list[JobRecord], carried: int) -> None:
-        """After a claim that carried `carried` outcomes: note how many applied, and say
-        so when some had lost their lease (as `record_successes` does)."""
-        applied = jobs.applied if isinstance(jobs, Claimed) else carried
-        self.outcomes_applied = applied
-        if applied < carried:
-            logger.warning(
-                "group %s: %d of %d outcomes written with a claim had lost their lease "
-                "before they were recorded; those outcomes were ignored and the jobs will "
-                "run again", self.name, carried - applied, carried)
 
     def _claim_round(
         self, store: Store, requests: Sequence[ClaimRequest], now: datetime,
@@ -338,7 +329,8 @@ def _record(
         plan.claimed(request, jobs)
 
 
-def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime) -> bool:
+def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime,
+                   group: str) -> bool:
     """Write `outcome` for `job`'s lease; False if the lease was lost (outcome fenced)."""
     lease = job.lease
     if isinstance(outcome, Succeeded):
@@ -353,20 +345,18 @@ def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime
         applied = store.quarantine(lease, now, outcome.error)
     # The failure itself was logged at WARNING, with its traceback, where it happened.
     if applied:
-        logger.debug("job %s (%s) attempt %s recorded: %s", job.id, job.name, job.attempt,
-                     describe(outcome))
+        log_recorded(group, [(job, outcome)])
     else:
-        logger.warning(
-            "job %s (%s) attempt %s: lease lost before its outcome was recorded; "
-            "the outcome was ignored and the job will run again",
-            job.id, job.name, job.attempt,
-        )
+        warn_leases_lost(group, [job], 0)
     return applied
+
+
+_SUCCEEDED: Final = Succeeded()  # outcomes are immutable: one for every logged success
 
 
 def record_successes(
     store: Store, jobs: Sequence[JobRecord], now: datetime,
-    results: Sequence[str | None] | None = None,
+    results: Sequence[str | None] | None = None, *, group: str,
 ) -> int:
     """Mark `jobs` succeeded in one store call, with their `results` (JSON text, None for
     none) if given; return how many leases were still held.
@@ -375,17 +365,34 @@ def record_successes(
     if not jobs:
         return 0
     applied = store.complete([job.lease for job in jobs], now, results)
-    if logger.isEnabledFor(logging.DEBUG):
-        for job in jobs:
-            logger.debug("job %s (%s) attempt %s recorded: succeeded", job.id, job.name,
-                         job.attempt)
-    if applied < len(jobs):
-        logger.warning(
-            "%d of %d successful jobs had lost their lease before the outcome was recorded; "
-            "those outcomes were ignored and the jobs will run again",
-            len(jobs) - applied, len(jobs),
-        )
+    log_recorded(group, zip(jobs, itertools.repeat(_SUCCEEDED)))
+    warn_leases_lost(group, jobs, applied)
     return applied
+
+
+def log_recorded(group: str, recorded: Iterable[tuple[JobRecord, Outcome]]) -> None:
+    """The debug line of each job whose outcome was written, one wording for every path
+    that writes outcomes (the outcome writer, a claim carrying them, `run_until_idle`).
+    `recorded` is only iterated when DEBUG is on. A batch whose store call fenced some of
+    its leases off says so in `warn_leases_lost` (the store answers how many, not which)."""
+    if logger.isEnabledFor(logging.DEBUG):
+        for job, outcome in recorded:
+            logger.debug("group %s: job %s (%s) attempt %s recorded: %s", group, job.id,
+                         job.name, job.attempt, describe(outcome))
+
+
+def warn_leases_lost(group: str, jobs: Sequence[JobRecord], applied: int) -> None:
+    """The warning for outcomes the store ignored, of the `jobs` written together, because
+    their lease was lost before they were written (expired, or taken over by a sweep);
+    nothing when all `applied`. One wording for every path that writes outcomes."""
+    if applied >= len(jobs):
+        return
+    job = jobs[0]
+    which = (f"job {job.id} ({job.name}) attempt {job.attempt}" if len(jobs) == 1
+             else f"{len(jobs) - applied} of {len(jobs)} jobs")
+    logger.warning("group %s: %s lost the lease before the outcome was recorded (it expired "
+                   "or was taken over); such an outcome is ignored and its job runs again",
+                   group, which)
 
 
 def sweep_expired_leases(

@@ -73,19 +73,21 @@ from typing import Any, Protocol, TypeVar, runtime_checkable
 from rota.core.clock import Clock
 from rota.core.dispatch import PassPlan
 from rota.core.jobs import JobRecord
-from rota.core.outcomes import Outcome, Succeeded, describe
+from rota.core.outcomes import Outcome, Succeeded
 from rota.core.retry import RetryPolicy
 from rota.core.suspects import is_suspect
-from rota.store.base import Store, StoreError, WakeupSource
+from rota.store.base import LeaseOutcome, Store, StoreError, WakeupSource
 from rota.worker.context import CurrentJob
 from rota.worker.events import OutcomeCallback, emit, outcome_event
 from rota.worker.execution import execute, execute_async
 from rota.worker.group import (
     GroupRunner,
     Handler,
+    log_recorded,
     record_outcome,
     record_successes,
     sweep_expired_leases,
+    warn_leases_lost,
 )
 from rota.worker.registry import OUTCOME_NAMES
 from rota.worker.supervision import supervise
@@ -169,14 +171,14 @@ class _Held:
     handed_back: bool = False  # released at shutdown; its outcome is never written
     current: CurrentJob | None = None  # rota.current_job() of its handler (its job task)
     overran: bool = False  # a sync handler past its timeout still holds its Worker thread
+    # Set by its job task when the handler finished: the outcome to write (no second
+    # object per job for the writer's list).
+    outcome: Outcome | None = None
 
 
-@dataclass(eq=False)
-class _Finished:
-    """A finished job whose outcome waits for the outcome writer."""
-
-    held: _Held
-    outcome: Outcome
+def _lease_outcomes(finished: list[_Held]) -> list[LeaseOutcome]:
+    """The (lease, outcome) pairs of held jobs whose outcome is set, for a claim to write."""
+    return [(held.job.lease, held.outcome) for held in finished if held.outcome is not None]
 
 
 class Runtime:
@@ -477,8 +479,9 @@ class GroupLoop:
         # Loop thread. Entries added by the pass task, marked by job and heartbeat tasks,
         # removed by the outcome writer (after the write) or by shutdown.
         self._held: dict[int, _Held] = {}
-        # Loop thread. Appended by job tasks, drained by the outcome writer.
-        self._finished: list[_Finished] = []
+        # Loop thread. Held jobs whose outcome is set, waiting to be written: appended by
+        # job tasks, drained by the outcome writer or a pass's claim.
+        self._finished: list[_Held] = []
         self._finished_ready = asyncio.Event()  # set by job tasks, cleared by the writer
         self._all_written = asyncio.Event()  # set by the writer when _finished is empty
         self._all_written.set()
@@ -593,7 +596,7 @@ class GroupLoop:
                 plan, jobs = await self.runtime.store_call(
                     self.runner.claim_pass, self.runtime.store, free, now,
                     stop=stopping.is_set,
-                    outcomes=[(item.held.job.lease, item.outcome) for item in carried],
+                    outcomes=_lease_outcomes(carried),
                 )
             finally:
                 self._claiming = 0
@@ -635,7 +638,9 @@ class GroupLoop:
         timed = bool(self.runtime.outcome_callbacks)
         debug = logger.isEnabledFor(logging.DEBUG)
         held_jobs = self._held
-        create_task = asyncio.create_task
+        # The loop's own create_task: asyncio.create_task adds two Python calls per job
+        # (the running loop's lookup and naming the task, even without a name).
+        create_task = asyncio.get_running_loop().create_task
         held_back: list[JobRecord] = []
         run_job = self._run_job if self.runtime.tracing is None else self._run_job_traced
         index = 0
@@ -731,7 +736,8 @@ class GroupLoop:
             self._wake.set()  # refill this Worker's slot at once
         if held.handed_back:
             return None
-        self._finished.append(_Finished(held, outcome))
+        held.outcome = outcome
+        self._finished.append(held)
         self._all_written.clear()
         self._finished_ready.set()
         if self.runtime.outcome_callbacks:
@@ -822,38 +828,41 @@ class GroupLoop:
     # -- outcomes -------------------------------------------------------------------------
 
     def _write(
-        self, batch: list[_Finished], now: datetime
-    ) -> tuple[list[_Finished], Exception | None]:
+        self, batch: list[_Held], now: datetime
+    ) -> tuple[list[_Held], Exception | None]:
         """Store thread: write `batch`'s outcomes, successes in one call. Returns the ones
         written (applied or fenced) and the exception that stopped the rest, if any."""
         store = self.runtime.store
-        written: list[_Finished] = []
+        written: list[_Held] = []
         successes = [f for f in batch if isinstance(f.outcome, Succeeded)]
         results = [f.outcome.result_json for f in successes
                    if isinstance(f.outcome, Succeeded)]
         try:
-            record_successes(store, [f.held.job for f in successes], now,
-                             None if results.count(None) == len(results) else results)
+            record_successes(store, [f.job for f in successes], now,
+                             None if results.count(None) == len(results) else results,
+                             group=self.name)
             written.extend(successes)
             for item in batch:
-                if not isinstance(item.outcome, Succeeded):
-                    record_outcome(store, item.held.job, item.outcome, now)
+                outcome = item.outcome
+                if not isinstance(outcome, Succeeded):
+                    assert outcome is not None  # set before the job joined _finished
+                    record_outcome(store, item.job, outcome, now, self.name)
                     written.append(item)
         except Exception as error:  # returned, not raised, so `written` is kept
             return written, error
         return written, None
 
-    def _take_finished(self) -> list[_Finished]:
+    def _take_finished(self) -> list[_Held]:
         """Take every outcome waiting to be written, to write it now; `_done_writing`
         must follow, whatever happens."""
         batch, self._finished = self._finished, []
-        self._writing.update(item.held.job.id for item in batch)
+        self._writing.update([held.job.id for held in batch])  # a list: no generator
         return batch
 
-    def _done_writing(self, batch: list[_Finished], written: list[_Finished]) -> None:
+    def _done_writing(self, batch: list[_Held], written: list[_Held]) -> None:
         """After a write of `batch` (taken by `_take_finished`): the jobs of `written`
         (applied or fenced) are no longer held; the rest go back to the writer."""
-        self._writing.difference_update(item.held.job.id for item in batch)
+        self._writing.difference_update([held.job.id for held in batch])
         if len(written) < len(batch):
             done = {id(item) for item in written}
             self._finished[:0] = [item for item in batch if id(item) not in done]
@@ -864,7 +873,7 @@ class GroupLoop:
         served = self._served
         held_pop = self._held.pop
         for item in written:
-            job = item.held.job
+            job = item.job
             held_pop(job.id, None)
             counts = served.get(job.queue)
             if counts is None:
@@ -874,18 +883,17 @@ class GroupLoop:
         if written and self.runtime._suspect is not None:
             self.runtime.after_outcomes_written()
 
-    def _carried_written(self, carried: list[_Finished]) -> None:
+    def _carried_written(self, carried: list[_Held]) -> None:
         """After a pass whose claim was given `carried`: done if a claim applied them
-        (with the debug line per job the writer's path logs too), else back to the
-        writer."""
-        if self.runner.outcomes_applied is None:
+        (logged as the writer's path logs them), else back to the writer."""
+        applied = self.runner.outcomes_applied
+        if applied is None:
             self._done_writing(carried, [])
             return
-        if logger.isEnabledFor(logging.DEBUG):
-            for item in carried:
-                job = item.held.job
-                logger.debug("job %s (%s) attempt %s recorded: %s", job.id, job.name,
-                             job.attempt, describe(item.outcome))
+        log_recorded(self.name, ((held.job, held.outcome) for held in carried
+                                 if held.outcome is not None))
+        if applied < len(carried):
+            warn_leases_lost(self.name, [held.job for held in carried], applied)
         self._done_writing(carried, carried)
 
     async def _write_forever(self) -> None:
@@ -902,7 +910,7 @@ class GroupLoop:
             while self._finished:
                 batch = self._take_finished()
                 now = self.runtime.clock.now()
-                written: list[_Finished] = []
+                written: list[_Held] = []
                 try:
                     written, error = await self.runtime.store_call(self._write, batch, now)
                 finally:

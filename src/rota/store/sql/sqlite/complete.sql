@@ -1,13 +1,15 @@
--- Finish the leases in :leases (JSON [[id, owner, attempt, result], ...]; result a JSON
--- text, or null or left out: none) as succeeded; each job is fenced by its lease. One
--- statement for the batch; it returns the Queue of each job it finished, which the store
+-- Finish a batch of leases as succeeded, each job fenced by its lease. Positional
+-- parameters: ?1 the finish time; then one `(?, ?, ?, ?)` row per lease in the rows
+-- placeholder below (id, owner, attempt, result: a JSON text), numbered on from ?2; a
+-- batch without results has `(?, ?, ?, NULL)` rows. One statement for the batch (its text
+-- cached per batch size); it returns the Queue of each job it finished, which the store
 -- counts (migration 8). A lease listed twice finishes its job once.
 UPDATE rota_jobs
-SET state = 'succeeded', result = json_extract(lease.value, '$[3]'), finished_at = :now,
+SET state = 'succeeded', result = lease.column4, finished_at = ?1,
     lease_owner = NULL, lease_expires_at = NULL
-FROM json_each(:leases) AS lease
-WHERE rota_jobs.id = json_extract(lease.value, '$[0]')
+FROM (VALUES {rows}) AS lease
+WHERE rota_jobs.id = lease.column1
   AND rota_jobs.state = 'leased'
-  AND rota_jobs.lease_owner = json_extract(lease.value, '$[1]')
-  AND rota_jobs.attempt = json_extract(lease.value, '$[2]')
+  AND rota_jobs.lease_owner = lease.column2
+  AND rota_jobs.attempt = lease.column3
 RETURNING rota_jobs.queue;
