@@ -175,3 +175,48 @@ def test_a_duty_whose_definition_was_superseded_warns_once_and_does_not_fire(
     assert [job.args for job in store.list_jobs()] == [("v2",)] * 3
     warnings = [r for r in caplog.records if "another App's definition" in r.getMessage()]
     assert len(warnings) == 1
+
+
+def test_a_fire_that_commits_while_the_duty_is_cancelled_is_still_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given a duty whose store calls run on a thread, and a fire that blocks in the store
+    from datetime import UTC, datetime
+
+    from rota.core.schedules import EveryRule, Schedule
+    from rota.store.memory import MemoryStore
+
+    clock = rota.VirtualClock(datetime(2026, 1, 1, 0, 59, 30, tzinfo=UTC))
+    store = MemoryStore()
+    duty = ScheduleDuty([Schedule("h", EveryRule(timedelta(hours=1)), "job", "default")],
+                        store, clock)
+    entered, release = threading.Event(), threading.Event()
+    fire = store.fire_schedule
+
+    def slow_fire(*args: Any) -> Any:
+        entered.set()
+        release.wait(10)
+        return fire(*args)
+
+    store.fire_schedule = slow_fire  # type: ignore[method-assign]
+
+    async def call(function: Callable[..., Any], *args: Any) -> Any:
+        return await asyncio.to_thread(function, *args)
+
+    async def stop_while_firing() -> None:
+        assert await duty.step(call, lambda _queue: None) == 30.0  # registers, none due
+        clock.advance(30)
+        step = asyncio.ensure_future(duty.step(call, lambda _queue: None))
+        await asyncio.to_thread(entered.wait, 10)
+        # When the worker stops (the duty is cancelled) while the fire is in the store
+        step.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await step
+
+    caplog.set_level("INFO", logger="rota")
+    asyncio.run(stop_while_firing())  # waits for the fire's thread before returning
+    # Then the fire that the store committed was logged all the same
+    (job,) = store.list_jobs()
+    fired = [r.getMessage() for r in caplog.records if "fired job" in r.getMessage()]
+    assert fired == [f"schedule 'h' fired job {job.id} for 2026-01-01T01:00:00+00:00"]

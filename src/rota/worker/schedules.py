@@ -120,11 +120,7 @@ class ScheduleDuty:
             lower = self.lower[schedule.name]
             fire_at = due_instant(schedule.rule, lower, now)
             if fire_at is not None:
-                outcome: FireOutcome = await call(
-                    self.store.fire_schedule, schedule.name, schedule.definition,
-                    schedule.new_job(fire_at), now,
-                )
-                self._report(schedule, fire_at, outcome)
+                outcome: FireOutcome = await call(self._fire, schedule, fire_at, now)
                 if outcome.fired:
                     hint(schedule.queue)
                 lower = fire_at
@@ -148,6 +144,15 @@ class ScheduleDuty:
                 self._warn_stale(schedule)
         self.registered = True
         logger.info("schedules: registered %s", ", ".join(s.name for s in self.schedules))
+
+    def _fire(self, schedule: Schedule, fire_at: datetime, now: datetime) -> FireOutcome:
+        """Fire `fire_at` and report it, both on the store's thread: a worker stopping
+        while the fire is in the store cancels the duty's wait, not this, so a fire the
+        store committed is always logged."""
+        outcome = self.store.fire_schedule(schedule.name, schedule.definition,
+                                           schedule.new_job(fire_at), now)
+        self._report(schedule, fire_at, outcome)
+        return outcome
 
     def _report(self, schedule: Schedule, fire_at: datetime, outcome: FireOutcome) -> None:
         if outcome.fired:
