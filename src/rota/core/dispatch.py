@@ -741,46 +741,52 @@ class WeightedDispatcher(Dispatcher):
             heapq.heappush(local.setdefault(weights[index], []), (-offset, index))
         buckets = self._buckets
         unheaped = self._unheaped
-        for index in unheaped:
+        # Put back the entries the last simulation took out, but for the Queues this one
+        # steps on from the start (a reflow round's held Queues): it would take them out
+        # again, and leaving them out is the same.
+        for index in unheaped - special:
             heapq.heappush(buckets[weights[index]], (-persistent[index], index))
-        unheaped.clear()
+        unheaped &= special
+        # The best entry of each persistent heap: it changes only when its Queue is
+        # stepped on (out and the persistent offsets stand still during a simulation).
+        tops: dict[int, tuple[int, int]] = {}
+        for weight in buckets:
+            self._refresh_top(weight, tops, special, unheaped)
+        # Heaps per weight of the Queues that won a step of this simulation. Each paid a
+        # total, so while the bound on their credits (from the steps they won: `paid` +
+        # heaviest x step) is below the best other candidate's, none of them can win:
+        # with thousands of Queues that is every step, and their heaps are not looked at.
+        won: dict[int, list[tuple[int, int]]] = {}
+        heaviest = self._heaviest
+        paid = None  # max over steps i won so far of values[i] - totals[i] - heaviest x i
         values: list[int] = []  # per step: the winner's credit + its weight, and the total
         totals: list[int] = []
         rewin = -1  # the first step won by a Queue that already won in this simulation
         while True:
-            if len(winners) < len(forced):
-                best = forced[len(winners)]
+            step = len(winners)
+            if step < len(forced):
+                best = forced[step]
                 best_value = weights[best] * (g + 1) + scratch.get(best, persistent[best])
             else:
                 best = -1
                 best_value = 0
-                for weight, heap in local.items():
-                    while heap:
-                        negative, index = heap[0]
-                        if (index in gone or scratch[index] != -negative
-                                or not (left.get(index, 0) > 0
-                                        or (room > 0
-                                            and supply.get(index, is_open) is is_open))):
-                            heapq.heappop(heap)  # stale, or never eligible again in this run
-                            continue
+                if room > 0:
+                    for weight, (negative, index) in tops.items():
                         value = weight * (g + 1) - negative
                         if (best < 0 or value > best_value
                                 or (value == best_value and index < best)):
                             best, best_value = index, value
-                        break
-                if room > 0:
-                    for weight, heap in buckets.items():
+                for heaps in ((local, won)
+                              if paid is None or best < 0
+                              or paid + heaviest * step >= best_value else (local,)):
+                    for weight, heap in heaps.items():
                         while heap:
                             negative, index = heap[0]
-                            if index in out or persistent[index] != -negative:
-                                heapq.heappop(heap)  # stale for good: dropped
-                                continue
-                            if index in special:
-                                # Stepped on (or claimed) in this simulation: its entry
-                                # leaves the heap; the charge of the step (if it is served)
-                                # or the next simulation gives it one again.
-                                heapq.heappop(heap)
-                                unheaped.add(index)
+                            if (index in gone or scratch[index] != -negative
+                                    or not (left.get(index, 0) > 0
+                                            or (room > 0
+                                                and supply.get(index, is_open) is is_open))):
+                                heapq.heappop(heap)  # stale, or never eligible again
                                 continue
                             value = weight * (g + 1) - negative
                             if (best < 0 or value > best_value
@@ -792,14 +798,21 @@ class WeightedDispatcher(Dispatcher):
             g += 1
             values.append(best_value)
             totals.append(total)
+            bound = best_value - total - heaviest * step
+            if paid is None or bound > paid:
+                paid = bound
             if best in special:
                 offset = scratch[best]
                 if rewin < 0 and offset != persistent[best]:
-                    rewin = len(winners)
+                    rewin = step
                 offset -= total
             else:
                 special.add(best)
                 offset = persistent[best] - total
+                weight = weights[best]
+                top = tops.get(weight)
+                if top is not None and top[1] == best:
+                    self._refresh_top(weight, tops, special, unheaped)
             winners.append(best)
             scratch[best] = offset
             count = left.get(best, 0)
@@ -813,7 +826,7 @@ class WeightedDispatcher(Dispatcher):
             else:
                 wanted[best] = wanted.get(best, 0) + 1
                 room -= 1
-            heapq.heappush(local.setdefault(weights[best], []), (-offset, best))
+            heapq.heappush(won.setdefault(weights[best], []), (-offset, best))
         return _Simulated(winners, leaves, wanted, values, totals,
                           len(winners) if rewin < 0 else rewin)
 
@@ -867,6 +880,27 @@ class WeightedDispatcher(Dispatcher):
             if paid is None or bound > paid:
                 paid = bound
         return end
+
+    def _refresh_top(
+        self, weight: int, tops: dict[int, tuple[int, int]], special: Collection[int],
+        unheaped: set[int],
+    ) -> None:
+        """Find the best entry of the persistent heap of `weight` for `_simulate`: pop the
+        stale ones (for good) and those of the Queues the simulation steps on (`special`:
+        the charge of the step, if it is served, or the next simulation puts them back)."""
+        heap = self._buckets[weight]
+        out, persistent = self._out, self._e
+        while heap:
+            negative, index = heap[0]
+            if index in out or persistent[index] != -negative:
+                heapq.heappop(heap)  # stale for good: dropped
+            elif index in special:
+                heapq.heappop(heap)
+                unheaped.add(index)
+            else:
+                tops[weight] = heap[0]
+                return
+        tops.pop(weight, None)
 
     def _simulate_one(
         self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int
