@@ -715,6 +715,7 @@ class WeightedDispatcher(Dispatcher):
         persistent = self._e
         out = self._out
         left = {index: count for index, count in held.items() if count > 0}
+        holding = sum(left.values())  # held jobs not given a step yet
         wanted: dict[int, int] = {}
         winners: list[int] = []
         leaves: list[tuple[int, int]] = []
@@ -767,6 +768,8 @@ class WeightedDispatcher(Dispatcher):
             if step < len(forced):
                 best = forced[step]
                 best_value = weights[best] * (g + 1) + scratch.get(best, persistent[best])
+            elif room <= 0 and holding <= 0:
+                break  # no held job and no room left: no Queue can be served
             else:
                 best = -1
                 best_value = 0
@@ -818,6 +821,7 @@ class WeightedDispatcher(Dispatcher):
             count = left.get(best, 0)
             if count > 0:
                 left[best] = count - 1
+                holding -= 1
                 if count == 1 and supply.get(best) is empty:
                     gone.add(best)
                     total -= weights[best]
