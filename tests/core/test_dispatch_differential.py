@@ -341,3 +341,126 @@ def test_claims_of_queues_known_empty_answered_in_the_plan_change_nothing(
         assert set(answered) <= known
         assert inside.credits == outside.credits
         assert inside._out == outside._out
+
+
+class _CheckedDispatcher(WeightedDispatcher):
+    """Simulates every pass afresh beside the simulation that starts from the steps of the
+    pass's last one (`_unchanged_steps`), and requires the two to agree."""
+
+    def __init__(self, policy: Weighted, *, remember_empty: bool) -> None:
+        super().__init__(policy, remember_empty=remember_empty)
+        self.forced_steps = 0
+
+    def _simulate(  # type: ignore[override]
+        self, held: Any, supply: Any, room: int, forced: Any = (),
+    ) -> Any:
+        fresh = super()._simulate(held, supply, room)
+        got = super()._simulate(held, supply, room, forced)
+        assert ((got.winners, got.leaves, got.wanted, got.values, got.totals, got.rewin)
+                == (fresh.winners, fresh.leaves, fresh.wanted, fresh.values, fresh.totals,
+                    fresh.rewin)), forced
+        self.forced_steps += len(forced)
+        return got
+
+
+@st.composite
+def crowds(draw: st.DrawFn) -> tuple[list[int], list[int], list[PassScript]]:
+    """Many Queues, most of them with a few jobs or none: passes whose reflow rounds find
+    Queues empty round after round, several at a time."""
+    count = draw(st.integers(2, 120))
+    weight_values = draw(st.one_of(
+        st.lists(st.integers(1, 5), min_size=1, max_size=5),
+        st.lists(st.integers(1, 1000), min_size=1, max_size=count),
+    ))
+    weights = [draw(st.sampled_from(weight_values)) for _ in range(count)]
+    due = draw(st.lists(st.one_of(st.integers(0, 3), st.integers(0, 3), st.integers(0, 40)),
+                        min_size=count, max_size=count))
+    passes = draw(st.lists(st.builds(
+        PassScript,
+        free=st.integers(1, 64),
+        fail_at=st.one_of(st.none(), st.none(), st.none(), st.integers(0, 30)),
+        cut_after=st.one_of(st.none(), st.none(), st.none(), st.integers(0, 30)),
+        skip_every=st.sampled_from([0, 0, 0, 3]),
+        refill=st.lists(st.tuples(st.integers(0, count - 1), st.integers(1, 5)),
+                        max_size=8).map(tuple),
+        recheck=st.booleans(),
+    ), min_size=1, max_size=12))
+    return weights, due, passes
+
+
+# 40 Queues of one job each, passes of 7: the rounds after the first find them one by one.
+_ONE_EACH = ([1 + i % 5 for i in range(40)], [1] * 40,
+             [PassScript(7, None, None, 0, (), False) for _ in range(8)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(crowds())
+@example(_ONE_EACH)
+def test_a_reflow_simulation_that_starts_from_the_last_one_is_the_old_planners_pass(
+    scenario: tuple[list[int], list[int], list[PassScript]],
+) -> None:
+    # Given many Queues with few due jobs: a pass finds many of them empty, over several
+    # reflow rounds, and each round's simulation starts from the last one's steps
+    weights, due, passes = scenario
+    policy = policy_of(weights)
+    new = _CheckedDispatcher(policy, remember_empty=False)
+    old = ReferenceDispatcher(policy)
+    new_supply, old_supply = Supply(list(due)), Supply(list(due))
+    for script in passes:
+        for queue, jobs in script.refill:
+            new_supply.due[queue] += jobs
+            old_supply.due[queue] += jobs
+        # When each runs the pass (and every simulation is checked against a fresh one)
+        new_plan, _ = begin_new(new, new_supply, script)
+        got_new = run_pass(new_plan, policy.queues, new_supply, script)
+        got_old = run_pass(old.begin_pass(script.free, queue_of=queue_of), policy.queues,
+                           old_supply, script)
+        # Then the claims, the dispatch order and the credits are the old planner's
+        assert got_new == got_old
+        assert new.credits == old.credits
+
+
+@settings(max_examples=200, deadline=None)
+@given(crowds(), st.randoms(use_true_random=False))
+@example(_ONE_EACH, random.Random(3))
+def test_a_reflow_simulation_that_starts_from_the_last_one_with_known_empty_queues(
+    scenario: tuple[list[int], list[int], list[PassScript]], chooser: Any,
+) -> None:
+    # Given a dispatcher that remembers empty Queues, told some Queues are known empty
+    # (answered in the plan, one by one or all at once), as GroupRunner drives it
+    weights, due, passes = scenario
+    policy = policy_of(weights)
+    checked = _CheckedDispatcher(policy, remember_empty=True)
+    supply = Supply(list(due))
+    controlled = frozenset(range(0, len(weights), 7))
+    for script in passes:
+        for queue, jobs in script.refill:
+            supply.due[queue] += jobs
+        known = {name for name, jobs in zip(policy.queues, supply.due, strict=True)
+                 if jobs == 0 and chooser.random() < 0.7}
+        # When it runs the pass, every simulation checked against a fresh one
+        plan, _ = begin_new(checked, supply, script, (known, []))
+        _, order = run_pass(plan, policy.queues, supply, script, controlled, drained=known)
+        # Then it dispatches no more than the pass had room for (and the checks held)
+        assert len(order) <= script.free
+
+
+def test_reflow_rounds_over_thousands_of_queues_start_from_the_last_simulation() -> None:
+    # Given 2,000 Queues of one job each in five weight tiers, drained in passes of 20
+    # with the Queues a claim drained known empty (as a claim's own probe tells)
+    weights = [1 + i % 5 for i in range(2_000)]
+    policy = policy_of(weights)
+    checked = _CheckedDispatcher(policy, remember_empty=True)
+    supply = Supply([1] * 2_000)
+    known: set[str] = set()
+    served = 0
+    # When the passes run until nothing is left
+    while served < 2_000:
+        script = PassScript(20, None, None, 0, (), False)
+        plan, _ = begin_new(checked, supply, script, (known, []))
+        _, order = run_pass(plan, policy.queues, supply, script, drained=known)
+        assert order
+        served += len(order)
+    # Then the reflow rounds of the last passes (a Queue found empty per round) started
+    # from the steps of the round before, and every one matched a fresh simulation
+    assert checked.forced_steps > 1_000

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Generic, TypeVar
 
@@ -117,11 +117,18 @@ class _Supply(Enum):
 class _Simulated:
     """The outcome of one simulation: the winner of each step in slot order, the Queues that
     stop taking part (`leaves`: (step position, Queue), in position order: the Queue takes
-    no part from that step on), and per Queue the slots still to claim."""
+    no part from that step on), and per Queue the slots still to claim.
+
+    For the next simulation of the pass to start from this one (`_unchanged_steps`): per
+    step, the winner's credit plus its weight (`values`) and the sum of the weights taking
+    part (`totals`), and the first step won by a Queue that already won (`rewin`)."""
 
     winners: list[int]
     leaves: list[tuple[int, int]]
     wanted: dict[int, int]
+    values: list[int] = field(default_factory=list)
+    totals: list[int] = field(default_factory=list)
+    rewin: int = 0
 
 
 class PassPlan(Generic[T]):
@@ -251,6 +258,12 @@ class _WeightedPass(PassPlan[T]):
         # full: then it is already the final slot order (no need to simulate again).
         self._planned: _Simulated | None = None
         self._planned_exact = False
+        # The last simulation of the pass, and the Queues found empty since: the next
+        # simulation starts from its steps that still stand (`_simulate`). Not resumable
+        # when a claim since then was not the plain answer to one of its shares.
+        self._last: _Simulated | None = None
+        self._short: list[int] = []
+        self._resumable = False
         self._served = 0
         self._next_leave = 0
         self._left: list[int] = []  # Queues this pass moved out of the steps
@@ -333,11 +346,11 @@ class _WeightedPass(PassPlan[T]):
         room = self._free - self._held_total
         if room <= 0:
             return []
-        held = {index: len(items) for index, items in self._held.items() if items}
-        simulated = dispatcher._simulate(held, self._supply, room)
+        simulated = self._simulate(room)
         shares = sorted(simulated.wanted.items())
         budget = 2 * len(dispatcher.queues) - self._issued
         if not shares or budget <= 0:
+            self._resumable = not shares  # shares never asked: their slots do not stand
             return []
         self._planned = simulated
         self._planned_exact = True
@@ -346,6 +359,7 @@ class _WeightedPass(PassPlan[T]):
         # the sweep, which fills the pass or finds every Queue it names empty.
         if self._round > 0 and budget - len(shares) < 1:
             self._planned_exact = False
+            self._resumable = False
             self._round += 1
             return [self._sweep(shares, room)]
         self._round += 1
@@ -354,6 +368,21 @@ class _WeightedPass(PassPlan[T]):
             requests.append(ClaimRequest((dispatcher.queues[index],), count))
             self._outstanding.add(index)
         return requests
+
+    def _simulate(self, room: int) -> _Simulated:
+        """The dispatcher's simulation of the pass as it stands, from the steps of the
+        last one that still stand (`WeightedDispatcher._unchanged_steps`)."""
+        dispatcher = self._dispatcher
+        held = {index: len(items) for index, items in self._held.items() if items}
+        last = self._last
+        forced: Sequence[int] = ()
+        if last is not None and self._resumable and not self._outstanding:
+            forced = last.winners[:dispatcher._unchanged_steps(last, held, self._short)]
+        simulated = dispatcher._simulate(held, self._supply, room, forced)
+        self._last = simulated
+        self._short = []
+        self._resumable = not dispatcher._single
+        return simulated
 
     def _sweep(self, shares: list[tuple[int, int]], room: int) -> ClaimRequest:
         """One claim for all the room over every Queue still open: those with a share,
@@ -414,6 +443,7 @@ class _WeightedPass(PassPlan[T]):
         # A sweep: the store took each Queue's jobs in turn, so a Queue that gave fewer
         # than the room left when it was reached is empty. Not remembered beyond this
         # pass: the sweep cannot tell a paused or limited Queue from an empty one.
+        self._resumable = False
         index_of = self._dispatcher.index
         by_queue: dict[int, list[T]] = {}
         for item in items:
@@ -437,6 +467,7 @@ class _WeightedPass(PassPlan[T]):
             self._held_total += len(items)
         if short:
             self._found_empty.append(index)
+            self._short.append(index)
             if controlled:
                 self._controlled.add(index)
             if index in self._held:
@@ -462,6 +493,7 @@ class _WeightedPass(PassPlan[T]):
             index = self._index(request)
             self._outstanding.discard(index)
             self._mark(index, _Supply.BLOCKED)
+            self._resumable = False
         self.cut_short()
 
     def cut_short(self) -> None:
@@ -475,8 +507,7 @@ class _WeightedPass(PassPlan[T]):
             self._stopped = True
             # With no room, a Queue that was never asked (or was claimed in full) takes
             # part but cannot be served: as BLOCKED, exactly.
-            held = {index: len(items) for index, items in self._held.items() if items}
-            self._final = self._dispatcher._simulate(held, self._supply, 0)
+            self._final = self._simulate(0)
         return self._final
 
     def dispatch_order(self) -> list[T]:
@@ -594,6 +625,7 @@ class WeightedDispatcher(Dispatcher):
         super().__init__(policy)
         self.queues = policy.queues
         self.weights = tuple(weight for _, weight in policy.weights)
+        self._heaviest = max(self.weights, default=0)
         self.index = {queue: index for index, queue in enumerate(self.queues)}
         self.remember_empty = remember_empty
         count = len(self.queues)
@@ -659,7 +691,8 @@ class WeightedDispatcher(Dispatcher):
         heapq.heappush(self._buckets[self.weights[winner]], (-self._e[winner], winner))
 
     def _simulate(
-        self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int
+        self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int,
+        forced: Sequence[int] = (),
     ) -> _Simulated:
         """Simulate steps from the real credits, without changing them, until no Queue can
         be served.
@@ -670,8 +703,11 @@ class WeightedDispatcher(Dispatcher):
         BLOCKED one, or an OPEN one when there is no room left, keeps taking part but
         cannot be served. Queues that are out (remembered empty) take no part.
 
+        `forced`: the winners of the first steps, known to be the ones the comparisons
+        would pick (`_unchanged_steps`): they are charged without comparing anything.
+
         Cost: O(steps x (distinct weights + log Queues)) plus the Queues in `held` and
-        `supply`; nothing per Queue otherwise.
+        `supply`; nothing per Queue otherwise. A forced step costs O(log Queues).
         """
         if self._single:
             return self._simulate_one(held, supply, room)
@@ -679,6 +715,7 @@ class WeightedDispatcher(Dispatcher):
         persistent = self._e
         out = self._out
         left = {index: count for index, count in held.items() if count > 0}
+        holding = sum(left.values())  # held jobs not given a step yet
         wanted: dict[int, int] = {}
         winners: list[int] = []
         leaves: list[tuple[int, int]] = []
@@ -705,56 +742,86 @@ class WeightedDispatcher(Dispatcher):
             heapq.heappush(local.setdefault(weights[index], []), (-offset, index))
         buckets = self._buckets
         unheaped = self._unheaped
-        for index in unheaped:
+        # Put back the entries the last simulation took out, but for the Queues this one
+        # steps on from the start (a reflow round's held Queues): it would take them out
+        # again, and leaving them out is the same.
+        for index in unheaped - special:
             heapq.heappush(buckets[weights[index]], (-persistent[index], index))
-        unheaped.clear()
+        unheaped &= special
+        # The best entry of each persistent heap: it changes only when its Queue is
+        # stepped on (out and the persistent offsets stand still during a simulation).
+        tops: dict[int, tuple[int, int]] = {}
+        for weight in buckets:
+            self._refresh_top(weight, tops, special, unheaped)
+        # Heaps per weight of the Queues that won a step of this simulation. Each paid a
+        # total, so while the bound on their credits (from the steps they won: `paid` +
+        # heaviest x step) is below the best other candidate's, none of them can win:
+        # with thousands of Queues that is every step, and their heaps are not looked at.
+        won: dict[int, list[tuple[int, int]]] = {}
+        heaviest = self._heaviest
+        paid = None  # max over steps i won so far of values[i] - totals[i] - heaviest x i
+        values: list[int] = []  # per step: the winner's credit + its weight, and the total
+        totals: list[int] = []
+        rewin = -1  # the first step won by a Queue that already won in this simulation
         while True:
-            best = -1
-            best_value = 0
-            for weight, heap in local.items():
-                while heap:
-                    negative, index = heap[0]
-                    if (index in gone or scratch[index] != -negative
-                            or not (left.get(index, 0) > 0
-                                    or (room > 0 and supply.get(index, is_open) is is_open))):
-                        heapq.heappop(heap)  # stale, or never eligible again in this run
-                        continue
-                    value = weight * (g + 1) - negative
-                    if best < 0 or value > best_value or (value == best_value and index < best):
-                        best, best_value = index, value
-                    break
-            if room > 0:
-                for weight, heap in buckets.items():
-                    while heap:
-                        negative, index = heap[0]
-                        if index in out or persistent[index] != -negative:
-                            heapq.heappop(heap)  # stale for good: dropped
-                            continue
-                        if index in special:
-                            # Stepped on (or claimed) in this simulation: its entry leaves
-                            # the heap; the charge of the step (if it is served) or the
-                            # next simulation gives it one again.
-                            heapq.heappop(heap)
-                            unheaped.add(index)
-                            continue
+            step = len(winners)
+            if step < len(forced):
+                best = forced[step]
+                best_value = weights[best] * (g + 1) + scratch.get(best, persistent[best])
+            elif room <= 0 and holding <= 0:
+                break  # no held job and no room left: no Queue can be served
+            else:
+                best = -1
+                best_value = 0
+                if room > 0:
+                    for weight, (negative, index) in tops.items():
                         value = weight * (g + 1) - negative
                         if (best < 0 or value > best_value
                                 or (value == best_value and index < best)):
                             best, best_value = index, value
-                        break
-            if best < 0:
-                break
+                for heaps in ((local, won)
+                              if paid is None or best < 0
+                              or paid + heaviest * step >= best_value else (local,)):
+                    for weight, heap in heaps.items():
+                        while heap:
+                            negative, index = heap[0]
+                            if (index in gone or scratch[index] != -negative
+                                    or not (left.get(index, 0) > 0
+                                            or (room > 0
+                                                and supply.get(index, is_open) is is_open))):
+                                heapq.heappop(heap)  # stale, or never eligible again
+                                continue
+                            value = weight * (g + 1) - negative
+                            if (best < 0 or value > best_value
+                                    or (value == best_value and index < best)):
+                                best, best_value = index, value
+                            break
+                if best < 0:
+                    break
             g += 1
-            winners.append(best)
+            values.append(best_value)
+            totals.append(total)
+            bound = best_value - total - heaviest * step
+            if paid is None or bound > paid:
+                paid = bound
             if best in special:
-                offset = scratch[best] - total
+                offset = scratch[best]
+                if rewin < 0 and offset != persistent[best]:
+                    rewin = step
+                offset -= total
             else:
                 special.add(best)
                 offset = persistent[best] - total
+                weight = weights[best]
+                top = tops.get(weight)
+                if top is not None and top[1] == best:
+                    self._refresh_top(weight, tops, special, unheaped)
+            winners.append(best)
             scratch[best] = offset
             count = left.get(best, 0)
             if count > 0:
                 left[best] = count - 1
+                holding -= 1
                 if count == 1 and supply.get(best) is empty:
                     gone.add(best)
                     total -= weights[best]
@@ -763,8 +830,81 @@ class WeightedDispatcher(Dispatcher):
             else:
                 wanted[best] = wanted.get(best, 0) + 1
                 room -= 1
-            heapq.heappush(local.setdefault(weights[best], []), (-offset, best))
-        return _Simulated(winners, leaves, wanted)
+            heapq.heappush(won.setdefault(weights[best], []), (-offset, best))
+        return _Simulated(winners, leaves, wanted, values, totals,
+                          len(winners) if rewin < 0 else rewin)
+
+    def _unchanged_steps(
+        self, previous: _Simulated, held: Mapping[int, int], short: Collection[int]
+    ) -> int:
+        """How many first steps of `previous`, a simulation of this pass, the next one
+        shares, when since `previous` every Queue it gave slots to was claimed, and the
+        Queues in `short` came back short (found empty: they leave the steps once their
+        `held` jobs are used up); every other claim came back full.
+
+        A full claim turns the slots it filled into held jobs: the same steps. A Queue in
+        `short` keeps its first `held` wins; it leaves the steps after the last of them
+        (step `start`, the earliest over `short`), and from its next win on (step `end`)
+        the steps differ. Between `start` and `end` a step keeps its winner when no Queue
+        that could gain by the Queues leaving can reach it: the Queues that leave win
+        nothing there (removing a loser changes no winner), the candidates only lose
+        eligibility (less room, fewer Queues), and a smaller total raises only the credit
+        of the Queues that already paid a total in the pass, each by at most the leaving
+        Queues' weights per win. So a step that is the winner's first win stands if the
+        paid Queues' credits (bounded from the steps they won) plus that rise stay below
+        the winner's; with thousands of Queues a paid Queue sits a whole total below.
+        Otherwise the steps from there are simulated again.
+        """
+        winners = previous.winners
+        end = len(winners)
+        if not short:
+            return end
+        keep = {index: held.get(index, 0) for index in short}
+        start = 0 if 0 in keep.values() else end
+        wins = dict.fromkeys(keep, 0)
+        for position, winner in enumerate(winners):
+            count = wins.get(winner)
+            if count is None:
+                continue
+            if count == keep[winner]:
+                end = position  # its first slot past its held jobs: not in the next one
+                break
+            wins[winner] = count + 1
+            if count + 1 == keep[winner] and position + 1 < start:
+                start = position + 1
+        rise = sum(self.weights[index] for index in keep)
+        heaviest = self._heaviest
+        values, totals = previous.values, previous.totals
+        paid = None  # max over earlier steps i of values[i] - totals[i] - heaviest * i
+        for position in range(end):
+            if position >= start and (position >= previous.rewin or (
+                    paid is not None and paid + heaviest * position + rise >= values[position])):
+                return position
+            bound = values[position] - totals[position] - heaviest * position
+            if paid is None or bound > paid:
+                paid = bound
+        return end
+
+    def _refresh_top(
+        self, weight: int, tops: dict[int, tuple[int, int]], special: Collection[int],
+        unheaped: set[int],
+    ) -> None:
+        """Find the best entry of the persistent heap of `weight` for `_simulate`: pop the
+        stale ones (for good) and those of the Queues the simulation steps on (`special`:
+        the charge of the step, if it is served, or the next simulation puts them back)."""
+        heap = self._buckets[weight]
+        out, persistent = self._out, self._e
+        while heap:
+            negative, index = heap[0]
+            if index in out or persistent[index] != -negative:
+                heapq.heappop(heap)  # stale for good: dropped
+            elif index in special:
+                heapq.heappop(heap)
+                unheaped.add(index)
+            else:
+                tops[weight] = heap[0]
+                return
+        tops.pop(weight, None)
 
     def _simulate_one(
         self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int
