@@ -27,7 +27,7 @@ from pathlib import Path
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 CHILD = r"""
-import inspect, json, statistics, sys, time, uuid
+import contextlib, inspect, json, statistics, sys, time, uuid
 from datetime import UTC, datetime, timedelta
 import psycopg
 from psycopg import sql
@@ -38,24 +38,25 @@ url, jobs = sys.argv[1], int(sys.argv[2])
 QUEUE, OWNER, BATCH = "bench", "bench-0", 20
 
 
-def fresh():
+@contextlib.contextmanager
+def filled_store():  # a store on a fresh schema holding `jobs` due jobs, dropped after
     schema = f"rota_calls_{uuid.uuid4().hex[:8]}"
     store = PostgresStore.from_url(f"{url}?schema={schema}")
-    store.migrate()
-    now = datetime.now(UTC)
-    chunk = [NewJob("noop", QUEUE, now - timedelta(seconds=1), "[1]", "{}")
-             for _ in range(10_000)]
-    left = jobs
-    while left > 0:
-        store.enqueue(chunk[:min(10_000, left)], now)
-        left -= 10_000
-    return store, schema
-
-
-def drop(store, schema):
-    store.close()
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+    try:
+        store.migrate()
+        now = datetime.now(UTC)
+        chunk = [NewJob("noop", QUEUE, now - timedelta(seconds=1), "[1]", "{}")
+                 for _ in range(10_000)]
+        left = jobs
+        while left > 0:
+            store.enqueue(chunk[:min(10_000, left)], now)
+            left -= 10_000
+        yield store
+    finally:
+        store.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(
+                sql.Identifier(schema)))
 
 
 def ms(values):
@@ -64,8 +65,7 @@ def ms(values):
 
 
 out = {}
-store, schema = fresh()
-try:
+with filled_store() as store:
     claims, completes = [], []
     while True:
         now = datetime.now(UTC)
@@ -79,13 +79,10 @@ try:
         store.complete([job.lease for job in got], now)
         completes.append(time.perf_counter() - started)
     out["claim"], out["complete"] = ms(claims[:-1]), ms(completes)
-finally:
-    drop(store, schema)
 
 if "outcomes" in inspect.signature(PostgresStore.claim).parameters:
     from rota.core.outcomes import Succeeded
-    store, schema = fresh()
-    try:
+    with filled_store() as store:
         carrying, waiting = [], []
         while True:
             now = datetime.now(UTC)
@@ -99,8 +96,6 @@ if "outcomes" in inspect.signature(PostgresStore.claim).parameters:
                 break
             waiting = [(job.lease, Succeeded()) for job in got]
         out["claim+outcomes"] = ms(carrying[:-1])
-    finally:
-        drop(store, schema)
 print(json.dumps(out))
 """
 
