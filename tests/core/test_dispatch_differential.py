@@ -121,6 +121,28 @@ def begin_new(
     return _Replay(plan, first), out
 
 
+def assert_passes_match_the_reference(
+    new: WeightedDispatcher, policy: Weighted, due: list[int],
+    passes: list[PassScript],
+) -> None:
+    """Run `passes` on `new` (which remembers no Queue empty here) and on the frozen
+    reference planner, each over its own copy of the `due` backlog: every pass's claims and
+    dispatch order, and the credits after it, must be the same."""
+    old = ReferenceDispatcher(policy)
+    new_supply, old_supply = Supply(list(due)), Supply(list(due))
+    for script in passes:
+        for queue, jobs in script.refill:
+            new_supply.due[queue] += jobs
+            old_supply.due[queue] += jobs
+        new_plan, out = begin_new(new, new_supply, script)
+        assert out == frozenset()
+        got_new = run_pass(new_plan, policy.queues, new_supply, script)
+        got_old = run_pass(old.begin_pass(script.free, queue_of=queue_of), policy.queues,
+                           old_supply, script)
+        assert got_new == got_old
+        assert new.credits == old.credits
+
+
 class _Replay(PassPlan[Job]):
     """A plan whose first next_claims() answer was already taken (to look for a probe)."""
 
@@ -228,21 +250,8 @@ def test_the_new_planner_makes_the_old_claims_dispatch_order_and_credits(
     policy = policy_of(weights)
     new = Dispatcher.for_policy(policy)
     assert isinstance(new, WeightedDispatcher)
-    old = ReferenceDispatcher(policy)
-    new_supply, old_supply = Supply(list(due)), Supply(list(due))
-    for script in passes:
-        for queue, jobs in script.refill:
-            new_supply.due[queue] += jobs
-            old_supply.due[queue] += jobs
-        # When each runs the pass
-        new_plan, out = begin_new(new, new_supply, script)
-        assert out == frozenset()
-        got_new = run_pass(new_plan, policy.queues, new_supply, script)
-        got_old = run_pass(old.begin_pass(script.free, queue_of=queue_of), policy.queues,
-                           old_supply, script)
-        # Then the claims, the dispatch order and the credits are the same
-        assert got_new == got_old
-        assert new.credits == old.credits
+    # When each runs the passes, then the claims, dispatch order and credits are the same
+    assert_passes_match_the_reference(new, policy, due, passes)
 
 
 @settings(max_examples=300, deadline=None)
@@ -404,20 +413,9 @@ def test_a_reflow_simulation_that_starts_from_the_last_one_is_the_old_planners_p
     weights, due, passes = scenario
     policy = policy_of(weights)
     new = _CheckedDispatcher(policy, remember_empty=False)
-    old = ReferenceDispatcher(policy)
-    new_supply, old_supply = Supply(list(due)), Supply(list(due))
-    for script in passes:
-        for queue, jobs in script.refill:
-            new_supply.due[queue] += jobs
-            old_supply.due[queue] += jobs
-        # When each runs the pass (and every simulation is checked against a fresh one)
-        new_plan, _ = begin_new(new, new_supply, script)
-        got_new = run_pass(new_plan, policy.queues, new_supply, script)
-        got_old = run_pass(old.begin_pass(script.free, queue_of=queue_of), policy.queues,
-                           old_supply, script)
-        # Then the claims, the dispatch order and the credits are the old planner's
-        assert got_new == got_old
-        assert new.credits == old.credits
+    # When each runs the passes (every simulation checked against a fresh one), then the
+    # claims, the dispatch order and the credits are the old planner's
+    assert_passes_match_the_reference(new, policy, due, passes)
 
 
 @settings(max_examples=200, deadline=None)
