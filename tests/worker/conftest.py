@@ -30,6 +30,8 @@ class FaultyStore:
                  raises: type[Exception] = StoreError, carries_outcomes: bool = False) -> None:
         self.inner = inner
         self.carries_outcomes = carries_outcomes
+        # Whatever the inner store prefers (PostgreSQL writes outcomes beside claims).
+        self.outcomes_beside_claims = not carries_outcomes
         self.raises = raises
         self.fail = fail or (lambda _method, _n: False)
         self.calls: Counter[str] = Counter()

@@ -10,12 +10,15 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pytest
 
 import rota
 from rota.core.jobs import JobState
+from rota.store import open_store
+from rota.store.base import Claimed, LeaseOutcome, Store
 from tests.worker.conftest import Outcomes
 
 MakeApp = Callable[..., rota.App]
@@ -345,6 +348,56 @@ def test_intermittent_store_errors_lose_no_job(
     assert all(app.get_job(i).state is JobState.SUCCEEDED for i in ids)  # type: ignore[union-attr]
     assert faulty.failures["claim"] > 0
     assert carries_outcomes or faulty.failures["complete"] > 0
+
+
+class CountsCarriedOutcomes:
+    """A store that counts the outcomes handed to its claims."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.carried = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def claim(self, queues: Sequence[str], limit: int, *,
+              outcomes: Sequence[LeaseOutcome] = (), **kwargs: Any) -> Claimed:
+        self.carried += len(outcomes)
+        return self.inner.claim(queues, limit, outcomes=outcomes, **kwargs)
+
+
+def test_outcomes_ride_with_claims_unless_the_store_wants_them_written_beside(
+    store_url: str,
+) -> None:
+    # Given a worker on each store (PostgreSQL sets outcomes_beside_claims), pool 4
+    store = CountsCarriedOutcomes(open_store(store_url))
+    app = rota.App(store)
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("default"), pool_size=4, poll_interval=0.05))
+
+    @app.job("work")
+    async def work() -> None:
+        pass
+
+    ids = work.enqueue_many([()] * 40)
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+
+    async def scenario() -> None:
+        async with app.serve():
+            await outcomes.count(40)
+
+    try:
+        # When it drains 40 jobs, 4 at a time
+        run(scenario())
+        # Then every job succeeded, and outcomes went with claims on SQLite and memory,
+        # and only through the outcome writer on PostgreSQL
+        assert all(app.get_job(i).state is JobState.SUCCEEDED for i in ids)  # type: ignore[union-attr]
+        beside = getattr(store.inner, "outcomes_beside_claims", False)
+        assert beside == store_url.startswith("postgresql")
+        assert (store.carried == 0) == beside
+    finally:
+        app.close()
 
 
 # -- graceful shutdown -----------------------------------------------------------------

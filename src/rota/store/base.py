@@ -51,6 +51,11 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   exception: on PostgreSQL a claim over a Queue with a concurrency limit runs as a second
   transaction after the one that applied the outcomes; if that second one fails, the
   outcomes stay applied, and writing them again is fenced (reported not applied).
+  Whether rota's worker hands its outcomes to its claims is the store's call: a store
+  whose class sets `outcomes_beside_claims = True` (PostgreSQL) has them written by the
+  worker's outcome writer on another connection while the next claim runs, since there
+  the claim every handler waits for is faster alone (docs/benchmarks.md, "Carried
+  outcomes: per store"); any other store that takes `outcomes` gets them with claims.
 - Queue controls (`pause_queue`, `resume_queue`, `set_queue_limit`) are stored beside the
   jobs and read by every claim, with no cache. A claim takes nothing from a paused Queue
   (it goes on to the next one), and takes from a Queue with a limit at most

@@ -232,9 +232,14 @@ class Runtime:
         for group in self.groups:
             for queue in group.runner.options.policy.queues:
                 self._by_queue.setdefault(queue, []).append(group)
-        # Whether the store's claim takes `outcomes` (rota's stores do; a Store written
-        # to the contract before issue 14 may not): then passes write outcomes with claims.
-        self.claims_take_outcomes = "outcomes" in inspect.signature(store.claim).parameters
+        # Whether passes write outcomes with claims: when the store's claim takes
+        # `outcomes` (rota's stores do; a Store written to the contract before issue 14
+        # may not), unless the store would rather have them written beside its claims
+        # (PostgreSQL: rota.store.base, module doc).
+        self.claims_take_outcomes = (
+            "outcomes" in inspect.signature(store.claim).parameters
+            and not getattr(store, "outcomes_beside_claims", False)
+        )
         # Owned by start()/stop() on the loop thread.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper: asyncio.Task[None] | None = None
