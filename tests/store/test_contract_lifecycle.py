@@ -208,3 +208,28 @@ def test_list_jobs_newest_first_with_an_offset(store: Store) -> None:
     assert [j.id for j in store.list_jobs(queue="a", limit=2, offset=2)] == [a[2], a[3]]
     assert [j.id for j in store.list_jobs(queue="a", newest=True, offset=3)] == [a[0]]
     assert store.list_jobs(offset=10) == []
+
+
+def test_newest_jobs_of_a_finished_state_are_the_most_recently_finished(store: Store) -> None:
+    # Given five jobs finished out of id order: c and d at one instant, e later, a last;
+    # b still scheduled, and one dead-lettered job
+    a, b, c, d, e, f = store.enqueue([new() for _ in range(6)], T0)
+    claim(store, ["q"], 6)
+    store.release([lease_of(store, b)], T0)
+    finished_at = {c: T0 + timedelta(seconds=1), d: T0 + timedelta(seconds=1),
+                   e: T0 + timedelta(seconds=2), a: T0 + timedelta(seconds=3)}
+    for job_id, at in finished_at.items():
+        assert store.complete([lease_of(store, job_id)], at) == 1
+    assert store.dead_letter(lease_of(store, f), T0 + timedelta(seconds=4), "boom")
+    # When the newest succeeded jobs are listed, then paged
+    newest = store.list_jobs(state=JobState.SUCCEEDED, newest=True)
+    # Then the last to finish comes first (ties: the higher id first), and nothing else
+    assert [job.id for job in newest] == [a, e, d, c]
+    assert [job.id for job in store.list_jobs(state=JobState.SUCCEEDED, newest=True,
+                                              limit=2, offset=1)] == [e, d]
+    assert [job.id for job in store.list_jobs(state=JobState.SUCCEEDED, newest=True,
+                                              queue="other")] == []
+    # ...while other listings keep id order
+    assert [job.id for job in store.list_jobs(state=JobState.SUCCEEDED)] == [a, c, d, e]
+    assert [job.id for job in store.list_jobs(newest=True)] == [f, e, d, c, b, a]
+    assert [job.id for job in store.list_jobs(state=JobState.SCHEDULED, newest=True)] == [b]

@@ -310,6 +310,33 @@ def test_hot_statements_keep_their_index_paths_in_generic_plans(
     assert "Seq Scan" not in plan and "Bitmap Heap Scan on jobs" not in plan, plan
 
 
+def test_the_newest_jobs_of_a_finished_state_walk_the_finished_index(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given 200,000 succeeded jobs (finished 20 at a time, a millisecond apart), then
+    # 200,000 newer scheduled ones
+    store = make_store()
+    store.migrate()
+    finished_at = "%(t)s + (n / 20) * interval '1 millisecond'"
+    for state, finished in (("succeeded", finished_at), ("scheduled", "NULL")):
+        admin.execute(
+            "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
+            f"finished_at) SELECT 'old', 'q', '{state}', %(t)s, '[]', '{{}}', %(t)s, "
+            f"{finished} FROM generate_series(1, 200000) AS n", {"t": T0 - timedelta(days=1)})
+    admin.execute("ANALYZE rota.jobs")
+    # When the listing of the newest succeeded jobs is planned with its values, as the
+    # store sends it (bound client-side)
+    params = {"state": "succeeded", "queue": None, "name": None, "limit": 50, "offset": 0}
+    query = psycopg.ClientCursor(admin).mogrify(render_sql("list_jobs_finished", "rota"),
+                                                params)
+    plan = "\n".join(str(row[0]) for row in admin.execute("EXPLAIN " + query))
+    # Then it walks jobs_finished backwards, never the table, never every succeeded row
+    assert "Index Scan Backward using jobs_finished" in plan, plan
+    assert "Seq Scan" not in plan and "Bitmap" not in plan, plan
+    assert [job.state for job in store.list_jobs(state=JobState.SUCCEEDED, newest=True,
+                                                  limit=3)] == [JobState.SUCCEEDED] * 3
+
+
 def test_a_strict_claim_over_several_queues_is_one_statement(
     make_store: Callable[..., PostgresStore], statements: list[str]
 ) -> None:

@@ -569,6 +569,21 @@ def test_purge_walks_the_finished_index_not_the_table(store: SQLiteStore) -> Non
     assert "SCAN rota_jobs" not in plan, plan
 
 
+def test_the_newest_jobs_of_a_finished_state_walk_the_finished_index(
+    store: SQLiteStore,
+) -> None:
+    # When the listing of the newest succeeded jobs is planned (rota jobs --newest --state)
+    from rota.store.sqlite import _sql
+
+    with closing(raw_connection(store)) as conn:
+        plan = " ".join(str(row[-1]) for row in conn.execute(
+            "EXPLAIN QUERY PLAN " + _sql("list_jobs_finished"),
+            {"state": "succeeded", "queue": None, "name": None, "limit": 50, "offset": 0}))
+    # Then it walks rota_jobs_finished in its order: no table scan, no sort
+    assert "USING INDEX rota_jobs_finished" in plan, plan
+    assert "SCAN rota_jobs " not in plan + " " and "TEMP B-TREE" not in plan, plan
+
+
 def test_a_batched_claim_is_one_statement_of_index_range_scans(store: SQLiteStore) -> None:
     # When claim_many.sql with three arms is planned (issue 13: a batched claim)
     from rota.store.sqlite import _claim_many_sql

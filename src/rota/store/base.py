@@ -208,6 +208,16 @@ def claim_caps(
     return list(zip(queues, limits, strict=True))
 
 
+def listing_statement(newest: bool, state: JobState | None) -> str:
+    """Which listing `list_jobs` runs: by id (`list_jobs`, `list_jobs_newest`), or, for the
+    newest jobs of a finished state, `list_jobs_finished`: by finish time, walking the
+    finished-rows index of that state backwards, so a page never reads the jobs of other
+    states (by id, it walked every newer scheduled job: 0.7-1.35 s under five million)."""
+    if not newest:
+        return "list_jobs"
+    return "list_jobs_finished" if state is not None and state.finished else "list_jobs_newest"
+
+
 @runtime_checkable
 class Store(Protocol):
     """Where jobs live. Methods are synchronous and safe to call from several threads."""
@@ -338,7 +348,9 @@ class Store(Protocol):
         name: str | None = None,
     ) -> list[JobRecord]:
         """Jobs in id order (`newest`: descending), optionally filtered by Queue, state and
-        job `name` (exact); `offset` skips that many matching jobs first (paging)."""
+        job `name` (exact); `offset` skips that many matching jobs first (paging).
+        `newest` with a finished `state`: the most recently finished first (`finished_at`,
+        then id, descending; `listing_statement`)."""
         ...
 
     def count_jobs(self) -> dict[tuple[str, JobState], int]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -506,8 +506,15 @@ class MemoryStore:
         with self._lock:
             found: list[JobRecord] = []
             skip = offset
-            jobs = self._jobs.values()  # dicts keep insertion (= id) order
-            for job in reversed(jobs) if newest else jobs:
+            jobs: Iterable[JobRecord] = self._jobs.values()  # insertion (= id) order
+            if newest and state is not None and state.finished:
+                # Most recently finished first, as the durable stores' finished-rows index
+                # walk gives them (rota.store.base.listing_statement).
+                jobs = sorted((job for job in jobs if job.state is state),
+                              key=lambda job: (job.finished_at, job.id), reverse=True)
+            elif newest:
+                jobs = reversed(self._jobs.values())
+            for job in jobs:
                 if ((queue is None or job.queue == queue) and (state is None or job.state is state)
                         and (name is None or job.name == name)):
                     if skip > 0:

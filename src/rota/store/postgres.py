@@ -84,6 +84,7 @@ from rota.store.base import (
     StoreError,
     check_outcomes,
     claim_caps,
+    listing_statement,
 )
 from rota.store.corrupt import quarantine_undecodable
 from rota.store.registry_rows import (
@@ -183,7 +184,7 @@ SCHEMA_VERSION: Final = len(migrations())
 # plan (`plan_cache_mode`, see `_configure`, applies to unnamed statements too), which
 # then expects a tenth of the table and, on a big one, starts parallel workers for a
 # page of 50: 13-46 ms on ten million rows, against 0.5 ms planning + 0.1 ms running.
-_PLANNED_EACH_RUN: Final = frozenset({"list_jobs", "list_jobs_newest"})
+_PLANNED_EACH_RUN: Final = frozenset({"list_jobs", "list_jobs_newest", "list_jobs_finished"})
 
 
 def _advisory_lock_key(schema: str) -> int:
@@ -1057,7 +1058,7 @@ class PostgresStore:
     ) -> list[JobRecord]:
         if limit <= 0:
             return []
-        rows, _ = self._execute("list_jobs_newest" if newest else "list_jobs", {
+        rows, _ = self._execute(listing_statement(newest, state), {
             "queue": queue, "state": state.value if state is not None else None,
             "limit": limit, "offset": offset, "name": name,
         })

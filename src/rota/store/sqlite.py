@@ -72,6 +72,7 @@ from rota.store.base import (
     StoreError,
     check_outcomes,
     claim_caps,
+    listing_statement,
 )
 from rota.store.corrupt import quarantine_undecodable
 from rota.store.registry_rows import (
@@ -1011,8 +1012,7 @@ class SQLiteStore:
             "offset": offset, "name": name,
         }
         with self._read("listing jobs") as conn:
-            rows = conn.execute(_sql("list_jobs_newest" if newest else "list_jobs"),
-                                params).fetchall()
+            rows = conn.execute(_sql(listing_statement(newest, state)), params).fetchall()
         return [_record(row) for row in rows]
 
     def count_jobs(self) -> dict[tuple[str, JobState], int]:
