@@ -16,8 +16,9 @@ from rota.core.jobs import JobRecord, JobState
 def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "jobs", help="list jobs, filtered by state, Queue and job name",
-        description="List jobs in id order (oldest first; --newest for newest first), a "
-        "page at a time: --limit N jobs after skipping --offset M.")
+        description="List jobs in id order (oldest first; --newest for newest first; "
+        "--newest with a finished --state: the most recently finished first), a page at "
+        "a time: --limit N jobs after skipping --offset M.")
     add_store_options(parser, json_help="print JSON instead of a table")
     parser.add_argument("--state", choices=[s.value for s in JobState],
                         help="only jobs in this state")
@@ -25,7 +26,9 @@ def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
     parser.add_argument("--name", metavar="NAME", help="only jobs with this job name")
     parser.add_argument("--limit", type=count_arg, default=50, metavar="N",
                         help="at most N jobs (default 50)")
-    parser.add_argument("--newest", action="store_true", help="newest jobs first")
+    parser.add_argument("--newest", action="store_true",
+                        help="newest jobs first (with a finished --state: latest finished "
+                        "first)")
     parser.add_argument("--offset", type=count_arg, default=0, metavar="M",
                         help="skip the first M matching jobs (paging; default 0)")
     parser.set_defaults(func=run_jobs)
