@@ -9,11 +9,18 @@
 -- than 1,000 of each has its jobs scheduled ahead counted in full (a due backlog can grow
 -- without bound when workers fall behind; jobs scheduled ahead are what producers chose).
 -- Every walk is in index order (ORDER BY due_at), so a generic plan never scans the table.
-SELECT counted.queue, counted.state, counted.jobs, due.jobs, due.oldest,
+-- The walks run for the scheduled rows only: as a LATERAL join over every (Queue, state)
+-- row, the state test became a join filter applied after each walk, which doubled the
+-- statement's time (10,000,000 rows: ~58 ms, of which half for finished states).
+WITH counted AS (
+    SELECT queue, state, jobs FROM {schema}.job_counts_now
+)
+SELECT listed.queue, listed.state, listed.jobs, due.jobs, due.oldest,
        NULL::boolean, NULL::integer
-FROM {schema}.job_counts_now AS counted
-LEFT JOIN LATERAL (
-    SELECT CASE
+FROM counted AS listed
+LEFT JOIN (
+    SELECT counted.queue,
+           CASE
                WHEN ahead.jobs < 1000 THEN counted.jobs - ahead.jobs
                ELSE (
                    SELECT CASE
@@ -41,7 +48,8 @@ LEFT JOIN LATERAL (
             WHERE jobs.queue = counted.queue AND jobs.state = 'scheduled'
               AND jobs.due_at <= %(now)s
             ORDER BY jobs.due_at LIMIT 1) AS oldest
-    FROM (
+    FROM counted
+    CROSS JOIN LATERAL (
         SELECT count(*) AS jobs FROM (
             SELECT 1 FROM {schema}.jobs
             WHERE jobs.queue = counted.queue AND jobs.state = 'scheduled'
@@ -51,7 +59,7 @@ LEFT JOIN LATERAL (
         ) AS first_ahead
     ) AS ahead
     WHERE counted.state = 'scheduled'
-) AS due ON true
+) AS due ON due.queue = listed.queue AND listed.state = 'scheduled'
 UNION ALL
 SELECT queue, NULL, 0, 0, NULL, paused, concurrency_limit
 FROM {schema}.queue_settings
