@@ -833,6 +833,7 @@ class WeightedDispatcher(Dispatcher):
                         and self._chain_stands(values, totals, weights[best])
                         and chain(best)):
                     # Answered in the plan, found empty: `best` has left the steps (out).
+                    # (`rewin < 0` is a quick exit: a step won twice fails the bound.)
                     weight = weights[best]
                     total -= weight
                     gone.add(best)
