@@ -378,11 +378,33 @@ class _WeightedPass(PassPlan[T]):
         forced: Sequence[int] = ()
         if last is not None and self._resumable and not self._outstanding:
             forced = last.winners[:dispatcher._unchanged_steps(last, held, self._short)]
-        simulated = dispatcher._simulate(held, self._supply, room, forced)
+        chain = self._chain if room == 1 and self._known and not dispatcher._single else None
+        simulated = dispatcher._simulate(held, self._supply, room, forced, chain)
         self._last = simulated
         self._short = []
         self._resumable = not dispatcher._single
         return simulated
+
+    def _chain(self, index: int) -> bool:
+        """A room-one round's simulation gives its one slot to Queue `index`, which has
+        nothing held: answer that round here, as `next_claims` would, if it would (the
+        Queue is known empty, the round is not a sweep and has budget, and answering it
+        does not leave every open Queue known empty, where `next_claims` finds them all
+        empty at once). Then the simulation carries on as the next round's, instead of
+        `next_claims` simulating that round again (`WeightedDispatcher._simulate`)."""
+        name = self._dispatcher.queues[index]
+        if name not in self._known:
+            return False
+        budget = 2 * len(self._dispatcher.queues) - self._issued
+        if budget <= 0 or (self._round > 0 and budget < 2):
+            return False  # no round, or a sweep: to the store
+        if self._count_unknown_open() == 0 and budget >= self._open:
+            return False  # next_claims finds every known Queue empty after this round
+        self._round += 1
+        self._answered.append(name)
+        self._issued += 1
+        self._took(index, (), True, False)
+        return True
 
     def _sweep(self, shares: list[tuple[int, int]], room: int) -> ClaimRequest:
         """One claim for all the room over every Queue still open: those with a share,
@@ -692,7 +714,7 @@ class WeightedDispatcher(Dispatcher):
 
     def _simulate(
         self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int,
-        forced: Sequence[int] = (),
+        forced: Sequence[int] = (), chain: Callable[[int], bool] | None = None,
     ) -> _Simulated:
         """Simulate steps from the real credits, without changing them, until no Queue can
         be served.
@@ -705,6 +727,15 @@ class WeightedDispatcher(Dispatcher):
 
         `forced`: the winners of the first steps, known to be the ones the comparisons
         would pick (`_unchanged_steps`): they are charged without comparing anything.
+
+        `chain` (a room-one round, `_WeightedPass._chain`): offered the winner of the room
+        step when that Queue has nothing held and has not won yet, and the steps before it
+        would stand without it (`_chain_stands`). True means the pass answered that
+        Queue's claim itself, found empty (it has left the steps): the simulation then
+        goes on as one without that Queue from the first step, which it is, since the
+        steps before stand and each Queue that won one of them paid a total smaller by
+        the Queue's weight, so its credit is that much higher (one shift of the offsets
+        of the Queues that won).
 
         Cost: O(steps x (distinct weights + log Queues)) plus the Queues in `held` and
         `supply`; nothing per Queue otherwise. A forced step costs O(log Queues).
@@ -798,6 +829,26 @@ class WeightedDispatcher(Dispatcher):
                             break
                 if best < 0:
                     break
+                if (chain is not None and room == 1 and best not in special and rewin < 0
+                        and self._chain_stands(values, totals, weights[best])
+                        and chain(best)):
+                    # Answered in the plan, found empty: `best` has left the steps (out).
+                    # (`rewin < 0` is a quick exit: a step won twice fails the bound.)
+                    weight = weights[best]
+                    total -= weight
+                    gone.add(best)
+                    if paid is not None:
+                        paid += weight
+                    totals[:] = [value - weight for value in totals]
+                    won = {}
+                    for index in winners:
+                        offset = scratch[index] + weight
+                        scratch[index] = offset
+                        heapq.heappush(won.setdefault(weights[index], []), (-offset, index))
+                    top = tops.get(weight)
+                    if top is not None and top[1] == best:
+                        self._refresh_top(weight, tops, special, unheaped)
+                    continue
             g += 1
             values.append(best_value)
             totals.append(total)
@@ -884,6 +935,20 @@ class WeightedDispatcher(Dispatcher):
             if paid is None or bound > paid:
                 paid = bound
         return end
+
+    def _chain_stands(self, values: Sequence[int], totals: Sequence[int], rise: int) -> bool:
+        """Whether every step simulated so far (`values`, `totals`: none won twice) keeps
+        its winner when a Queue of weight `rise` that won none of them leaves from the
+        first step: `_unchanged_steps`' bound, for one Queue with nothing held."""
+        heaviest = self._heaviest
+        paid = None  # max over earlier steps i of values[i] - totals[i] - heaviest * i
+        for position, value in enumerate(values):
+            if paid is not None and paid + heaviest * position + rise >= value:
+                return False
+            bound = value - totals[position] - heaviest * position
+            if paid is None or bound > paid:
+                paid = bound
+        return True
 
     def _refresh_top(
         self, weight: int, tops: dict[int, tuple[int, int]], special: Collection[int],
