@@ -125,8 +125,19 @@ def _sql_dir() -> resources.abc.Traversable:
 
 @cache
 def _sql_text(name: str) -> str:
+    """The statement of that name as sent: its file (or, for a claim that completes,
+    two files composed) without whole-line comments. psycopg parses a statement's
+    placeholders on every execution unless its text is at most 4,096 bytes (its
+    `MAX_CACHED_STATEMENT_LENGTH`); with its comments, claim.sql is over that."""
     if name in CLAIM_COMPLETING:
-        return _claim_completing_text(CLAIM_COMPLETING[name])
+        text = _claim_completing_text(CLAIM_COMPLETING[name])
+    else:
+        text = _sql_file(name)
+    return "".join(line for line in text.splitlines(keepends=True)
+                   if not line.lstrip().startswith("--"))
+
+
+def _sql_file(name: str) -> str:
     return _sql_dir().joinpath(f"{name}.sql").read_text(encoding="utf-8")
 
 
@@ -143,7 +154,7 @@ _COMPLETING: Final = {complete: claim for claim, complete in CLAIM_COMPLETING.it
 
 
 def _claim_completing_text(complete_name: str) -> str:
-    claim, complete = _sql_text("claim"), _sql_text(complete_name)
+    claim, complete = _sql_file("claim"), _sql_file(complete_name)
     first = "-- claim_completing: completed AS (complete.sql RETURNING jobs.id),\n"
     last = "    -- claim_completing: UNION ALL the count of completed (in attempt, id NULL)\n"
     if first not in claim or last not in claim:  # a packaging mistake, never user input
