@@ -118,6 +118,8 @@ def _sql(name: str) -> str:
 # claim_many.sql: at most this many Queues in one statement (SQLite allows 500 arms in a
 # compound SELECT); a round asking more runs claim.sql Queue after Queue.
 _MAX_ARMS = 200
+# The parameter names of claim_many.sql's arms, by arm (built once, not per Queue asked).
+_ARM_KEYS: Final = tuple((f"queue_{index}", f"limit_{index}") for index in range(_MAX_ARMS))
 
 
 @functools.cache
@@ -735,6 +737,12 @@ class SQLiteStore:
         applied = 0
         with self._write("claiming") as conn:
 
+            def came_short(queue: str) -> None:
+                """`queue` gave fewer jobs than asked: say whether a control of it may
+                be why."""
+                if conn.execute(_sql("queue_is_controlled"), {"queue": queue}).fetchone():
+                    controlled.append(queue)
+
             def took(queue: str, rows: list[_Row], asked: int) -> None:
                 """`rows` claimed from `queue` (asked for `asked`): keep them in due order
                 (RETURNING order is unspecified), count the move, and if short, say
@@ -742,22 +750,39 @@ class SQLiteStore:
                 rows.sort(key=_due_order)
                 claimed.extend(rows)
                 _move(changes, queue, len(rows), "scheduled", "leased")
-                if len(rows) < asked and conn.execute(
-                        _sql("queue_is_controlled"), {"queue": queue}).fetchone():
-                    controlled.append(queue)
+                if len(rows) < asked:
+                    came_short(queue)
 
             if outcomes:  # applied first, in the claim's transaction (one commit)
                 applied = self._apply_outcomes(conn, outcomes, now, changes)
             if 1 < len(asks) <= _MAX_ARMS and sum(count for _, count in asks) <= limit:
                 # Per-Queue limits that fit in the total: one statement for every Queue.
-                for index, (queue, count) in enumerate(asks):
-                    params[f"queue_{index}"] = queue
-                    params[f"limit_{index}"] = count
+                # With tenants this runs once per Queue asked, for about one job each
+                # (issue 13): the rows are sorted once, not per Queue, and the loop over
+                # the Queues calls nothing of ours unless a Queue came back short.
+                for (queue, count), (queue_key, limit_key) in zip(asks, _ARM_KEYS, strict=False):
+                    params[queue_key] = queue
+                    params[limit_key] = count
+                rows = conn.execute(_claim_many_sql(len(asks)), params).fetchall()
+                rows.sort(key=_due_order)
                 by_queue: dict[str, list[_Row]] = {}
-                for row in conn.execute(_claim_many_sql(len(asks)), params).fetchall():
-                    by_queue.setdefault(row[2], []).append(row)
+                for row in rows:
+                    if (got := by_queue.get(row[2])) is None:
+                        by_queue[row[2]] = [row]
+                    else:
+                        got.append(row)
                 for queue, asked in asks:
-                    took(queue, by_queue.get(queue, []), asked)
+                    got = by_queue.get(queue)
+                    if got is None:
+                        came_short(queue)
+                        continue
+                    claimed += got
+                    taken = len(got)
+                    scheduled_key, leased_key = (queue, "scheduled"), (queue, "leased")
+                    changes[scheduled_key] = changes.get(scheduled_key, 0) - taken
+                    changes[leased_key] = changes.get(leased_key, 0) + taken
+                    if taken < asked:
+                        came_short(queue)
                 asks = []
             for queue, cap in asks:
                 remaining = limit - len(claimed)
