@@ -118,6 +118,9 @@ def _sql(name: str) -> str:
 # claim_many.sql: at most this many Queues in one statement (SQLite allows 500 arms in a
 # compound SELECT); a round asking more runs claim.sql Queue after Queue.
 _MAX_ARMS = 200
+# A probe of at least this many Queues first walks the Queues that have scheduled jobs
+# (probe_scan.sql); a smaller one (a claim's own Queues) seeks each Queue it names.
+_PROBE_SCAN_FROM = 200
 # The parameter names of claim_many.sql's arms, by arm (built once, not per Queue asked).
 _ARM_KEYS: Final = tuple((f"queue_{index}", f"limit_{index}") for index in range(_MAX_ARMS))
 
@@ -833,6 +836,15 @@ class SQLiteStore:
 
     @staticmethod
     def _probe(conn: sqlite3.Connection, queues: Sequence[str], now: datetime) -> list[str]:
+        if len(queues) >= _PROBE_SCAN_FROM:
+            # Many Queues (a survey or recheck of tenants, most of them empty): walk the
+            # Queues that have scheduled jobs instead, if there are no more of them than
+            # Queues probed (issue 13: 10,000 empty tenants cost 10,000 seeks a probe).
+            rows = conn.execute(_sql("probe_scan"), {"now": _us(now),
+                                                     "cap": len(queues) + 1}).fetchall()
+            if any(row[0] is None for row in rows):
+                wanted = set(queues)
+                return [row[0] for row in rows if row[1] and row[0] in wanted]
         rows = conn.execute(_sql("probe"), {"queues": json.dumps(list(queues)),
                                             "now": _us(now)}).fetchall()
         return [row[0] for row in rows]
