@@ -3,9 +3,9 @@
 -- of thousands of tenants, most of them empty). One index seek per Queue with scheduled
 -- jobs (the next Queue name on rota_jobs_claimable, then its due check), where probe.sql
 -- costs one per Queue probed; never a walk over the jobs.
--- The walk stops after :cap rows. Each row is (queue, due); the last row of a walk that
--- reached the end has a NULL queue, so a caller that sees none stopped short and must
--- probe by name instead.
+-- The walk stops after :cap rows (the caller: an eighth of the Queues it probes). Each
+-- row is (queue, due); the last row of a walk that reached the end has a NULL queue, so
+-- a caller that sees none stopped short and must probe by name instead (probe.sql).
 WITH RECURSIVE scheduled(queue) AS (
     SELECT (SELECT min(queue) FROM rota_jobs WHERE state = 'scheduled')
     UNION ALL
