@@ -97,6 +97,24 @@ def test_a_probe_names_the_queues_with_due_work_left(store: Store) -> None:
     assert store.count_jobs()[("a", JobState.SCHEDULED)] == 2
 
 
+@pytest.mark.parametrize("others", [0, 400], ids=["few-busy", "more-busy-than-probed"])
+def test_a_probe_of_many_queues_names_those_with_due_work(store: Store, others: int) -> None:
+    # Given 300 tenant Queues: t000-t009 with due work, t010-t019 with work due later,
+    # t020-t029 paused with due work, the rest empty; and `others` Queues not probed
+    # with due work, whose names sort before, between and after the tenants'
+    tenants = [f"t{i:03d}" for i in range(300)]
+    fill(store, {**{name: 1 for name in tenants[:10] + tenants[20:30]},
+                 **{f"{prefix}{i:03d}": 1 for i in range(others // 4)
+                    for prefix in ("a", "t0", "t9", "z")}})
+    store.enqueue([new(name, T0 + timedelta(minutes=5)) for name in tenants[10:20]], T0)
+    for name in tenants[20:30]:
+        store.pause_queue(name)
+    # When a probe alone asks about the 300 tenants
+    probed = claim(store, [], 0, probe=tenants)
+    # Then only the ten with due work that are not paused are named
+    assert probed == [] and probed.due == set(tenants[:10])
+
+
 def test_a_probe_with_a_claim_answers_after_the_claim(store: Store) -> None:
     # Given a with 2 due jobs and b with 3
     fill(store, {"a": 2, "b": 3})

@@ -119,6 +119,12 @@ def _sql(name: str) -> str:
 # claim_many.sql: at most this many Queues in one statement (SQLite allows 500 arms in a
 # compound SELECT); a round asking more runs claim.sql Queue after Queue.
 _MAX_ARMS = 200
+# A probe of at least this many Queues first walks the Queues that have scheduled jobs
+# (probe_scan.sql); a smaller one (a claim's own Queues) seeks each Queue it names.
+_PROBE_SCAN_FROM = 200
+_PROBE_SCAN_SHARE = 8  # ... and walks at most 1/8 of that many Queues
+# The parameter names of claim_many.sql's arms, by arm (built once, not per Queue asked).
+_ARM_KEYS: Final = tuple((f"queue_{index}", f"limit_{index}") for index in range(_MAX_ARMS))
 
 
 @functools.cache
@@ -736,6 +742,12 @@ class SQLiteStore:
         applied = 0
         with self._write("claiming") as conn:
 
+            def came_short(queue: str) -> None:
+                """`queue` gave fewer jobs than asked: say whether a control of it may
+                be why."""
+                if conn.execute(_sql("queue_is_controlled"), {"queue": queue}).fetchone():
+                    controlled.append(queue)
+
             def took(queue: str, rows: list[_Row], asked: int) -> None:
                 """`rows` claimed from `queue` (asked for `asked`): keep them in due order
                 (RETURNING order is unspecified), count the move, and if short, say
@@ -743,22 +755,39 @@ class SQLiteStore:
                 rows.sort(key=_due_order)
                 claimed.extend(rows)
                 _move(changes, queue, len(rows), "scheduled", "leased")
-                if len(rows) < asked and conn.execute(
-                        _sql("queue_is_controlled"), {"queue": queue}).fetchone():
-                    controlled.append(queue)
+                if len(rows) < asked:
+                    came_short(queue)
 
             if outcomes:  # applied first, in the claim's transaction (one commit)
                 applied = self._apply_outcomes(conn, outcomes, now, changes)
             if 1 < len(asks) <= _MAX_ARMS and sum(count for _, count in asks) <= limit:
                 # Per-Queue limits that fit in the total: one statement for every Queue.
-                for index, (queue, count) in enumerate(asks):
-                    params[f"queue_{index}"] = queue
-                    params[f"limit_{index}"] = count
+                # With tenants this runs once per Queue asked, for about one job each
+                # (issue 13): the rows are sorted once, not per Queue, and the loop over
+                # the Queues calls nothing of ours unless a Queue came back short.
+                for (queue, count), (queue_key, limit_key) in zip(asks, _ARM_KEYS, strict=False):
+                    params[queue_key] = queue
+                    params[limit_key] = count
+                rows = conn.execute(_claim_many_sql(len(asks)), params).fetchall()
+                rows.sort(key=_due_order)
                 by_queue: dict[str, list[_Row]] = {}
-                for row in conn.execute(_claim_many_sql(len(asks)), params).fetchall():
-                    by_queue.setdefault(row[2], []).append(row)
+                for row in rows:
+                    if (got := by_queue.get(row[2])) is None:
+                        by_queue[row[2]] = [row]
+                    else:
+                        got.append(row)
                 for queue, asked in asks:
-                    took(queue, by_queue.get(queue, []), asked)
+                    got = by_queue.get(queue)
+                    if got is None:
+                        came_short(queue)
+                        continue
+                    claimed += got
+                    taken = len(got)
+                    scheduled_key, leased_key = (queue, "scheduled"), (queue, "leased")
+                    changes[scheduled_key] = changes.get(scheduled_key, 0) - taken
+                    changes[leased_key] = changes.get(leased_key, 0) + taken
+                    if taken < asked:
+                        came_short(queue)
                 asks = []
             for queue, cap in asks:
                 remaining = limit - len(claimed)
@@ -809,6 +838,17 @@ class SQLiteStore:
 
     @staticmethod
     def _probe(conn: sqlite3.Connection, queues: Sequence[str], now: datetime) -> list[str]:
+        if len(queues) >= _PROBE_SCAN_FROM:
+            # Many Queues (a survey or recheck of tenants, most of them empty): walk the
+            # Queues that have scheduled jobs instead, if they are few beside the Queues
+            # probed (issue 13: 10,000 empty tenants cost 10,000 seeks a probe). A walked
+            # Queue costs ~4 probed by name, so the walk gives up after an eighth: at
+            # worst a probe then costs ~1.4 times what it did.
+            rows = conn.execute(_sql("probe_scan"), {
+                "now": _us(now), "cap": len(queues) // _PROBE_SCAN_SHARE + 1}).fetchall()
+            if any(row[0] is None for row in rows):
+                wanted = set(queues)
+                return [row[0] for row in rows if row[1] and row[0] in wanted]
         rows = conn.execute(_sql("probe"), {"queues": json.dumps(list(queues)),
                                             "now": _us(now)}).fetchall()
         return [row[0] for row in rows]
