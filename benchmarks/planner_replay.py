@@ -33,6 +33,24 @@ def record(queues: int, backlogged: int, path: str, jobs: int = 10_000) -> None:
           f"{sum(log.orders)} jobs -> {path}")
 
 
+def replay_calls(dispatcher: Any, calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]
+                 ) -> list[int]:
+    """Make a drain's logged planner calls (`benchmarks.suites.queues.PlannerLog`) again on
+    `dispatcher`; returns each pass's dispatched count, to check against the drain's."""
+    plan: Any = None
+    orders: list[int] = []
+    for name, args, kwargs in calls:
+        if name == "begin_pass":
+            plan = dispatcher.begin_pass(*args, **kwargs)
+        elif name == "known":
+            plan.answer_known_empty(args[0], [])
+        elif name == "dispatch_order":
+            orders.append(len(plan.dispatch_order()))
+        else:
+            getattr(plan, name)(*args, **kwargs)
+    return orders
+
+
 def replay(queues: int, path: str, run: bool) -> None:
     import rota
     from rota.core import dispatch
@@ -46,18 +64,7 @@ def replay(queues: int, path: str, run: bool) -> None:
     dispatcher = dispatch.Dispatcher.for_policy(policy, remember_empty=True)
     if not run:
         return
-    plan: Any = None
-    got: list[int] = []
-    for name, args, kwargs in calls:
-        if name == "begin_pass":
-            plan = dispatcher.begin_pass(*args, **kwargs)
-        elif name == "known":
-            plan.answer_known_empty(args[0], [])
-        elif name == "dispatch_order":
-            got.append(len(plan.dispatch_order()))
-        else:
-            getattr(plan, name)(*args, **kwargs)
-    if got != orders:
+    if replay_calls(dispatcher, calls) != orders:
         raise SystemExit("the replay did not dispatch what the drain dispatched")
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import rota
+from benchmarks.planner_replay import replay_calls
 from rota.core import dispatch
 from rota.core.jobs import JobRecord, NewJob
 from rota.store import open_store
@@ -163,18 +164,8 @@ class PlannerLog:
         """Seconds the planner takes to make the logged calls again on a fresh dispatcher
         (the loop's own dispatch included: an upper bound)."""
         dispatcher = dispatch.Dispatcher.for_policy(policy, remember_empty=True)
-        plan: Any = None
-        orders: list[int] = []
         start = time.perf_counter()
-        for name, args, kwargs in self.calls:
-            if name == "begin_pass":
-                plan = dispatcher.begin_pass(*args, **kwargs)
-            elif name == "known":
-                plan.answer_known_empty(args[0], [])
-            elif name == "dispatch_order":
-                orders.append(len(plan.dispatch_order()))
-            else:
-                getattr(plan, name)(*args, **kwargs)
+        orders = replay_calls(dispatcher, self.calls)
         seconds = time.perf_counter() - start
         if orders != self.orders:
             raise RuntimeError("the replay did not dispatch what the drain dispatched")
