@@ -11,7 +11,9 @@ times it from the start of the process until the store holds no unfinished job (
 every 50 ms from this process with plain SQL). Runs alternate before, after, after,
 before, ... so that drift on a shared machine falls on both sides (with several `--after`
 trees: each run walks the trees in turn, every other run in reverse). Prints every run
-(jobs/s and the worker's CPU time per job), then the medians and the ratio after/before.
+(jobs/s from the spawn; the steady rate, between the polls that saw 90 % and 10 % of the
+jobs left, which leaves out start-up; the worker's CPU time per job), then the medians and
+the ratios after/before.
 Figures, never pass/fail: this is how "the noop drain is within 5 % of before" is checked.
 """
 
@@ -87,13 +89,14 @@ def fresh_store(kind: str, pg_url: str) -> Iterator[tuple[str, Callable[[], int]
 
 
 def wait_drained(worker: subprocess.Popen[bytes], unfinished: Callable[[], int],
-                 tree: Path) -> int:
-    """Poll every 50 ms until the store holds no unfinished job; return how many polls
-    (each one transaction). Raises RuntimeError if the worker exits first."""
-    polls = 0
+                 tree: Path) -> list[tuple[float, int]]:
+    """Poll every 50 ms until the store holds no unfinished job; return the polls, each
+    (monotonic time, unfinished jobs). Raises RuntimeError if the worker exits first."""
+    polls: list[tuple[float, int]] = []
     while True:
-        polls += 1
-        if unfinished() == 0:
+        left = unfinished()
+        polls.append((time.monotonic(), left))
+        if left == 0:
             return polls
         if worker.poll() is not None:
             raise RuntimeError(f"the worker of {tree} exited: "
@@ -101,20 +104,30 @@ def wait_drained(worker: subprocess.Popen[bytes], unfinished: Callable[[], int],
         time.sleep(0.05)
 
 
+def steady_rate(polls: list[tuple[float, int]], jobs: int) -> float:
+    """Jobs per second between the polls that first saw 90 % and 10 % of the jobs left:
+    the drain without the worker's start-up and its last pass."""
+    first = next(poll for poll in polls if poll[1] <= 0.9 * jobs)
+    last = next(poll for poll in polls if poll[1] <= 0.1 * jobs)
+    return (first[1] - last[1]) / (last[0] - first[0])
+
+
 def drain_once(tree: Path, kind: str, jobs: int, pg_url: str,
-               workers: int = 1) -> tuple[float, float]:
-    """Jobs per second, and the workers' CPU microseconds per job (all of them)."""
+               workers: int = 1, pin: str | None = None) -> tuple[float, float, float]:
+    """Jobs per second from the spawn, jobs per second between 90 % and 10 % left (the
+    steady rate), and the workers' CPU microseconds per job (all of them)."""
     with fresh_store(kind, pg_url) as (url, unfinished):
         subprocess.run([sys.executable, "-c", ENQUEUE.format(url=url, jobs=jobs)],
                        cwd=tree, env=_env(tree, url), check=True)
         began = time.monotonic()
         started = [subprocess.Popen(
-            [sys.executable, "-m", "rota.cli", "worker", "benchmarks.workers.rota_app:app"],
+            [*(["taskset", "-c", pin] if pin else []),
+             sys.executable, "-m", "rota.cli", "worker", "benchmarks.workers.rota_app:app"],
             cwd=tree, env=_env(tree, url), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         ) for _ in range(workers)]
         cpu_s = 0.0
         try:
-            wait_drained(started[0], unfinished, tree)
+            polls = wait_drained(started[0], unfinished, tree)
             took_s = time.monotonic() - began
         finally:
             for worker in started:
@@ -122,7 +135,7 @@ def drain_once(tree: Path, kind: str, jobs: int, pg_url: str,
             for worker in started:
                 _, _, usage = os.wait4(worker.pid, 0)
                 cpu_s += usage.ru_utime + usage.ru_stime
-        return jobs / took_s, cpu_s * 1e6 / jobs
+        return jobs / took_s, steady_rate(polls, jobs), cpu_s * 1e6 / jobs
 
 
 def main() -> None:
@@ -137,6 +150,11 @@ def main() -> None:
     parser.add_argument("--pg-url", default=DEFAULT_PG)
     parser.add_argument("--workers", type=int, default=1,
                         help="`rota worker` processes draining together (default 1)")
+    parser.add_argument("--pin", metavar="CPUS",
+                        help="run the workers on these CPUs only (taskset -c CPUS); with "
+                             "PostgreSQL pinned to the others (taskset -a -p CPUS PID of "
+                             "each server process), the worker and the server stop "
+                             "trading cores, and runs of one tree agree more closely")
     options = parser.parse_args()
     afters = [tree.resolve() for tree in options.after]
     labels = ["after"] if len(afters) == 1 else [f"after{i + 1}" for i in range(len(afters))]
@@ -145,22 +163,31 @@ def main() -> None:
         print(f"{label} = {trees[label]}", flush=True)
     for kind in options.stores:
         rates: dict[str, list[float]] = {label: [] for label in trees}
+        steadies: dict[str, list[float]] = {label: [] for label in trees}
         cpus: dict[str, list[float]] = {label: [] for label in trees}
         for run in range(options.runs):
             order = list(trees) if run % 2 == 0 else list(trees)[::-1]
             for label in order:
-                rate, cpu = drain_once(trees[label], kind, options.jobs, options.pg_url,
-                                       options.workers)
+                rate, steady, cpu = drain_once(trees[label], kind, options.jobs,
+                                               options.pg_url, options.workers,
+                                               options.pin)
                 rates[label].append(rate)
+                steadies[label].append(steady)
                 cpus[label].append(cpu)
                 print(f"{kind:8} run {run + 1} {label:6} {rate:8,.0f} jobs/s  "
-                      f"worker CPU {cpu:6.1f} us/job", flush=True)
-        before, cpu_before = statistics.median(rates["before"]), statistics.median(cpus["before"])
+                      f"steady {steady:8,.0f} jobs/s  worker CPU {cpu:6.1f} us/job",
+                      flush=True)
+        before = statistics.median(rates["before"])
+        steady_before = statistics.median(steadies["before"])
+        cpu_before = statistics.median(cpus["before"])
         for label in labels:
             after, cpu_after = statistics.median(rates[label]), statistics.median(cpus[label])
-            print(f"{kind:8} MEDIAN before {before:,.0f} jobs/s ({cpu_before:.1f} us/job CPU), "
-                  f"{label} {after:,.0f} jobs/s ({cpu_after:.1f} us/job CPU): "
-                  f"{label}/before = {after / before:.3f}", flush=True)
+            steady_after = statistics.median(steadies[label])
+            print(f"{kind:8} MEDIAN before {before:,.0f} jobs/s (steady {steady_before:,.0f}, "
+                  f"{cpu_before:.1f} us/job CPU), {label} {after:,.0f} jobs/s (steady "
+                  f"{steady_after:,.0f}, {cpu_after:.1f} us/job CPU): {label}/before = "
+                  f"{after / before:.3f}, steady {steady_after / steady_before:.3f}",
+                  flush=True)
 
 
 if __name__ == "__main__":
