@@ -286,20 +286,8 @@ class _WeightedPass(PassPlan[T]):
     def next_claims(self) -> list[ClaimRequest]:
         while True:
             requests = self._next_round()
-            known = self._known
-            # A sweep (several Queues) goes to the store as it is: answering it here would
-            # find every Queue it names empty.
-            if not known or not requests or requests[0].probe or len(requests[0].queues) > 1:
+            if requests is not None:
                 return requests
-            remote = [request for request in requests if request.queues[0] not in known]
-            if len(remote) == len(requests):
-                return requests
-            for request in requests:
-                if request.queues[0] in known:
-                    self._answered.append(request.queues[0])
-                    self.claimed(request, [])
-            if remote:
-                return remote
             # A round of Queues all known empty. When every Queue still open is known
             # empty, the rounds that follow would find them empty a round at a time (a
             # simulation each: thousands at the end of a drain over 10,000 Queues), each
@@ -334,7 +322,9 @@ class _WeightedPass(PassPlan[T]):
                 self._outstanding.add(position)
                 self.claimed(ClaimRequest((name,), 1), [])
 
-    def _next_round(self) -> list[ClaimRequest]:
+    def _next_round(self) -> list[ClaimRequest] | None:
+        """The claims of the next round; None when the plan answered every claim of the
+        round itself (Queues known empty, `answer_known_empty`): plan the next round."""
         dispatcher = self._dispatcher
         if self._probe and not self._stopped:
             self._probe = False
@@ -364,10 +354,21 @@ class _WeightedPass(PassPlan[T]):
             return [self._sweep(shares, room)]
         self._round += 1
         requests: list[ClaimRequest] = []
+        queues, known, outstanding = dispatcher.queues, self._known, self._outstanding
+        answered: list[int] = []
         for index, count in shares:
-            requests.append(ClaimRequest((dispatcher.queues[index],), count))
-            self._outstanding.add(index)
-        return requests
+            name = queues[index]
+            if name in known:
+                answered.append(index)
+            else:
+                requests.append(ClaimRequest((name,), count))
+                outstanding.add(index)
+        # A claim of a Queue known empty is answered here, found empty, in share order:
+        # what `claimed(request, [])` records. (A sweep, above, goes to the store as it
+        # is: answering it here would find every Queue it names empty.)
+        for index in answered:
+            self._answer_empty(index)
+        return requests if requests or not answered else None
 
     def _simulate(self, room: int) -> _Simulated:
         """The dispatcher's simulation of the pass as it stands, from the steps of the
@@ -401,10 +402,15 @@ class _WeightedPass(PassPlan[T]):
         if self._count_unknown_open() == 0 and budget >= self._open:
             return False  # next_claims finds every known Queue empty after this round
         self._round += 1
-        self._answered.append(name)
+        self._answer_empty(index)
+        return True
+
+    def _answer_empty(self, index: int) -> None:
+        """Answer the plan's claim of Queue `index`, known empty, as found empty: what
+        `claimed(request, [])` would record."""
+        self._answered.append(self._dispatcher.queues[index])
         self._issued += 1
         self._took(index, (), True, False)
-        return True
 
     def _sweep(self, shares: list[tuple[int, int]], room: int) -> ClaimRequest:
         """One claim for all the room over every Queue still open: those with a share,
@@ -454,13 +460,21 @@ class _WeightedPass(PassPlan[T]):
     ) -> None:
         if request.probe:
             raise ValueError("claimed() answers a claim; use probed() for a probe request")
-        _check_count(request, items)
+        got, limit = len(items), request.limit
+        if got > limit:
+            _check_count(request, items)
         self._issued += 1
-        index = self._index(request)
+        queues = request.queues
+        index = self._dispatcher.index[queues[0]]
         self._outstanding.discard(index)
         queue_of = self._queue_of
-        if len(request.queues) == 1 or queue_of is None:  # (a sweep has a queue_of)
-            self._took(index, items, len(items) < request.limit, controlled)
+        if len(queues) == 1 or queue_of is None:  # (a sweep has a queue_of)
+            if got == limit:  # in full: what `_took` records of it
+                if got:
+                    self._held.setdefault(index, []).extend(items)
+                    self._held_total += got
+            else:
+                self._took(index, items, got < limit, controlled)
             return
         # A sweep: the store took each Queue's jobs in turn, so a Queue that gave fewer
         # than the room left when it was reached is empty. Not remembered beyond this
@@ -475,9 +489,9 @@ class _WeightedPass(PassPlan[T]):
             if left == 0:
                 break  # not reached: still open
             index = index_of[name]
-            got = by_queue.pop(index, [])
-            self._took(index, got, len(got) < left, True)
-            left -= len(got)
+            taken = by_queue.pop(index, [])
+            self._took(index, taken, len(taken) < left, True)
+            left -= len(taken)
         if by_queue:
             raise ValueError("a sweep claim returned jobs of a Queue it did not name; the "
                              "store broke the claim contract")
@@ -537,7 +551,7 @@ class _WeightedPass(PassPlan[T]):
         return [next(held[winner]) for winner in self._final_steps().winners]
 
     def serve(self) -> None:
-        final = self._final_steps()
+        final = self._final or self._final_steps()
         if self._served >= len(final.winners):
             raise RuntimeError("serve() called more often than the pass dispatched jobs")
         if self._finished:
@@ -787,18 +801,25 @@ class WeightedDispatcher(Dispatcher):
         # Heaps per weight of the Queues that won a step of this simulation. Each paid a
         # total, so while the bound on their credits (from the steps they won: `paid` +
         # heaviest x step) is below the best other candidate's, none of them can win:
-        # with thousands of Queues that is every step, and their heaps are not looked at.
+        # with thousands of Queues that is every step, and their heaps are not looked at,
+        # nor built: the first step that needs them builds them from `winners` (one entry
+        # per Queue that won, at its offset now: the entries a heap kept up step by step
+        # would add are stale or never eligible again, which a look skips anyway).
         won: dict[int, list[tuple[int, int]]] = {}
+        won_built = False
         heaviest = self._heaviest
         paid = None  # max over steps i won so far of values[i] - totals[i] - heaviest x i
         values: list[int] = []  # per step: the winner's credit + its weight, and the total
         totals: list[int] = []
         rewin = -1  # the first step won by a Queue that already won in this simulation
+        heappush, heappop = heapq.heappush, heapq.heappop
+        forcing = len(forced)
+        step = 0  # len(winners)
         while True:
-            step = len(winners)
-            if step < len(forced):
+            gain = g + 1
+            if step < forcing:
                 best = forced[step]
-                best_value = weights[best] * (g + 1) + scratch.get(best, persistent[best])
+                best_value = weights[best] * gain + scratch.get(best, persistent[best])
             elif room <= 0 and holding <= 0:
                 break  # no held job and no room left: no Queue can be served
             else:
@@ -806,13 +827,20 @@ class WeightedDispatcher(Dispatcher):
                 best_value = 0
                 if room > 0:
                     for weight, (negative, index) in tops.items():
-                        value = weight * (g + 1) - negative
+                        value = weight * gain - negative
                         if (best < 0 or value > best_value
                                 or (value == best_value and index < best)):
                             best, best_value = index, value
-                for heaps in ((local, won)
-                              if paid is None or best < 0
-                              or paid + heaviest * step >= best_value else (local,)):
+                if paid is None or best < 0 or paid + heaviest * step >= best_value:
+                    if not won_built:
+                        won_built = True
+                        for index in dict.fromkeys(winners):
+                            heappush(won.setdefault(weights[index], []),
+                                     (-scratch[index], index))
+                    looks: tuple[dict[int, list[tuple[int, int]]], ...] = (local, won)
+                else:
+                    looks = (local,) if local else ()
+                for heaps in looks:
                     for weight, heap in heaps.items():
                         while heap:
                             negative, index = heap[0]
@@ -820,9 +848,9 @@ class WeightedDispatcher(Dispatcher):
                                     or not (left.get(index, 0) > 0
                                             or (room > 0
                                                 and supply.get(index, is_open) is is_open))):
-                                heapq.heappop(heap)  # stale, or never eligible again
+                                heappop(heap)  # stale, or never eligible again
                                 continue
-                            value = weight * (g + 1) - negative
+                            value = weight * gain - negative
                             if (best < 0 or value > best_value
                                     or (value == best_value and index < best)):
                                 best, best_value = index, value
@@ -840,16 +868,15 @@ class WeightedDispatcher(Dispatcher):
                     if paid is not None:
                         paid += weight
                     totals[:] = [value - weight for value in totals]
-                    won = {}
+                    won = {}  # (built again from `winners` when a step needs it)
+                    won_built = False
                     for index in winners:
-                        offset = scratch[index] + weight
-                        scratch[index] = offset
-                        heapq.heappush(won.setdefault(weights[index], []), (-offset, index))
+                        scratch[index] += weight
                     top = tops.get(weight)
                     if top is not None and top[1] == best:
                         self._refresh_top(weight, tops, special, unheaped)
                     continue
-            g += 1
+            g = gain
             values.append(best_value)
             totals.append(total)
             bound = best_value - total - heaviest * step
@@ -866,8 +893,21 @@ class WeightedDispatcher(Dispatcher):
                 weight = weights[best]
                 top = tops.get(weight)
                 if top is not None and top[1] == best:
-                    self._refresh_top(weight, tops, special, unheaped)
+                    # `_refresh_top`, inline while the next entry is a live one
+                    heap = buckets[weight]
+                    heappop(heap)
+                    unheaped.add(best)
+                    if not heap:
+                        del tops[weight]
+                    else:
+                        top = heap[0]
+                        index = top[1]
+                        if index in out or persistent[index] != -top[0] or index in special:
+                            self._refresh_top(weight, tops, special, unheaped)
+                        else:
+                            tops[weight] = top
             winners.append(best)
+            step += 1
             scratch[best] = offset
             count = left.get(best, 0)
             if count > 0:
@@ -876,12 +916,13 @@ class WeightedDispatcher(Dispatcher):
                 if count == 1 and supply.get(best) is empty:
                     gone.add(best)
                     total -= weights[best]
-                    leaves.append((len(winners), best))
+                    leaves.append((step, best))
                     continue
             else:
                 wanted[best] = wanted.get(best, 0) + 1
                 room -= 1
-            heapq.heappush(won.setdefault(weights[best], []), (-offset, best))
+            if won_built:
+                heappush(won.setdefault(weights[best], []), (-offset, best))
         return _Simulated(winners, leaves, wanted, values, totals,
                           len(winners) if rewin < 0 else rewin)
 
