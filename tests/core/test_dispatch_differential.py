@@ -362,19 +362,24 @@ def test_claims_of_queues_known_empty_answered_in_the_plan_change_nothing(
 class _CheckedDispatcher(WeightedDispatcher):
     """Simulates every pass afresh beside the simulation that starts from the steps of the
     pass's last one (`_unchanged_steps`), or that answers room-one rounds of Queues known
-    empty on its way (`chain`), and requires the two to agree: the fresh one runs after,
-    with the Queues the chain answered out of the steps, as the next round would see them.
-    Without a chain it runs before too, on the inputs as they were."""
+    empty on its way (`chain`), or whole rounds of them (`skim`), and requires the two to
+    agree: the fresh one runs after, with the Queues the chain or skim answered out of the
+    steps, as the next round would see them. Without a chain or skim it runs before too,
+    on the inputs as they were. Every simulation with nothing held also runs the general
+    loop (`_simulate_steps`) beside the plain one (`_simulate_plain`)."""
 
     def __init__(self, policy: Weighted, *, remember_empty: bool) -> None:
         super().__init__(policy, remember_empty=remember_empty)
         self.forced_steps = 0
         self.chained = 0  # rounds answered inside a simulation
+        self.skimmed = 0  # rounds of room above one answered inside a simulation
 
     def _simulate(  # type: ignore[override]
         self, held: Any, supply: Any, room: int, forced: Any = (), chain: Any = None,
+        skim: Any = None,
     ) -> Any:
         links: list[int] = []
+        rounds: list[Any] = []
 
         def counted(index: int) -> bool:
             answered: bool = chain(index)
@@ -382,10 +387,24 @@ class _CheckedDispatcher(WeightedDispatcher):
                 links.append(index)
             return answered
 
-        before = None if chain is not None else super()._simulate(held, supply, room)
+        def counted_rounds(simulated: Any) -> bool:
+            taken: bool = skim(simulated)
+            if taken:
+                rounds.append(simulated)
+            return taken
+
+        before = (None if chain is not None or skim is not None
+                  else super()._simulate(held, supply, room))
         got = super()._simulate(held, supply, room, forced,
-                                counted if chain is not None else None)
+                                counted if chain is not None else None,
+                                counted_rounds if skim is not None else None)
         fresh = super()._simulate(held, supply, room)
+        if not forced and chain is None and not supply and not any(held.values()):
+            general = self._simulate_steps(held, supply, room, (), None)
+            assert ((fresh.winners, fresh.leaves, fresh.wanted, fresh.values, fresh.totals,
+                     fresh.rewin)
+                    == (general.winners, general.leaves, general.wanted, general.values,
+                        general.totals, general.rewin))
         for other in (before, fresh):
             if other is not None:
                 assert ((got.winners, got.leaves, got.wanted, got.values, got.totals,
@@ -394,6 +413,7 @@ class _CheckedDispatcher(WeightedDispatcher):
                             other.totals, other.rewin)), (forced, links)
         self.forced_steps += len(forced)
         self.chained += len(links)
+        self.skimmed += len(rounds)
         return got
 
 

@@ -379,8 +379,13 @@ class _WeightedPass(PassPlan[T]):
         forced: Sequence[int] = ()
         if last is not None and self._resumable and not self._outstanding:
             forced = last.winners[:dispatcher._unchanged_steps(last, held, self._short)]
-        chain = self._chain if room == 1 and self._known and not dispatcher._single else None
-        simulated = dispatcher._simulate(held, self._supply, room, forced, chain)
+        chain = skim = None
+        if self._known and not dispatcher._single:
+            if room == 1:
+                chain = self._chain
+            else:
+                skim = self._skim
+        simulated = dispatcher._simulate(held, self._supply, room, forced, chain, skim)
         self._last = simulated
         self._short = []
         self._resumable = not dispatcher._single
@@ -403,6 +408,36 @@ class _WeightedPass(PassPlan[T]):
             return False  # next_claims finds every known Queue empty after this round
         self._round += 1
         self._answer_empty(index)
+        return True
+
+    def _skim(self, simulated: _Simulated) -> bool:
+        """A round's simulation with nothing held (`WeightedDispatcher._simulate_plain`):
+        when every Queue it gives slots to is known empty, take the round here as
+        `_next_round` and `next_claims` would (every claim answered, found empty: they
+        leave the steps; then, if every Queue still open is known empty, find them all
+        empty) and return True: the dispatcher then simulates the next round at once,
+        with what it has of this one (the next one has nothing held either, and nothing
+        of this one stands: `_unchanged_steps` keeps no step). False: the round goes to
+        `_next_round` as usual (a Queue to ask the store, a sweep, no budget)."""
+        wanted = simulated.wanted
+        budget = 2 * len(self._dispatcher.queues) - self._issued
+        if not wanted or budget <= 0 or (self._round > 0 and budget - len(wanted) < 1):
+            return False
+        known, queues = self._known, self._dispatcher.queues
+        for index in wanted:
+            if queues[index] not in known:
+                return False
+        self._last = simulated  # (`_simulate`, then `_next_round`)
+        self._short = []
+        self._resumable = True
+        self._planned = simulated
+        self._planned_exact = True
+        self._round += 1
+        for index in sorted(wanted):
+            self._answer_empty(index)
+        if (self._count_unknown_open() == 0
+                and 2 * len(self._dispatcher.queues) - self._issued >= self._open):
+            self._find_known_empty()  # (`next_claims`)
         return True
 
     def _answer_empty(self, index: int) -> None:
@@ -729,6 +764,7 @@ class WeightedDispatcher(Dispatcher):
     def _simulate(
         self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int,
         forced: Sequence[int] = (), chain: Callable[[int], bool] | None = None,
+        skim: Callable[[_Simulated], bool] | None = None,
     ) -> _Simulated:
         """Simulate steps from the real credits, without changing them, until no Queue can
         be served.
@@ -751,11 +787,143 @@ class WeightedDispatcher(Dispatcher):
         the Queue's weight, so its credit is that much higher (one shift of the offsets
         of the Queues that won).
 
+        `skim` (a round with nothing held, `_WeightedPass._skim`): offered each
+        simulation of `_simulate_plain`; True means the pass took that round itself
+        (its Queues, all known empty, have left the steps): the simulation then starts
+        again as the next round's, from the best heap entries it has (none of those
+        Queues is among them), instead of returning.
+
         Cost: O(steps x (distinct weights + log Queues)) plus the Queues in `held` and
         `supply`; nothing per Queue otherwise. A forced step costs O(log Queues).
         """
         if self._single:
             return self._simulate_one(held, supply, room)
+        if not forced and chain is None and not supply and not any(held.values()):
+            return self._simulate_plain(room, skim)
+        return self._simulate_steps(held, supply, room, forced, chain)
+
+    def _simulate_plain(
+        self, room: int, skim: Callable[[_Simulated], bool] | None = None
+    ) -> _Simulated:
+        """`_simulate` with nothing held, every Queue taking part OPEN, nothing forced and
+        no chain: a pass's first round (one simulation per pass in the steady state), and
+        every round before a claim comes back short. `_simulate_steps` less all it does
+        for held jobs, supply states, forced steps and chains: the same steps, the same
+        heap entries taken out (`tests/core/test_dispatch_differential.py` checks both
+        against each other)."""
+        weights = self.weights
+        persistent = self._e
+        out = self._out
+        buckets = self._buckets
+        unheaped = self._unheaped
+        for index in unheaped:  # put back the entries the last simulation took out
+            heapq.heappush(buckets[weights[index]], (-persistent[index], index))
+        unheaped.clear()
+        special: set[int] = set()  # the Queues stepped on: their offsets are in `scratch`
+        tops: dict[int, tuple[int, int]] = {}
+        for weight in buckets:
+            self._refresh_top(weight, tops, special, unheaped)
+        free = room
+        while True:
+            simulated = self._plain_round(free, special, tops)
+            if skim is None or not skim(simulated):
+                return simulated
+            # The round's Queues left the steps (and any others `skim` found empty): the
+            # best entries are the same but for those of Queues gone out since.
+            special.clear()
+            for weight, (_, index) in list(tops.items()):
+                if index in out:
+                    self._refresh_top(weight, tops, special, unheaped)
+
+    def _plain_round(
+        self, room: int, special: set[int], tops: dict[int, tuple[int, int]]
+    ) -> _Simulated:
+        """One simulation of `_simulate_plain`, from the best heap entries `tops`."""
+        weights = self.weights
+        persistent = self._e
+        out = self._out
+        buckets = self._buckets
+        unheaped = self._unheaped
+        heappush, heappop = heapq.heappush, heapq.heappop
+        scratch: dict[int, int] = {}
+        g = self._g
+        total = self._total_in  # no Queue leaves the steps: the total stands
+        heaviest = self._heaviest
+        winners: list[int] = []
+        wanted: dict[int, int] = {}
+        values: list[int] = []
+        totals: list[int] = []
+        won: dict[int, list[tuple[int, int]]] = {}  # as in `_simulate_steps`
+        won_built = False
+        paid = None
+        rewin = -1
+        step = 0
+        while room > 0:
+            gain = g + 1
+            best = -1
+            best_value = 0
+            for weight, (negative, index) in tops.items():
+                value = weight * gain - negative
+                if best < 0 or value > best_value or (value == best_value and index < best):
+                    best, best_value = index, value
+            if paid is None or best < 0 or paid + heaviest * step >= best_value:
+                if not won_built:
+                    won_built = True
+                    for index in dict.fromkeys(winners):
+                        heappush(won.setdefault(weights[index], []), (-scratch[index], index))
+                for weight, heap in won.items():
+                    while heap:
+                        negative, index = heap[0]
+                        if scratch[index] != -negative:
+                            heappop(heap)  # stale
+                            continue
+                        value = weight * gain - negative
+                        if (best < 0 or value > best_value
+                                or (value == best_value and index < best)):
+                            best, best_value = index, value
+                        break
+            if best < 0:
+                break
+            g = gain
+            values.append(best_value)
+            totals.append(total)
+            bound = best_value - total - heaviest * step
+            if paid is None or bound > paid:
+                paid = bound
+            if best in special:
+                if rewin < 0:
+                    rewin = step
+                offset = scratch[best] - total
+            else:
+                special.add(best)
+                offset = persistent[best] - total
+                weight = weights[best]
+                heap = buckets[weight]  # (`best` is its best entry: `tops[weight]`)
+                heappop(heap)
+                unheaped.add(best)
+                if not heap:
+                    del tops[weight]
+                else:
+                    top = heap[0]
+                    index = top[1]
+                    if index in out or persistent[index] != -top[0] or index in special:
+                        self._refresh_top(weight, tops, special, unheaped)
+                    else:
+                        tops[weight] = top
+            winners.append(best)
+            step += 1
+            scratch[best] = offset
+            wanted[best] = wanted.get(best, 0) + 1
+            room -= 1
+            if won_built:
+                heappush(won.setdefault(weights[best], []), (-offset, best))
+        return _Simulated(winners, [], wanted, values, totals, step if rewin < 0 else rewin)
+
+    def _simulate_steps(
+        self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int,
+        forced: Sequence[int], chain: Callable[[int], bool] | None,
+    ) -> _Simulated:
+        """`_simulate`, in general."""
         weights = self.weights
         persistent = self._e
         out = self._out
