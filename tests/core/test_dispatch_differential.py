@@ -601,3 +601,102 @@ def test_rounds_answered_inside_one_simulation_are_the_rounds_one_by_one(
         assert answered == answered_stepwise
         assert chained.credits == stepwise.credits == old.credits
         assert chained._out == stepwise._out
+
+
+class _NoSkimDispatcher(WeightedDispatcher):
+    """Its passes take no round of room above one inside a simulation: each round whose
+    Queues are all known empty is answered by `next_claims`, and the next one simulated
+    anew (`_WeightedPass._skim` off, from the pass's first round; room-one chains as
+    usual)."""
+
+    def begin_pass(  # type: ignore[override]
+        self, free: int, *, recheck: bool = False, queue_of: Any = None,
+    ) -> PassPlan[Any]:
+        plan = super().begin_pass(free, recheck=recheck, queue_of=queue_of)
+        plan._skim = lambda simulated: False  # type: ignore[attr-defined]
+        return plan
+
+
+# 60 tenants, 3 of weight 1 backlogged, the rest known empty (as after a survey), passes
+# of 8: the first pass answers rounds of 8 known-empty Queues, weight 5 first, until it
+# reaches the backlogged ones.
+_SURVEYED = ([1 + i % 5 for i in range(60)], [30 if i in (0, 5, 10) else 0 for i in range(60)],
+             [PassScript(8, None, None, 0, (), i % 3 == 2) for i in range(10)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(crowds(), st.randoms(use_true_random=False))
+@example(_SURVEYED, random.Random(7))  # (a first pass knowing every empty Queue)
+@example(_HEAVY_LEAVES, random.Random(9))
+# Every Queue known empty: the first round's Queues answered, then all the others at once.
+@example(([1 + i % 3 for i in range(30)], [0] * 30,
+          [PassScript(4, None, None, 0, ((7, 2),) if i == 1 else (), False) for i in range(3)]),
+         random.Random(7))
+# Few Queues and pools larger than them: rounds where a Queue wins twice.
+@example(([1, 2, 7], [0, 0, 40], [PassScript(12, None, None, 0, (), False),
+                                   PassScript(12, None, None, 0, ((0, 2),), True)]),
+         random.Random(8))
+def test_rounds_of_known_empty_queues_taken_inside_one_simulation_are_the_rounds_one_by_one(
+    scenario: tuple[list[int], list[int], list[PassScript]], chooser: Any,
+) -> None:
+    # Given three planners over the same backlog, at each pass told some Queues are known
+    # empty, and those a claim drains: the new one (rounds with nothing held whose Queues
+    # are all known empty taken inside one simulation, every simulation checked against a
+    # fresh one and against the general loop), the new one answering those rounds one by
+    # one, and the old planner whose caller answers them (found empty, no claim)
+    weights, due, passes = scenario
+    policy = policy_of(weights)
+    skimming = _CheckedDispatcher(policy, remember_empty=True)
+    stepwise = _NoSkimDispatcher(policy, remember_empty=True)
+    old = ReferenceDispatcher(policy)
+    supplies = [Supply(list(due)) for _ in range(3)]
+    for script in passes:
+        for supply in supplies:
+            for queue, jobs in script.refill:
+                supply.due[queue] += jobs
+        empty = [name for name, jobs in zip(policy.queues, supplies[0].due, strict=True)
+                 if jobs == 0]
+        share = chooser.choice([0.5, 0.9, 1.0, 1.0])
+        known = {name for name in empty if chooser.random() < share}
+        knowns = [set(known) for _ in range(3)]
+        answered: list[str] = []
+        answered_stepwise: list[str] = []
+        # When each runs the pass
+        plan, out = begin_new(skimming, supplies[0], script, (knowns[0], answered))
+        got_skimming = run_pass(plan, policy.queues, supplies[0], script, drained=knowns[0])
+        other, out_stepwise = begin_new(stepwise, supplies[1], script,
+                                        (knowns[1], answered_stepwise))
+        got_stepwise = run_pass(other, policy.queues, supplies[1], script,
+                                drained=knowns[1])
+        got_old = run_pass(
+            _AnsweredByCaller(old.begin_pass(script.free, out, queue_of), knowns[2]),  # type: ignore[arg-type]
+            policy.queues, supplies[2], script, drained=knowns[2])
+        # Then the same claims reach the store, the same Queues are answered in the plan,
+        # the same jobs are dispatched in the same order, and the credits are the same
+        assert out == out_stepwise
+        assert got_skimming == got_stepwise, (got_skimming, got_stepwise)
+        assert got_stepwise == got_old, (got_stepwise, got_old)
+        assert answered == answered_stepwise
+        assert skimming.credits == stepwise.credits == old.credits
+        assert skimming._out == stepwise._out
+
+
+def test_a_survey_of_thousands_of_queues_is_answered_inside_few_simulations() -> None:
+    # Given 2,000 Queues in five weight tiers of which 20 have work, all others known
+    # empty (a survey), drained in passes of 20
+    weights = [1 + i % 5 for i in range(2_000)]
+    policy = policy_of(weights)
+    checked = _CheckedDispatcher(policy, remember_empty=True)
+    supply = Supply([5 if i % 100 == 99 else 0 for i in range(2_000)])
+    known = {name for name, jobs in zip(policy.queues, supply.due, strict=True) if not jobs}
+    served = 0
+    # When the passes run until nothing is left
+    while served < 100:
+        script = PassScript(20, None, None, 0, (), False)
+        plan, _ = begin_new(checked, supply, script, (known, []))
+        _, order = run_pass(plan, policy.queues, supply, script, drained=known)
+        assert order
+        served += len(order)
+    # Then the first pass's rounds of 20 Queues known empty were taken inside one
+    # simulation each time it met them (every one checked against a fresh simulation)
+    assert checked.skimmed > 50

@@ -851,8 +851,7 @@ class WeightedDispatcher(Dispatcher):
         heaviest = self._heaviest
         winners: list[int] = []
         wanted: dict[int, int] = {}
-        values: list[int] = []
-        totals: list[int] = []
+        values: list[int] = []  # (and the total of every step is `total`)
         won: dict[int, list[tuple[int, int]]] = {}  # as in `_simulate_steps`
         won_built = False
         paid = None
@@ -886,7 +885,6 @@ class WeightedDispatcher(Dispatcher):
                 break
             g = gain
             values.append(best_value)
-            totals.append(total)
             bound = best_value - total - heaviest * step
             if paid is None or bound > paid:
                 paid = bound
@@ -894,8 +892,10 @@ class WeightedDispatcher(Dispatcher):
                 if rewin < 0:
                     rewin = step
                 offset = scratch[best] - total
+                wanted[best] += 1
             else:
                 special.add(best)
+                wanted[best] = 1
                 offset = persistent[best] - total
                 weight = weights[best]
                 heap = buckets[weight]  # (`best` is its best entry: `tops[weight]`)
@@ -913,11 +913,11 @@ class WeightedDispatcher(Dispatcher):
             winners.append(best)
             step += 1
             scratch[best] = offset
-            wanted[best] = wanted.get(best, 0) + 1
             room -= 1
             if won_built:
                 heappush(won.setdefault(weights[best], []), (-offset, best))
-        return _Simulated(winners, [], wanted, values, totals, step if rewin < 0 else rewin)
+        return _Simulated(winners, [], wanted, values, [total] * step,
+                          step if rewin < 0 else rewin)
 
     def _simulate_steps(
         self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int,
