@@ -13,6 +13,7 @@ Two modes:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -566,9 +567,27 @@ def test_rounds_answered_inside_one_simulation_are_the_rounds_one_by_one(
     # answers them (found empty, no claim), begun with the Queues the new one holds empty
     weights, due, passes = scenario
     policy = policy_of(weights)
-    chained = _CheckedDispatcher(policy, remember_empty=True)
     stepwise = Dispatcher.for_policy(policy, remember_empty=True)
     assert isinstance(stepwise, WeightedDispatcher)
+    # When each runs the passes, then they agree (`_assert_rounds_one_by_one_agree`)
+    _assert_rounds_one_by_one_agree(
+        policy, due, passes, chooser, [0.5, 0.9, 1.0],
+        _CheckedDispatcher(policy, remember_empty=True), stepwise,
+        lambda plan: _round_by_round(plan._plan))  # type: ignore[attr-defined]
+
+
+def _assert_rounds_one_by_one_agree(
+    policy: Weighted, due: list[int], passes: list[PassScript], chooser: Any,
+    shares: list[float], new: WeightedDispatcher, stepwise: WeightedDispatcher,
+    begun: Callable[[PassPlan[Job]], object] = lambda plan: None,
+) -> None:
+    """Run `passes` on `new`, on `stepwise` (each of its plans given to `begun` once its
+    first claims are asked) and on the old planner whose caller answers the claims of
+    Queues known empty (found empty, no claim), begun with the Queues `new` holds empty;
+    at each pass some Queues are known empty (a share of the empty ones, drawn from
+    `shares` by `chooser`), and those a claim drains. Each pass must make the same claims
+    reach the store, answer the same Queues in the plan, dispatch the same jobs in the
+    same order, and leave the same credits."""
     old = ReferenceDispatcher(policy)
     supplies = [Supply(list(due)) for _ in range(3)]
     for script in passes:
@@ -577,30 +596,27 @@ def test_rounds_answered_inside_one_simulation_are_the_rounds_one_by_one(
                 supply.due[queue] += jobs
         empty = [name for name, jobs in zip(policy.queues, supplies[0].due, strict=True)
                  if jobs == 0]
-        share = chooser.choice([0.5, 0.9, 1.0])
+        share = chooser.choice(shares)
         known = {name for name in empty if chooser.random() < share}
         knowns = [set(known) for _ in range(3)]
         answered: list[str] = []
         answered_stepwise: list[str] = []
-        # When each runs the pass
-        plan, out = begin_new(chained, supplies[0], script, (knowns[0], answered))
-        got_chained = run_pass(plan, policy.queues, supplies[0], script, drained=knowns[0])
+        plan, out = begin_new(new, supplies[0], script, (knowns[0], answered))
+        got_new = run_pass(plan, policy.queues, supplies[0], script, drained=knowns[0])
         other, out_stepwise = begin_new(stepwise, supplies[1], script,
                                         (knowns[1], answered_stepwise))
-        _round_by_round(other._plan)  # type: ignore[attr-defined]
+        begun(other)
         got_stepwise = run_pass(other, policy.queues, supplies[1], script,
                                 drained=knowns[1])
         got_old = run_pass(
             _AnsweredByCaller(old.begin_pass(script.free, out, queue_of), knowns[2]),  # type: ignore[arg-type]
             policy.queues, supplies[2], script, drained=knowns[2])
-        # Then the same claims reach the store, the same Queues are answered in the plan,
-        # the same jobs are dispatched in the same order, and the credits are the same
         assert out == out_stepwise
-        assert got_chained == got_stepwise, (got_chained, got_stepwise)
+        assert got_new == got_stepwise, (got_new, got_stepwise)
         assert got_stepwise == got_old, (got_stepwise, got_old)
         assert answered == answered_stepwise
-        assert chained.credits == stepwise.credits == old.credits
-        assert chained._out == stepwise._out
+        assert new.credits == stepwise.credits == old.credits
+        assert new._out == stepwise._out
 
 
 class _NoSkimDispatcher(WeightedDispatcher):
@@ -646,39 +662,11 @@ def test_rounds_of_known_empty_queues_taken_inside_one_simulation_are_the_rounds
     # one, and the old planner whose caller answers them (found empty, no claim)
     weights, due, passes = scenario
     policy = policy_of(weights)
-    skimming = _CheckedDispatcher(policy, remember_empty=True)
-    stepwise = _NoSkimDispatcher(policy, remember_empty=True)
-    old = ReferenceDispatcher(policy)
-    supplies = [Supply(list(due)) for _ in range(3)]
-    for script in passes:
-        for supply in supplies:
-            for queue, jobs in script.refill:
-                supply.due[queue] += jobs
-        empty = [name for name, jobs in zip(policy.queues, supplies[0].due, strict=True)
-                 if jobs == 0]
-        share = chooser.choice([0.5, 0.9, 1.0, 1.0])
-        known = {name for name in empty if chooser.random() < share}
-        knowns = [set(known) for _ in range(3)]
-        answered: list[str] = []
-        answered_stepwise: list[str] = []
-        # When each runs the pass
-        plan, out = begin_new(skimming, supplies[0], script, (knowns[0], answered))
-        got_skimming = run_pass(plan, policy.queues, supplies[0], script, drained=knowns[0])
-        other, out_stepwise = begin_new(stepwise, supplies[1], script,
-                                        (knowns[1], answered_stepwise))
-        got_stepwise = run_pass(other, policy.queues, supplies[1], script,
-                                drained=knowns[1])
-        got_old = run_pass(
-            _AnsweredByCaller(old.begin_pass(script.free, out, queue_of), knowns[2]),  # type: ignore[arg-type]
-            policy.queues, supplies[2], script, drained=knowns[2])
-        # Then the same claims reach the store, the same Queues are answered in the plan,
-        # the same jobs are dispatched in the same order, and the credits are the same
-        assert out == out_stepwise
-        assert got_skimming == got_stepwise, (got_skimming, got_stepwise)
-        assert got_stepwise == got_old, (got_stepwise, got_old)
-        assert answered == answered_stepwise
-        assert skimming.credits == stepwise.credits == old.credits
-        assert skimming._out == stepwise._out
+    # When each runs the passes, then they agree (`_assert_rounds_one_by_one_agree`)
+    _assert_rounds_one_by_one_agree(
+        policy, due, passes, chooser, [0.5, 0.9, 1.0, 1.0],
+        _CheckedDispatcher(policy, remember_empty=True),
+        _NoSkimDispatcher(policy, remember_empty=True))
 
 
 def test_a_survey_of_thousands_of_queues_is_answered_inside_few_simulations() -> None:

@@ -898,7 +898,9 @@ class WeightedDispatcher(Dispatcher):
                 wanted[best] = 1
                 offset = persistent[best] - total
                 weight = weights[best]
-                heap = buckets[weight]  # (`best` is its best entry: `tops[weight]`)
+                # `best` is its heap's best entry (`tops[weight]`): `_refresh_top`,
+                # inline while the next entry is a live one (the step's hottest path)
+                heap = buckets[weight]
                 heappop(heap)
                 unheaped.add(best)
                 if not heap:
@@ -1061,19 +1063,7 @@ class WeightedDispatcher(Dispatcher):
                 weight = weights[best]
                 top = tops.get(weight)
                 if top is not None and top[1] == best:
-                    # `_refresh_top`, inline while the next entry is a live one
-                    heap = buckets[weight]
-                    heappop(heap)
-                    unheaped.add(best)
-                    if not heap:
-                        del tops[weight]
-                    else:
-                        top = heap[0]
-                        index = top[1]
-                        if index in out or persistent[index] != -top[0] or index in special:
-                            self._refresh_top(weight, tops, special, unheaped)
-                        else:
-                            tops[weight] = top
+                    self._refresh_top(weight, tops, special, unheaped)
             winners.append(best)
             step += 1
             scratch[best] = offset
