@@ -13,6 +13,7 @@ Two modes:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -362,19 +363,24 @@ def test_claims_of_queues_known_empty_answered_in_the_plan_change_nothing(
 class _CheckedDispatcher(WeightedDispatcher):
     """Simulates every pass afresh beside the simulation that starts from the steps of the
     pass's last one (`_unchanged_steps`), or that answers room-one rounds of Queues known
-    empty on its way (`chain`), and requires the two to agree: the fresh one runs after,
-    with the Queues the chain answered out of the steps, as the next round would see them.
-    Without a chain it runs before too, on the inputs as they were."""
+    empty on its way (`chain`), or whole rounds of them (`skim`), and requires the two to
+    agree: the fresh one runs after, with the Queues the chain or skim answered out of the
+    steps, as the next round would see them. Without a chain or skim it runs before too,
+    on the inputs as they were. Every simulation with nothing held also runs the general
+    loop (`_simulate_steps`) beside the plain one (`_simulate_plain`)."""
 
     def __init__(self, policy: Weighted, *, remember_empty: bool) -> None:
         super().__init__(policy, remember_empty=remember_empty)
         self.forced_steps = 0
         self.chained = 0  # rounds answered inside a simulation
+        self.skimmed = 0  # rounds of room above one answered inside a simulation
 
     def _simulate(  # type: ignore[override]
         self, held: Any, supply: Any, room: int, forced: Any = (), chain: Any = None,
+        skim: Any = None,
     ) -> Any:
         links: list[int] = []
+        rounds: list[Any] = []
 
         def counted(index: int) -> bool:
             answered: bool = chain(index)
@@ -382,10 +388,24 @@ class _CheckedDispatcher(WeightedDispatcher):
                 links.append(index)
             return answered
 
-        before = None if chain is not None else super()._simulate(held, supply, room)
+        def counted_rounds(simulated: Any) -> bool:
+            taken: bool = skim(simulated)
+            if taken:
+                rounds.append(simulated)
+            return taken
+
+        before = (None if chain is not None or skim is not None
+                  else super()._simulate(held, supply, room))
         got = super()._simulate(held, supply, room, forced,
-                                counted if chain is not None else None)
+                                counted if chain is not None else None,
+                                counted_rounds if skim is not None else None)
         fresh = super()._simulate(held, supply, room)
+        if not forced and chain is None and not supply and not any(held.values()):
+            general = self._simulate_steps(held, supply, room, (), None)
+            assert ((fresh.winners, fresh.leaves, fresh.wanted, fresh.values, fresh.totals,
+                     fresh.rewin)
+                    == (general.winners, general.leaves, general.wanted, general.values,
+                        general.totals, general.rewin))
         for other in (before, fresh):
             if other is not None:
                 assert ((got.winners, got.leaves, got.wanted, got.values, got.totals,
@@ -394,6 +414,7 @@ class _CheckedDispatcher(WeightedDispatcher):
                             other.totals, other.rewin)), (forced, links)
         self.forced_steps += len(forced)
         self.chained += len(links)
+        self.skimmed += len(rounds)
         return got
 
 
@@ -546,9 +567,27 @@ def test_rounds_answered_inside_one_simulation_are_the_rounds_one_by_one(
     # answers them (found empty, no claim), begun with the Queues the new one holds empty
     weights, due, passes = scenario
     policy = policy_of(weights)
-    chained = _CheckedDispatcher(policy, remember_empty=True)
     stepwise = Dispatcher.for_policy(policy, remember_empty=True)
     assert isinstance(stepwise, WeightedDispatcher)
+    # When each runs the passes, then they agree (`_assert_rounds_one_by_one_agree`)
+    _assert_rounds_one_by_one_agree(
+        policy, due, passes, chooser, [0.5, 0.9, 1.0],
+        _CheckedDispatcher(policy, remember_empty=True), stepwise,
+        lambda plan: _round_by_round(plan._plan))  # type: ignore[attr-defined]
+
+
+def _assert_rounds_one_by_one_agree(
+    policy: Weighted, due: list[int], passes: list[PassScript], chooser: Any,
+    shares: list[float], new: WeightedDispatcher, stepwise: WeightedDispatcher,
+    begun: Callable[[PassPlan[Job]], object] = lambda plan: None,
+) -> None:
+    """Run `passes` on `new`, on `stepwise` (each of its plans given to `begun` once its
+    first claims are asked) and on the old planner whose caller answers the claims of
+    Queues known empty (found empty, no claim), begun with the Queues `new` holds empty;
+    at each pass some Queues are known empty (a share of the empty ones, drawn from
+    `shares` by `chooser`), and those a claim drains. Each pass must make the same claims
+    reach the store, answer the same Queues in the plan, dispatch the same jobs in the
+    same order, and leave the same credits."""
     old = ReferenceDispatcher(policy)
     supplies = [Supply(list(due)) for _ in range(3)]
     for script in passes:
@@ -557,27 +596,95 @@ def test_rounds_answered_inside_one_simulation_are_the_rounds_one_by_one(
                 supply.due[queue] += jobs
         empty = [name for name, jobs in zip(policy.queues, supplies[0].due, strict=True)
                  if jobs == 0]
-        share = chooser.choice([0.5, 0.9, 1.0])
+        share = chooser.choice(shares)
         known = {name for name in empty if chooser.random() < share}
         knowns = [set(known) for _ in range(3)]
         answered: list[str] = []
         answered_stepwise: list[str] = []
-        # When each runs the pass
-        plan, out = begin_new(chained, supplies[0], script, (knowns[0], answered))
-        got_chained = run_pass(plan, policy.queues, supplies[0], script, drained=knowns[0])
+        plan, out = begin_new(new, supplies[0], script, (knowns[0], answered))
+        got_new = run_pass(plan, policy.queues, supplies[0], script, drained=knowns[0])
         other, out_stepwise = begin_new(stepwise, supplies[1], script,
                                         (knowns[1], answered_stepwise))
-        _round_by_round(other._plan)  # type: ignore[attr-defined]
+        begun(other)
         got_stepwise = run_pass(other, policy.queues, supplies[1], script,
                                 drained=knowns[1])
         got_old = run_pass(
             _AnsweredByCaller(old.begin_pass(script.free, out, queue_of), knowns[2]),  # type: ignore[arg-type]
             policy.queues, supplies[2], script, drained=knowns[2])
-        # Then the same claims reach the store, the same Queues are answered in the plan,
-        # the same jobs are dispatched in the same order, and the credits are the same
         assert out == out_stepwise
-        assert got_chained == got_stepwise, (got_chained, got_stepwise)
+        assert got_new == got_stepwise, (got_new, got_stepwise)
         assert got_stepwise == got_old, (got_stepwise, got_old)
         assert answered == answered_stepwise
-        assert chained.credits == stepwise.credits == old.credits
-        assert chained._out == stepwise._out
+        assert new.credits == stepwise.credits == old.credits
+        assert new._out == stepwise._out
+
+
+class _NoSkimDispatcher(WeightedDispatcher):
+    """Its passes take no round of room above one inside a simulation: each round whose
+    Queues are all known empty is answered by `next_claims`, and the next one simulated
+    anew (`_WeightedPass._skim` off, from the pass's first round; room-one chains as
+    usual)."""
+
+    def begin_pass(  # type: ignore[override]
+        self, free: int, *, recheck: bool = False, queue_of: Any = None,
+    ) -> PassPlan[Any]:
+        plan = super().begin_pass(free, recheck=recheck, queue_of=queue_of)
+        plan._skim = lambda simulated: False  # type: ignore[attr-defined]
+        return plan
+
+
+# 60 tenants, 3 of weight 1 backlogged, the rest known empty (as after a survey), passes
+# of 8: the first pass answers rounds of 8 known-empty Queues, weight 5 first, until it
+# reaches the backlogged ones.
+_SURVEYED = ([1 + i % 5 for i in range(60)], [30 if i in (0, 5, 10) else 0 for i in range(60)],
+             [PassScript(8, None, None, 0, (), i % 3 == 2) for i in range(10)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(crowds(), st.randoms(use_true_random=False))
+@example(_SURVEYED, random.Random(7))  # (a first pass knowing every empty Queue)
+@example(_HEAVY_LEAVES, random.Random(9))
+# Every Queue known empty: the first round's Queues answered, then all the others at once.
+@example(([1 + i % 3 for i in range(30)], [0] * 30,
+          [PassScript(4, None, None, 0, ((7, 2),) if i == 1 else (), False) for i in range(3)]),
+         random.Random(7))
+# Few Queues and pools larger than them: rounds where a Queue wins twice.
+@example(([1, 2, 7], [0, 0, 40], [PassScript(12, None, None, 0, (), False),
+                                   PassScript(12, None, None, 0, ((0, 2),), True)]),
+         random.Random(8))
+def test_rounds_of_known_empty_queues_taken_inside_one_simulation_are_the_rounds_one_by_one(
+    scenario: tuple[list[int], list[int], list[PassScript]], chooser: Any,
+) -> None:
+    # Given three planners over the same backlog, at each pass told some Queues are known
+    # empty, and those a claim drains: the new one (rounds with nothing held whose Queues
+    # are all known empty taken inside one simulation, every simulation checked against a
+    # fresh one and against the general loop), the new one answering those rounds one by
+    # one, and the old planner whose caller answers them (found empty, no claim)
+    weights, due, passes = scenario
+    policy = policy_of(weights)
+    # When each runs the passes, then they agree (`_assert_rounds_one_by_one_agree`)
+    _assert_rounds_one_by_one_agree(
+        policy, due, passes, chooser, [0.5, 0.9, 1.0, 1.0],
+        _CheckedDispatcher(policy, remember_empty=True),
+        _NoSkimDispatcher(policy, remember_empty=True))
+
+
+def test_a_survey_of_thousands_of_queues_is_answered_inside_few_simulations() -> None:
+    # Given 2,000 Queues in five weight tiers of which 20 have work, all others known
+    # empty (a survey), drained in passes of 20
+    weights = [1 + i % 5 for i in range(2_000)]
+    policy = policy_of(weights)
+    checked = _CheckedDispatcher(policy, remember_empty=True)
+    supply = Supply([5 if i % 100 == 99 else 0 for i in range(2_000)])
+    known = {name for name, jobs in zip(policy.queues, supply.due, strict=True) if not jobs}
+    served = 0
+    # When the passes run until nothing is left
+    while served < 100:
+        script = PassScript(20, None, None, 0, (), False)
+        plan, _ = begin_new(checked, supply, script, (known, []))
+        _, order = run_pass(plan, policy.queues, supply, script, drained=known)
+        assert order
+        served += len(order)
+    # Then the first pass's rounds of 20 Queues known empty were taken inside one
+    # simulation each time it met them (every one checked against a fresh simulation)
+    assert checked.skimmed > 50

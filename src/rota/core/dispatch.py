@@ -286,20 +286,8 @@ class _WeightedPass(PassPlan[T]):
     def next_claims(self) -> list[ClaimRequest]:
         while True:
             requests = self._next_round()
-            known = self._known
-            # A sweep (several Queues) goes to the store as it is: answering it here would
-            # find every Queue it names empty.
-            if not known or not requests or requests[0].probe or len(requests[0].queues) > 1:
+            if requests is not None:
                 return requests
-            remote = [request for request in requests if request.queues[0] not in known]
-            if len(remote) == len(requests):
-                return requests
-            for request in requests:
-                if request.queues[0] in known:
-                    self._answered.append(request.queues[0])
-                    self.claimed(request, [])
-            if remote:
-                return remote
             # A round of Queues all known empty. When every Queue still open is known
             # empty, the rounds that follow would find them empty a round at a time (a
             # simulation each: thousands at the end of a drain over 10,000 Queues), each
@@ -334,7 +322,9 @@ class _WeightedPass(PassPlan[T]):
                 self._outstanding.add(position)
                 self.claimed(ClaimRequest((name,), 1), [])
 
-    def _next_round(self) -> list[ClaimRequest]:
+    def _next_round(self) -> list[ClaimRequest] | None:
+        """The claims of the next round; None when the plan answered every claim of the
+        round itself (Queues known empty, `answer_known_empty`): plan the next round."""
         dispatcher = self._dispatcher
         if self._probe and not self._stopped:
             self._probe = False
@@ -364,10 +354,21 @@ class _WeightedPass(PassPlan[T]):
             return [self._sweep(shares, room)]
         self._round += 1
         requests: list[ClaimRequest] = []
+        queues, known, outstanding = dispatcher.queues, self._known, self._outstanding
+        answered: list[int] = []
         for index, count in shares:
-            requests.append(ClaimRequest((dispatcher.queues[index],), count))
-            self._outstanding.add(index)
-        return requests
+            name = queues[index]
+            if name in known:
+                answered.append(index)
+            else:
+                requests.append(ClaimRequest((name,), count))
+                outstanding.add(index)
+        # A claim of a Queue known empty is answered here, found empty, in share order:
+        # what `claimed(request, [])` records. (A sweep, above, goes to the store as it
+        # is: answering it here would find every Queue it names empty.)
+        for index in answered:
+            self._answer_empty(index)
+        return requests if requests or not answered else None
 
     def _simulate(self, room: int) -> _Simulated:
         """The dispatcher's simulation of the pass as it stands, from the steps of the
@@ -378,8 +379,13 @@ class _WeightedPass(PassPlan[T]):
         forced: Sequence[int] = ()
         if last is not None and self._resumable and not self._outstanding:
             forced = last.winners[:dispatcher._unchanged_steps(last, held, self._short)]
-        chain = self._chain if room == 1 and self._known and not dispatcher._single else None
-        simulated = dispatcher._simulate(held, self._supply, room, forced, chain)
+        chain = skim = None
+        if self._known and not dispatcher._single:
+            if room == 1:
+                chain = self._chain
+            else:
+                skim = self._skim
+        simulated = dispatcher._simulate(held, self._supply, room, forced, chain, skim)
         self._last = simulated
         self._short = []
         self._resumable = not dispatcher._single
@@ -401,10 +407,45 @@ class _WeightedPass(PassPlan[T]):
         if self._count_unknown_open() == 0 and budget >= self._open:
             return False  # next_claims finds every known Queue empty after this round
         self._round += 1
-        self._answered.append(name)
+        self._answer_empty(index)
+        return True
+
+    def _skim(self, simulated: _Simulated) -> bool:
+        """A round's simulation with nothing held (`WeightedDispatcher._simulate_plain`):
+        when every Queue it gives slots to is known empty, take the round here as
+        `_next_round` and `next_claims` would (every claim answered, found empty: they
+        leave the steps; then, if every Queue still open is known empty, find them all
+        empty) and return True: the dispatcher then simulates the next round at once,
+        with what it has of this one (the next one has nothing held either, and nothing
+        of this one stands: `_unchanged_steps` keeps no step). False: the round goes to
+        `_next_round` as usual (a Queue to ask the store, a sweep, no budget)."""
+        wanted = simulated.wanted
+        budget = 2 * len(self._dispatcher.queues) - self._issued
+        if not wanted or budget <= 0 or (self._round > 0 and budget - len(wanted) < 1):
+            return False
+        known, queues = self._known, self._dispatcher.queues
+        for index in wanted:
+            if queues[index] not in known:
+                return False
+        self._last = simulated  # (`_simulate`, then `_next_round`)
+        self._short = []
+        self._resumable = True
+        self._planned = simulated
+        self._planned_exact = True
+        self._round += 1
+        for index in sorted(wanted):
+            self._answer_empty(index)
+        if (self._count_unknown_open() == 0
+                and 2 * len(self._dispatcher.queues) - self._issued >= self._open):
+            self._find_known_empty()  # (`next_claims`)
+        return True
+
+    def _answer_empty(self, index: int) -> None:
+        """Answer the plan's claim of Queue `index`, known empty, as found empty: what
+        `claimed(request, [])` would record."""
+        self._answered.append(self._dispatcher.queues[index])
         self._issued += 1
         self._took(index, (), True, False)
-        return True
 
     def _sweep(self, shares: list[tuple[int, int]], room: int) -> ClaimRequest:
         """One claim for all the room over every Queue still open: those with a share,
@@ -454,13 +495,21 @@ class _WeightedPass(PassPlan[T]):
     ) -> None:
         if request.probe:
             raise ValueError("claimed() answers a claim; use probed() for a probe request")
-        _check_count(request, items)
+        got, limit = len(items), request.limit
+        if got > limit:
+            _check_count(request, items)
         self._issued += 1
-        index = self._index(request)
+        queues = request.queues
+        index = self._dispatcher.index[queues[0]]
         self._outstanding.discard(index)
         queue_of = self._queue_of
-        if len(request.queues) == 1 or queue_of is None:  # (a sweep has a queue_of)
-            self._took(index, items, len(items) < request.limit, controlled)
+        if len(queues) == 1 or queue_of is None:  # (a sweep has a queue_of)
+            if got == limit:  # in full: what `_took` records of it
+                if got:
+                    self._held.setdefault(index, []).extend(items)
+                    self._held_total += got
+            else:
+                self._took(index, items, got < limit, controlled)
             return
         # A sweep: the store took each Queue's jobs in turn, so a Queue that gave fewer
         # than the room left when it was reached is empty. Not remembered beyond this
@@ -475,9 +524,9 @@ class _WeightedPass(PassPlan[T]):
             if left == 0:
                 break  # not reached: still open
             index = index_of[name]
-            got = by_queue.pop(index, [])
-            self._took(index, got, len(got) < left, True)
-            left -= len(got)
+            taken = by_queue.pop(index, [])
+            self._took(index, taken, len(taken) < left, True)
+            left -= len(taken)
         if by_queue:
             raise ValueError("a sweep claim returned jobs of a Queue it did not name; the "
                              "store broke the claim contract")
@@ -537,7 +586,7 @@ class _WeightedPass(PassPlan[T]):
         return [next(held[winner]) for winner in self._final_steps().winners]
 
     def serve(self) -> None:
-        final = self._final_steps()
+        final = self._final or self._final_steps()
         if self._served >= len(final.winners):
             raise RuntimeError("serve() called more often than the pass dispatched jobs")
         if self._finished:
@@ -715,6 +764,7 @@ class WeightedDispatcher(Dispatcher):
     def _simulate(
         self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int,
         forced: Sequence[int] = (), chain: Callable[[int], bool] | None = None,
+        skim: Callable[[_Simulated], bool] | None = None,
     ) -> _Simulated:
         """Simulate steps from the real credits, without changing them, until no Queue can
         be served.
@@ -737,11 +787,145 @@ class WeightedDispatcher(Dispatcher):
         the Queue's weight, so its credit is that much higher (one shift of the offsets
         of the Queues that won).
 
+        `skim` (a round with nothing held, `_WeightedPass._skim`): offered each
+        simulation of `_simulate_plain`; True means the pass took that round itself
+        (its Queues, all known empty, have left the steps): the simulation then starts
+        again as the next round's, from the best heap entries it has (none of those
+        Queues is among them), instead of returning.
+
         Cost: O(steps x (distinct weights + log Queues)) plus the Queues in `held` and
         `supply`; nothing per Queue otherwise. A forced step costs O(log Queues).
         """
         if self._single:
             return self._simulate_one(held, supply, room)
+        if not forced and chain is None and not supply and not any(held.values()):
+            return self._simulate_plain(room, skim)
+        return self._simulate_steps(held, supply, room, forced, chain)
+
+    def _simulate_plain(
+        self, room: int, skim: Callable[[_Simulated], bool] | None = None
+    ) -> _Simulated:
+        """`_simulate` with nothing held, every Queue taking part OPEN, nothing forced and
+        no chain: a pass's first round (one simulation per pass in the steady state), and
+        every round before a claim comes back short. `_simulate_steps` less all it does
+        for held jobs, supply states, forced steps and chains: the same steps, the same
+        heap entries taken out (`tests/core/test_dispatch_differential.py` checks both
+        against each other)."""
+        weights = self.weights
+        persistent = self._e
+        out = self._out
+        buckets = self._buckets
+        unheaped = self._unheaped
+        for index in unheaped:  # put back the entries the last simulation took out
+            heapq.heappush(buckets[weights[index]], (-persistent[index], index))
+        unheaped.clear()
+        special: set[int] = set()  # the Queues stepped on: their offsets are in `scratch`
+        tops: dict[int, tuple[int, int]] = {}
+        for weight in buckets:
+            self._refresh_top(weight, tops, special, unheaped)
+        free = room
+        while True:
+            simulated = self._plain_round(free, special, tops)
+            if skim is None or not skim(simulated):
+                return simulated
+            # The round's Queues left the steps (and any others `skim` found empty): the
+            # best entries are the same but for those of Queues gone out since.
+            special.clear()
+            for weight, (_, index) in list(tops.items()):
+                if index in out:
+                    self._refresh_top(weight, tops, special, unheaped)
+
+    def _plain_round(
+        self, room: int, special: set[int], tops: dict[int, tuple[int, int]]
+    ) -> _Simulated:
+        """One simulation of `_simulate_plain`, from the best heap entries `tops`."""
+        weights = self.weights
+        persistent = self._e
+        out = self._out
+        buckets = self._buckets
+        unheaped = self._unheaped
+        heappush, heappop = heapq.heappush, heapq.heappop
+        scratch: dict[int, int] = {}
+        g = self._g
+        total = self._total_in  # no Queue leaves the steps: the total stands
+        heaviest = self._heaviest
+        winners: list[int] = []
+        wanted: dict[int, int] = {}
+        values: list[int] = []  # (and the total of every step is `total`)
+        won: dict[int, list[tuple[int, int]]] = {}  # as in `_simulate_steps`
+        won_built = False
+        paid = None
+        rewin = -1
+        step = 0
+        while room > 0:
+            gain = g + 1
+            best = -1
+            best_value = 0
+            for weight, (negative, index) in tops.items():
+                value = weight * gain - negative
+                if best < 0 or value > best_value or (value == best_value and index < best):
+                    best, best_value = index, value
+            if paid is None or best < 0 or paid + heaviest * step >= best_value:
+                if not won_built:
+                    won_built = True
+                    for index in dict.fromkeys(winners):
+                        heappush(won.setdefault(weights[index], []), (-scratch[index], index))
+                for weight, heap in won.items():
+                    while heap:
+                        negative, index = heap[0]
+                        if scratch[index] != -negative:
+                            heappop(heap)  # stale
+                            continue
+                        value = weight * gain - negative
+                        if (best < 0 or value > best_value
+                                or (value == best_value and index < best)):
+                            best, best_value = index, value
+                        break
+            if best < 0:
+                break
+            g = gain
+            values.append(best_value)
+            bound = best_value - total - heaviest * step
+            if paid is None or bound > paid:
+                paid = bound
+            if best in special:
+                if rewin < 0:
+                    rewin = step
+                offset = scratch[best] - total
+                wanted[best] += 1
+            else:
+                special.add(best)
+                wanted[best] = 1
+                offset = persistent[best] - total
+                weight = weights[best]
+                # `best` is its heap's best entry (`tops[weight]`): `_refresh_top`,
+                # inline while the next entry is a live one (the step's hottest path)
+                heap = buckets[weight]
+                heappop(heap)
+                unheaped.add(best)
+                if not heap:
+                    del tops[weight]
+                else:
+                    top = heap[0]
+                    index = top[1]
+                    if index in out or persistent[index] != -top[0] or index in special:
+                        self._refresh_top(weight, tops, special, unheaped)
+                    else:
+                        tops[weight] = top
+            winners.append(best)
+            step += 1
+            scratch[best] = offset
+            room -= 1
+            if won_built:
+                heappush(won.setdefault(weights[best], []), (-offset, best))
+        return _Simulated(winners, [], wanted, values, [total] * step,
+                          step if rewin < 0 else rewin)
+
+    def _simulate_steps(
+        self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int,
+        forced: Sequence[int], chain: Callable[[int], bool] | None,
+    ) -> _Simulated:
+        """`_simulate`, in general."""
         weights = self.weights
         persistent = self._e
         out = self._out
@@ -787,18 +971,25 @@ class WeightedDispatcher(Dispatcher):
         # Heaps per weight of the Queues that won a step of this simulation. Each paid a
         # total, so while the bound on their credits (from the steps they won: `paid` +
         # heaviest x step) is below the best other candidate's, none of them can win:
-        # with thousands of Queues that is every step, and their heaps are not looked at.
+        # with thousands of Queues that is every step, and their heaps are not looked at,
+        # nor built: the first step that needs them builds them from `winners` (one entry
+        # per Queue that won, at its offset now: the entries a heap kept up step by step
+        # would add are stale or never eligible again, which a look skips anyway).
         won: dict[int, list[tuple[int, int]]] = {}
+        won_built = False
         heaviest = self._heaviest
         paid = None  # max over steps i won so far of values[i] - totals[i] - heaviest x i
         values: list[int] = []  # per step: the winner's credit + its weight, and the total
         totals: list[int] = []
         rewin = -1  # the first step won by a Queue that already won in this simulation
+        heappush, heappop = heapq.heappush, heapq.heappop
+        forcing = len(forced)
+        step = 0  # len(winners)
         while True:
-            step = len(winners)
-            if step < len(forced):
+            gain = g + 1
+            if step < forcing:
                 best = forced[step]
-                best_value = weights[best] * (g + 1) + scratch.get(best, persistent[best])
+                best_value = weights[best] * gain + scratch.get(best, persistent[best])
             elif room <= 0 and holding <= 0:
                 break  # no held job and no room left: no Queue can be served
             else:
@@ -806,13 +997,20 @@ class WeightedDispatcher(Dispatcher):
                 best_value = 0
                 if room > 0:
                     for weight, (negative, index) in tops.items():
-                        value = weight * (g + 1) - negative
+                        value = weight * gain - negative
                         if (best < 0 or value > best_value
                                 or (value == best_value and index < best)):
                             best, best_value = index, value
-                for heaps in ((local, won)
-                              if paid is None or best < 0
-                              or paid + heaviest * step >= best_value else (local,)):
+                if paid is None or best < 0 or paid + heaviest * step >= best_value:
+                    if not won_built:
+                        won_built = True
+                        for index in dict.fromkeys(winners):
+                            heappush(won.setdefault(weights[index], []),
+                                     (-scratch[index], index))
+                    looks: tuple[dict[int, list[tuple[int, int]]], ...] = (local, won)
+                else:
+                    looks = (local,) if local else ()
+                for heaps in looks:
                     for weight, heap in heaps.items():
                         while heap:
                             negative, index = heap[0]
@@ -820,9 +1018,9 @@ class WeightedDispatcher(Dispatcher):
                                     or not (left.get(index, 0) > 0
                                             or (room > 0
                                                 and supply.get(index, is_open) is is_open))):
-                                heapq.heappop(heap)  # stale, or never eligible again
+                                heappop(heap)  # stale, or never eligible again
                                 continue
-                            value = weight * (g + 1) - negative
+                            value = weight * gain - negative
                             if (best < 0 or value > best_value
                                     or (value == best_value and index < best)):
                                 best, best_value = index, value
@@ -840,16 +1038,15 @@ class WeightedDispatcher(Dispatcher):
                     if paid is not None:
                         paid += weight
                     totals[:] = [value - weight for value in totals]
-                    won = {}
+                    won = {}  # (built again from `winners` when a step needs it)
+                    won_built = False
                     for index in winners:
-                        offset = scratch[index] + weight
-                        scratch[index] = offset
-                        heapq.heappush(won.setdefault(weights[index], []), (-offset, index))
+                        scratch[index] += weight
                     top = tops.get(weight)
                     if top is not None and top[1] == best:
                         self._refresh_top(weight, tops, special, unheaped)
                     continue
-            g += 1
+            g = gain
             values.append(best_value)
             totals.append(total)
             bound = best_value - total - heaviest * step
@@ -868,6 +1065,7 @@ class WeightedDispatcher(Dispatcher):
                 if top is not None and top[1] == best:
                     self._refresh_top(weight, tops, special, unheaped)
             winners.append(best)
+            step += 1
             scratch[best] = offset
             count = left.get(best, 0)
             if count > 0:
@@ -876,12 +1074,13 @@ class WeightedDispatcher(Dispatcher):
                 if count == 1 and supply.get(best) is empty:
                     gone.add(best)
                     total -= weights[best]
-                    leaves.append((len(winners), best))
+                    leaves.append((step, best))
                     continue
             else:
                 wanted[best] = wanted.get(best, 0) + 1
                 room -= 1
-            heapq.heappush(won.setdefault(weights[best], []), (-offset, best))
+            if won_built:
+                heappush(won.setdefault(weights[best], []), (-offset, best))
         return _Simulated(winners, leaves, wanted, values, totals,
                           len(winners) if rewin < 0 else rewin)
 
