@@ -39,7 +39,7 @@ import threading
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Final, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -334,12 +334,23 @@ def _leased_record(
     )
 
 
-def _lease_columns(leases: Sequence[Lease]) -> dict[str, list[int] | list[str]]:
+def _lease_columns(leases: Sequence[Lease]) -> dict[str, str]:
+    """The leases as three array literals ('{7,8}', '{"w@h:1:ab","w@h:1:ab"}', '{1,1}'),
+    cast in the SQL. psycopg's binary list dumpers run a Python loop per element (a
+    `struct.pack` and two appends each, after a type survey of the list): ~4k instructions
+    a job of a drain over the three arrays of `complete` (docs/benchmarks.md, "Worker
+    instructions per job")."""
     return {
-        "ids": [lease.job_id for lease in leases],
-        "owners": [lease.owner for lease in leases],
-        "attempts": [lease.attempt for lease in leases],
+        "ids": "{" + ",".join([str(lease.job_id) for lease in leases]) + "}",
+        "owners": "{" + ",".join(map(_array_text, [lease.owner for lease in leases])) + "}",
+        "attempts": "{" + ",".join([str(lease.attempt) for lease in leases]) + "}",
     }
+
+
+@lru_cache(maxsize=256)  # a process holds leases under a few owners: one per group
+def _array_text(text: str) -> str:
+    """`text` as an element of an array literal: quoted, `"` and `\\` escaped."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def _retry_params(lease: Lease, now: datetime, due_at: datetime, error: str
@@ -561,7 +572,9 @@ class PostgresStore:
         with self._cursor(name.replace("_", " "),
                           client_side=name in _PLANNED_EACH_RUN) as cursor:
             cursor.execute(self._query(name), params)
-            rows = cursor.fetchall() if cursor.description is not None else []
+            # `rownumber`, not `description`: the same test (a result with rows), without
+            # building a Column per column of the claim's rows on every call.
+            rows = cursor.fetchall() if cursor.rownumber is not None else []
             return rows, cursor.rowcount
 
     # -- migrations -----------------------------------------------------------------------
