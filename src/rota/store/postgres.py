@@ -54,7 +54,6 @@ from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
     JobRecord,
     JobState,
-    JsonValue,
     Lease,
     NewJob,
     check_new_jobs,
@@ -289,23 +288,12 @@ def _mask(url_or_conninfo: str) -> str:
 _STATES: Final = {state.value: state for state in JobState}
 
 
-def _arguments(
-    args_json: str, kwargs_json: str
-) -> tuple[tuple[JsonValue, ...], dict[str, JsonValue], str | None]:
-    # Jobs without arguments are common; skipping json.loads for them is measurable on
-    # claims of 100 (the whole record build was ~7 us a row). A row that cannot be decoded
-    # gives a record with `arguments_error` set instead of raising (rota.store.corrupt).
-    if args_json == "[]" and kwargs_json == "{}":
-        return (), {}, None
-    return decode_stored_arguments(args_json, kwargs_json)
-
-
 def _record(row: TupleRow) -> JobRecord:
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
      finished_at) = row[:16]
     key = row[16] if len(row) > 16 else None  # read paths add the unique-job key
-    args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
+    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
         due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
@@ -324,7 +312,13 @@ def _leased_record(
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, trace_context) = row
-    args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
+    # Jobs without arguments are common: decode_stored_arguments' shortcut, without its call.
+    # A row that cannot be decoded gives a record with `arguments_error` set instead of
+    # raising (rota.store.corrupt).
+    if args_json == "[]" and kwargs_json == "{}":
+        args, kwargs, arguments_error = (), {}, None
+    else:
+        args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     # Every field in order (new_record: ~5x cheaper than JobRecord's keywords): finished_at,
     # result, cancel_requested and key are those of a job just leased.
     return new_record(
