@@ -36,7 +36,7 @@ import re
 import select
 import socket
 import threading
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
 from functools import cache, lru_cache
@@ -54,6 +54,7 @@ from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
     JobRecord,
     JobState,
+    JsonValue,
     Lease,
     NewJob,
     check_new_jobs,
@@ -316,7 +317,9 @@ def _leased_record(
     # A row that cannot be decoded gives a record with `arguments_error` set instead of
     # raising (rota.store.corrupt).
     if args_json == "[]" and kwargs_json == "{}":
-        args, kwargs, arguments_error = (), {}, None
+        args: tuple[JsonValue, ...] = ()
+        kwargs: dict[str, JsonValue] = {}
+        arguments_error: str | None = None
     else:
         args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     # Every field in order (new_record: ~5x cheaper than JobRecord's keywords): finished_at,
@@ -336,15 +339,23 @@ def _lease_columns(leases: Sequence[Lease]) -> dict[str, str]:
     instructions per job")."""
     return {
         "ids": "{" + ",".join([str(lease.job_id) for lease in leases]) + "}",
-        "owners": "{" + ",".join(map(_array_text, [lease.owner for lease in leases])) + "}",
+        "owners": _text_array([lease.owner for lease in leases], _quoted_owner),
         "attempts": "{" + ",".join([str(lease.attempt) for lease in leases]) + "}",
     }
 
 
-@lru_cache(maxsize=256)  # a process holds leases under a few owners: one per group
-def _array_text(text: str) -> str:
+def _quoted(text: str) -> str:
     """`text` as an element of an array literal: quoted, `"` and `\\` escaped."""
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# A process holds leases under a few owners (one per group): each quoted once.
+_quoted_owner: Final = lru_cache(maxsize=256)(_quoted)
+
+
+def _text_array(texts: Iterable[str], quote: Callable[[str], str] = _quoted) -> str:
+    """A text[] literal of `texts`, cast in the SQL (see `_lease_columns`)."""
+    return "{" + ",".join(map(quote, texts)) + "}"
 
 
 def _retry_params(lease: Lease, now: datetime, due_at: datetime, error: str
@@ -779,7 +790,7 @@ class PostgresStore:
             found, _ = self._execute("probe", {"probe": list(probe), "now": _utc(now, "now")})
             return Claimed(due=[str(row[0]) for row in found if row[1]])
         params = {
-            "queues": [queue for queue, _ in caps],
+            "queues": _text_array([queue for queue, _ in caps]),
             # An int[] literal ('{20,5}'), cast in the SQL: psycopg's list-of-int dumper
             # picks an element type per call, ~10 us a claim (docs/benchmarks.md Levers).
             "limits": "{" + ",".join(str(min(cap, limit)) for _, cap in caps) + "}",

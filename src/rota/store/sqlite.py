@@ -43,6 +43,7 @@ from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
     JobRecord,
     JobState,
+    JsonValue,
     Lease,
     NewJob,
     check_new_jobs,
@@ -236,7 +237,9 @@ def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
      result, cancel_requested, finished_at, trace_context) = row
     if args_json == "[]" and kwargs_json == "{}":  # the common case, without a call
-        args, kwargs, arguments_error = (), {}, None
+        args: tuple[JsonValue, ...] = ()
+        kwargs: dict[str, JsonValue] = {}
+        arguments_error: str | None = None
     else:
         args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     if (due := times.get(due_at)) is None:

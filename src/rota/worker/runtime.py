@@ -521,6 +521,9 @@ class GroupLoop:
         # Queue and outcome type: counted as they are written, read through `served`.
         self._served: dict[str, dict[type, int]] = {}
         self._wake = asyncio.Event()  # set by any trigger; cleared by the pass task
+        # Loop thread. True once a finished job set `_wake` since the pass task last
+        # cleared it (so `_wake` is still set): the jobs finishing after it need not call.
+        self._refill_asked = False
         # Created by start(), cancelled or awaited by shutdown()/abort().
         self._pass_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -589,6 +592,7 @@ class GroupLoop:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout_s)
         self._wake.clear()
+        self._refill_asked = False
 
     async def _pass_forever(self) -> None:
         poll_s = self.options.poll_interval.total_seconds()
@@ -755,7 +759,9 @@ class GroupLoop:
                 observer.job_ran(self.name, job.queue, ran_s)
         if not held.overran:  # _worker_freed, inline (per job)
             self._running -= 1
-            self._wake.set()  # refill this Worker's slot at once
+            if not self._refill_asked:  # refill this Worker's slot at once
+                self._refill_asked = True
+                self._wake.set()
         if held.handed_back:
             return None
         held.outcome = outcome
