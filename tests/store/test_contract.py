@@ -339,6 +339,17 @@ def test_unicode_queue_names_and_arguments_round_trip(store: Store) -> None:
     assert job.name == "naïve-job" and job.args == ("日本", {"k": [1, 2.5, None, True]})
 
 
+def test_queue_names_with_array_literal_characters_are_claimed_in_order(store: Store) -> None:
+    # Given a job in each Queue whose name holds quotes, backslashes, commas or braces
+    queues = ['a"b', "c\\d", "e,f", "{g}", "NULL", 'h\\"']
+    ids = store.enqueue([new(queue=queue) for queue in queues], T0)
+    # When one claim asks for them in reverse order, then one more claim asks again
+    taken = claim(store, queues[::-1], 10)
+    # Then each is claimed, in the order asked, and nothing is left
+    assert taken == ids[::-1]
+    assert claim(store, queues, 10) == []
+
+
 # -- rows whose stored arguments cannot be decoded ------------------------------------------
 
 
