@@ -166,6 +166,33 @@ def test_complete_takes_many_leases_at_once(store: Store) -> None:
     assert store.count_jobs() == {("q", JobState.SUCCEEDED): 5}
 
 
+# Owners as odd as a Worker Group's name may make them: quotes, backslashes, commas, braces,
+# spaces, an empty string and the word NULL (a store may send leases as array literals).
+ODD_OWNERS = ['w"1', "w\\1", "a,b", "{x}", " sp ace ", "", "NULL", "ü@host:1:ab"]
+
+
+def test_leases_of_any_owner_are_renewed_completed_and_released(store: Store) -> None:
+    # Given one job claimed by each odd owner
+    ids = store.enqueue([new() for _ in ODD_OWNERS * 3], T0)
+    leases: list[Lease] = []
+    for owner in ODD_OWNERS * 3:
+        (job,) = store.claim(["q"], 1, now=T0, owner=owner, lease_expires_at=T0 + LEASE)
+        assert job.lease_owner == owner
+        leases.append(job.lease)
+    # When their owners renew, complete and release them (and an intruder tries too)
+    third = len(ODD_OWNERS)
+    intruders = [Lease(lease.job_id, lease.owner + "x", 1) for lease in leases]
+    renewed = store.heartbeat(leases + intruders, T0, T0 + 2 * LEASE)
+    done = store.complete(leases[:third] + intruders[:third], T0)
+    back = store.release(leases[third:2 * third] + intruders[third:], T0)
+    # Then each lease counts for its own owner only
+    assert renewed == set(ids)
+    assert (done, back) == (third, third)
+    states = [job.state for job in map(store.get_job, ids) if job is not None]
+    assert states == ([JobState.SUCCEEDED] * third + [JobState.SCHEDULED] * third
+                      + [JobState.LEASED] * third)
+
+
 def test_retry_schedules_again_at_the_due_time_with_the_error(store: Store) -> None:
     (job_id,) = store.enqueue([new()], T0)
     claim(store, ["q"], 1)
@@ -310,6 +337,17 @@ def test_unicode_queue_names_and_arguments_round_trip(store: Store) -> None:
     job = store.get_job(job_id)
     assert job is not None
     assert job.name == "naïve-job" and job.args == ("日本", {"k": [1, 2.5, None, True]})
+
+
+def test_queue_names_with_array_literal_characters_are_claimed_in_order(store: Store) -> None:
+    # Given a job in each Queue whose name holds quotes, backslashes, commas or braces
+    queues = ['a"b', "c\\d", "e,f", "{g}", "NULL", 'h\\"']
+    ids = store.enqueue([new(queue=queue) for queue in queues], T0)
+    # When one claim asks for them in reverse order, then one more claim asks again
+    taken = claim(store, queues[::-1], 10)
+    # Then each is claimed, in the order asked, and nothing is left
+    assert taken == ids[::-1]
+    assert claim(store, queues, 10) == []
 
 
 # -- rows whose stored arguments cannot be decoded ------------------------------------------

@@ -36,10 +36,10 @@ import re
 import select
 import socket
 import threading
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Final, NoReturn
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -289,23 +289,12 @@ def _mask(url_or_conninfo: str) -> str:
 _STATES: Final = {state.value: state for state in JobState}
 
 
-def _arguments(
-    args_json: str, kwargs_json: str
-) -> tuple[tuple[JsonValue, ...], dict[str, JsonValue], str | None]:
-    # Jobs without arguments are common; skipping json.loads for them is measurable on
-    # claims of 100 (the whole record build was ~7 us a row). A row that cannot be decoded
-    # gives a record with `arguments_error` set instead of raising (rota.store.corrupt).
-    if args_json == "[]" and kwargs_json == "{}":
-        return (), {}, None
-    return decode_stored_arguments(args_json, kwargs_json)
-
-
 def _record(row: TupleRow) -> JobRecord:
     (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
      finished_at) = row[:16]
     key = row[16] if len(row) > 16 else None  # read paths add the unique-job key
-    args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
+    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     return JobRecord(
         id=job_id, name=name, queue=queue, state=_STATES[state], attempt=attempt,
         due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
@@ -324,7 +313,15 @@ def _leased_record(
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, trace_context) = row
-    args, kwargs, arguments_error = _arguments(args_json, kwargs_json)
+    # Jobs without arguments are common: decode_stored_arguments' shortcut, without its call.
+    # A row that cannot be decoded gives a record with `arguments_error` set instead of
+    # raising (rota.store.corrupt).
+    if args_json == "[]" and kwargs_json == "{}":
+        args: tuple[JsonValue, ...] = ()
+        kwargs: dict[str, JsonValue] = {}
+        arguments_error: str | None = None
+    else:
+        args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     # Every field in order (new_record: ~5x cheaper than JobRecord's keywords): finished_at,
     # result, cancel_requested and key are those of a job just leased.
     return new_record(
@@ -334,12 +331,31 @@ def _leased_record(
     )
 
 
-def _lease_columns(leases: Sequence[Lease]) -> dict[str, list[int] | list[str]]:
+def _lease_columns(leases: Sequence[Lease]) -> dict[str, str]:
+    """The leases as three array literals ('{7,8}', '{"w@h:1:ab","w@h:1:ab"}', '{1,1}'),
+    cast in the SQL. psycopg's binary list dumpers run a Python loop per element (a
+    `struct.pack` and two appends each, after a type survey of the list): ~4k instructions
+    a job of a drain over the three arrays of `complete` (docs/benchmarks.md, "Worker
+    instructions per job")."""
     return {
-        "ids": [lease.job_id for lease in leases],
-        "owners": [lease.owner for lease in leases],
-        "attempts": [lease.attempt for lease in leases],
+        "ids": "{" + ",".join([str(lease.job_id) for lease in leases]) + "}",
+        "owners": _text_array([lease.owner for lease in leases], _quoted_owner),
+        "attempts": "{" + ",".join([str(lease.attempt) for lease in leases]) + "}",
     }
+
+
+def _quoted(text: str) -> str:
+    """`text` as an element of an array literal: quoted, `"` and `\\` escaped."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# A process holds leases under a few owners (one per group): each quoted once.
+_quoted_owner: Final = lru_cache(maxsize=256)(_quoted)
+
+
+def _text_array(texts: Iterable[str], quote: Callable[[str], str] = _quoted) -> str:
+    """A text[] literal of `texts`, cast in the SQL (see `_lease_columns`)."""
+    return "{" + ",".join(map(quote, texts)) + "}"
 
 
 def _retry_params(lease: Lease, now: datetime, due_at: datetime, error: str
@@ -561,7 +577,9 @@ class PostgresStore:
         with self._cursor(name.replace("_", " "),
                           client_side=name in _PLANNED_EACH_RUN) as cursor:
             cursor.execute(self._query(name), params)
-            rows = cursor.fetchall() if cursor.description is not None else []
+            # `rownumber`, not `description`: the same test (a result with rows), without
+            # building a Column per column of the claim's rows on every call.
+            rows = cursor.fetchall() if cursor.rownumber is not None else []
             return rows, cursor.rowcount
 
     # -- migrations -----------------------------------------------------------------------
@@ -772,7 +790,7 @@ class PostgresStore:
             found, _ = self._execute("probe", {"probe": list(probe), "now": _utc(now, "now")})
             return Claimed(due=[str(row[0]) for row in found if row[1]])
         params = {
-            "queues": [queue for queue, _ in caps],
+            "queues": _text_array([queue for queue, _ in caps]),
             # An int[] literal ('{20,5}'), cast in the SQL: psycopg's list-of-int dumper
             # picks an element type per call, ~10 us a claim (docs/benchmarks.md Levers).
             "limits": "{" + ",".join(str(min(cap, limit)) for _, cap in caps) + "}",

@@ -43,6 +43,7 @@ from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
     JobRecord,
     JobState,
+    JsonValue,
     Lease,
     NewJob,
     check_new_jobs,
@@ -235,7 +236,12 @@ def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
     claim set comes from its parameters rather than back from the row."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
      result, cancel_requested, finished_at, trace_context) = row
-    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
+    if args_json == "[]" and kwargs_json == "{}":  # the common case, without a call
+        args: tuple[JsonValue, ...] = ()
+        kwargs: dict[str, JsonValue] = {}
+        arguments_error: str | None = None
+    else:
+        args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     if (due := times.get(due_at)) is None:
         due = times[due_at] = _at(due_at)
     if (created := times.get(created_at)) is None:

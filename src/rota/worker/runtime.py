@@ -176,6 +176,21 @@ class _Held:
     outcome: Outcome | None = None
 
 
+def _task_starter(
+    loop: asyncio.AbstractEventLoop,
+) -> Callable[[Coroutine[Any, Any, Outcome | None]], asyncio.Task[Outcome | None]]:
+    """What starts a job's task on `loop`: `loop.create_task`, or for an asyncio loop without
+    a task factory, what its `create_task` would call, `asyncio.Task(coro, loop=loop)`,
+    without its two Python calls per job (itself and `_check_closed`, which the task's own
+    `call_soon` makes again). `asyncio.create_task` would add two more (the running loop's
+    lookup, and naming the task even without a name)."""
+    if isinstance(loop, asyncio.BaseEventLoop) and loop.get_task_factory() is None and (
+        type(loop).create_task is asyncio.BaseEventLoop.create_task
+    ):
+        return functools.partial(asyncio.Task, loop=loop)
+    return loop.create_task
+
+
 def _lease_outcomes(finished: list[_Held]) -> list[LeaseOutcome]:
     """The (lease, outcome) pairs of held jobs whose outcome is set, for a claim to write."""
     return [(held.job.lease, held.outcome) for held in finished if held.outcome is not None]
@@ -487,8 +502,11 @@ class GroupLoop:
         # Loop thread. Held jobs whose outcome is set, waiting to be written: appended by
         # job tasks, drained by the outcome writer or a pass's claim.
         self._finished: list[_Held] = []
-        self._finished_ready = asyncio.Event()  # set by job tasks, cleared by the writer
-        self._all_written = asyncio.Event()  # set by the writer when _finished is empty
+        # Set by job tasks (whenever _finished is not empty), cleared by the writer.
+        self._finished_ready = asyncio.Event()
+        # Set by the writer when it has written everything; cleared by _flush (its reader)
+        # or when a write failed, so it may be stale-set while nobody waits on it.
+        self._all_written = asyncio.Event()
         self._all_written.set()
         # Loop thread. Jobs whose handlers occupy a Worker (held.running), counted as they
         # change so that a pass need not walk every held job.
@@ -503,6 +521,9 @@ class GroupLoop:
         # Queue and outcome type: counted as they are written, read through `served`.
         self._served: dict[str, dict[type, int]] = {}
         self._wake = asyncio.Event()  # set by any trigger; cleared by the pass task
+        # Loop thread. True once a finished job set `_wake` since the pass task last
+        # cleared it (so `_wake` is still set): the jobs finishing after it need not call.
+        self._refill_asked = False
         # Created by start(), cancelled or awaited by shutdown()/abort().
         self._pass_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
@@ -571,6 +592,7 @@ class GroupLoop:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout_s)
         self._wake.clear()
+        self._refill_asked = False
 
     async def _pass_forever(self) -> None:
         poll_s = self.options.poll_interval.total_seconds()
@@ -638,23 +660,22 @@ class GroupLoop:
         (the start of its OutcomeEvent's duration) is read per job only when someone
         listens to outcomes. Per-job costs here are paid ~10,000 times a second in a
         busy drain, hence also no task names and no debug formatting unless enabled."""
-        stopping = self.runtime._stopping.is_set
         clock = self.runtime.clock
         timed = bool(self.runtime.outcome_callbacks)
         debug = logger.isEnabledFor(logging.DEBUG)
         held_jobs = self._held
-        # The loop's own create_task: asyncio.create_task adds two Python calls per job
-        # (the running loop's lookup and naming the task, even without a name).
-        create_task = asyncio.get_running_loop().create_task
+        create_task = _task_starter(asyncio.get_running_loop())
         held_back: list[JobRecord] = []
         run_job = self._run_job if self.runtime.tracing is None else self._run_job_traced
+        # Shutdown is decided on this thread (`_stopping` is set by stop()/abort(), on the
+        # loop) and nothing below awaits before the release that ends the loop: asked once,
+        # the answer holds for every job of the batch.
+        if self.runtime._stopping.is_set():
+            await self._release(jobs, "claimed but not started at shutdown")
+            return
         index = 0
         try:
-            for index, job in enumerate(jobs):
-                if stopping():
-                    await self._release(jobs[index:] + held_back,
-                                        "claimed but not started at shutdown")
-                    return
+            for index, job in enumerate(jobs):  # noqa: B007 (the except clause reads it)
                 if job.last_error is not None and is_suspect(job):
                     # Runs alone, later; a second suspect goes back to its Queue unserved.
                     if self.runtime.isolating:
@@ -738,13 +759,19 @@ class GroupLoop:
                 observer.job_ran(self.name, job.queue, ran_s)
         if not held.overran:  # _worker_freed, inline (per job)
             self._running -= 1
-            self._wake.set()  # refill this Worker's slot at once
+            if not self._refill_asked:  # refill this Worker's slot at once
+                self._refill_asked = True
+                self._wake.set()
         if held.handed_back:
             return None
         held.outcome = outcome
-        self._finished.append(held)
-        self._all_written.clear()
-        self._finished_ready.set()
+        # The writer's event is set whenever `_finished` holds anything (the writer clears
+        # it only just before it takes them all), so only the first one in sets it; and
+        # `_all_written` is cleared by `_flush`, which alone reads it: per job, no call.
+        finished = self._finished
+        if not finished:
+            self._finished_ready.set()
+        finished.append(held)
         if self.runtime.outcome_callbacks:
             self.runtime.report(self.name, held, outcome, self.runtime.clock.now())
         return outcome
@@ -982,6 +1009,7 @@ class GroupLoop:
         """Give the outcome writer a bounded time to write what is pending."""
         if not self._finished and not self._writing:
             return
+        self._all_written.clear()  # the writer sets it again once everything is written
         self._finished_ready.set()
         try:
             await asyncio.wait_for(self._all_written.wait(), FLUSH_TIMEOUT_S)

@@ -25,7 +25,7 @@ WITH
 controls AS (
     SELECT queue_settings.queue, queue_settings.paused
     FROM {schema}.queue_settings
-    WHERE queue_settings.queue = ANY (%(queues)b::text[])
+    WHERE queue_settings.queue = ANY (%(queues)s::text[])
       AND (queue_settings.paused OR queue_settings.concurrency_limit IS NOT NULL)
 ),
 limited AS (
@@ -38,7 +38,7 @@ limited AS (
 -- store passes `limit` for each when the claim gives none).
 wanted AS (
     SELECT w.queue, w.position, w.queue_limit
-    FROM unnest(%(queues)b::text[], %(limits)s::int[])
+    FROM unnest(%(queues)s::text[], %(limits)s::int[])
         WITH ORDINALITY AS w(queue, queue_limit, position)
     WHERE NOT EXISTS (SELECT FROM limited)
       AND NOT EXISTS (SELECT FROM controls WHERE controls.queue = w.queue)

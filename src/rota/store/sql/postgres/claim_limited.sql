@@ -13,7 +13,7 @@ WITH requested AS (
     SELECT w.queue, w.position, w.queue_limit, settings.paused, settings.concurrency_limit
     -- limits: the most to take from each Queue (a batched claim, one count per Queue;
     -- the store passes `limit` for each when the claim gives none).
-    FROM unnest(%(queues)b::text[], %(limits)s::int[])
+    FROM unnest(%(queues)s::text[], %(limits)s::int[])
         WITH ORDINALITY AS w(queue, queue_limit, position)
     -- One primary-key lookup per Queue asked for (OFFSET 0 keeps the planner from
     -- turning this into a hash join over the whole settings table).

@@ -4,7 +4,7 @@ SET state = 'succeeded',
     finished_at = %(now)s,
     lease_owner = NULL,
     lease_expires_at = NULL
-FROM unnest(%(ids)b::bigint[], %(owners)b::text[], %(attempts)b::integer[])
+FROM unnest(%(ids)s::bigint[], %(owners)s::text[], %(attempts)s::integer[])
     AS lease(id, owner, attempt)
 WHERE jobs.id = lease.id
   AND jobs.state = 'leased'

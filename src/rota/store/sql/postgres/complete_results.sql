@@ -6,7 +6,7 @@ SET state = 'succeeded',
     result = lease.result::json,
     lease_owner = NULL,
     lease_expires_at = NULL
-FROM unnest(%(ids)b::bigint[], %(owners)b::text[], %(attempts)b::integer[],
+FROM unnest(%(ids)s::bigint[], %(owners)s::text[], %(attempts)s::integer[],
             %(results)b::text[])
     AS lease(id, owner, attempt, result)
 WHERE jobs.id = lease.id

@@ -3,7 +3,7 @@
 -- was requested.
 UPDATE {schema}.jobs AS jobs
 SET lease_expires_at = %(lease_expires_at)s
-FROM unnest(%(ids)b::bigint[], %(owners)b::text[], %(attempts)b::integer[])
+FROM unnest(%(ids)s::bigint[], %(owners)s::text[], %(attempts)s::integer[])
     AS lease(id, owner, attempt)
 WHERE jobs.id = lease.id
   AND jobs.state = 'leased'

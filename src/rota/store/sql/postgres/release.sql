@@ -9,7 +9,7 @@ SET state = CASE WHEN jobs.cancel_requested THEN 'cancelled' ELSE 'scheduled' EN
     finished_at = CASE WHEN jobs.cancel_requested THEN %(now)s::timestamptz END,
     lease_owner = NULL,
     lease_expires_at = NULL
-FROM unnest(%(ids)b::bigint[], %(owners)b::text[], %(attempts)b::integer[])
+FROM unnest(%(ids)s::bigint[], %(owners)s::text[], %(attempts)s::integer[])
     AS lease(id, owner, attempt)
 WHERE jobs.id = lease.id
   AND jobs.state = 'leased'
