@@ -351,7 +351,17 @@ class _WeightedPass(PassPlan[T]):
             self._planned_exact = False
             self._resumable = False
             self._round += 1
-            return [self._sweep(shares, room)]
+            sweep = self._sweep(shares, room)
+            if len(sweep.queues) == 1 and sweep.queues[0] in self._known:
+                # A sweep over one Queue (the only one open) is a plain claim: known
+                # empty, it is answered here like any other (below), not asked of the
+                # store. (One over several goes as it is: answering it here would find
+                # every Queue it names empty.)
+                index = dispatcher.index[sweep.queues[0]]
+                self._outstanding.discard(index)
+                self._answer_empty(index)
+                return None
+            return [sweep]
         self._round += 1
         requests: list[ClaimRequest] = []
         queues, known, outstanding = dispatcher.queues, self._known, self._outstanding
@@ -364,8 +374,7 @@ class _WeightedPass(PassPlan[T]):
                 requests.append(ClaimRequest((name,), count))
                 outstanding.add(index)
         # A claim of a Queue known empty is answered here, found empty, in share order:
-        # what `claimed(request, [])` records. (A sweep, above, goes to the store as it
-        # is: answering it here would find every Queue it names empty.)
+        # what `claimed(request, [])` records (a sweep: above).
         for index in answered:
             self._answer_empty(index)
         return requests if requests or not answered else None
