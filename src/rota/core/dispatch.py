@@ -875,19 +875,14 @@ class WeightedDispatcher(Dispatcher):
         paid = None
         rewin = -1
         step = 0
-        # `tops` as a flat list of [weight, -offset, index], one per weight (the order
-        # does not matter: a tie goes to the lower index); written back at the end.
-        flat = [[weight, negative, index] for weight, (negative, index) in tops.items()]
-        entry: list[int] = []
         while room > 0:
             gain = g + 1
             best = -1
             best_value = 0
-            for candidate in flat:
-                weight, negative, index = candidate
+            for weight, (negative, index) in tops.items():
                 value = weight * gain - negative
                 if best < 0 or value > best_value or (value == best_value and index < best):
-                    best, best_value, entry = index, value, candidate
+                    best, best_value = index, value
             if paid is None or best < 0 or paid + heaviest * step >= best_value:
                 if not won_built:
                     won_built = True
@@ -920,35 +915,26 @@ class WeightedDispatcher(Dispatcher):
                 special.add(best)
                 wanted[best] = 1
                 offset = persistent[best] - total
-                # `best` is its heap's best entry (`entry`, from `flat`): `_refresh_top`,
+                weight = weights[best]
+                # `best` is its heap's best entry (`tops[weight]`): `_refresh_top`,
                 # inline while the next entry is a live one (the step's hottest path)
-                weight = entry[0]
                 bucket = buckets[weight]
                 heappop(bucket)
                 unheaped.add(best)
                 if not bucket:
-                    flat.remove(entry)
+                    del tops[weight]
                 else:
-                    negative, index = divmod(bucket[0], span)
+                    negative, index = top = divmod(bucket[0], span)
                     if index in out or persistent[index] != -negative or index in special:
                         self._refresh_top(weight, tops, special, unheaped)
-                        top = tops.get(weight)
-                        if top is None:
-                            flat.remove(entry)
-                        else:
-                            entry[1], entry[2] = top
                     else:
-                        entry[1] = negative
-                        entry[2] = index
+                        tops[weight] = top
             winners.append(best)
             step += 1
             scratch[best] = offset
             room -= 1
             if won_built:
                 heappush(won.setdefault(weights[best], []), (-offset, best))
-        tops.clear()
-        for weight, negative, index in flat:
-            tops[weight] = (negative, index)
         return _Simulated(winners, [], wanted, values, [total] * step,
                           step if rewin < 0 else rewin)
 
