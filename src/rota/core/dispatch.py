@@ -351,7 +351,17 @@ class _WeightedPass(PassPlan[T]):
             self._planned_exact = False
             self._resumable = False
             self._round += 1
-            return [self._sweep(shares, room)]
+            sweep = self._sweep(shares, room)
+            if len(sweep.queues) == 1 and sweep.queues[0] in self._known:
+                # A sweep over one Queue (the only one open) is a plain claim: known
+                # empty, it is answered here like any other (below), not asked of the
+                # store. (One over several goes as it is: answering it here would find
+                # every Queue it names empty.)
+                index = dispatcher.index[sweep.queues[0]]
+                self._outstanding.discard(index)
+                self._answer_empty(index)
+                return None
+            return [sweep]
         self._round += 1
         requests: list[ClaimRequest] = []
         queues, known, outstanding = dispatcher.queues, self._known, self._outstanding
@@ -364,8 +374,7 @@ class _WeightedPass(PassPlan[T]):
                 requests.append(ClaimRequest((name,), count))
                 outstanding.add(index)
         # A claim of a Queue known empty is answered here, found empty, in share order:
-        # what `claimed(request, [])` records. (A sweep, above, goes to the store as it
-        # is: answering it here would find every Queue it names empty.)
+        # what `claimed(request, [])` records (a sweep: above).
         for index in answered:
             self._answer_empty(index)
         return requests if requests or not answered else None
@@ -681,7 +690,8 @@ class WeightedDispatcher(Dispatcher):
     has credit `weight * g + e` where `g` counts the steps charged so far and `e` is its
     offset, so a step changes `g` and the winner's offset only; a Queue out of the steps
     (found empty) keeps its credit as a plain number. The Queues that are in sit in one
-    heap per distinct weight, ordered by offset: within one weight the order of credits is
+    heap per distinct weight, ordered by offset (entries `-e * span + index`, see
+    `_buckets`): within one weight the order of credits is
     the order of offsets, whatever `g` is, so a step's winner is the best of one heap top
     per weight.
 
@@ -704,7 +714,10 @@ class WeightedDispatcher(Dispatcher):
         self._e = [0] * count  # offsets of the Queues that are in
         self._absolute = [0] * count  # credits of the Queues that are out
         self._out: set[int] = set()
-        self._buckets: dict[int, list[tuple[int, int]]] = {}  # weight -> heap of (-e, i)
+        # weight -> heap of -e x span + i (the order of (-e, i) as one int: int
+        # comparisons are cheaper in the heap's sifts than tuple ones)
+        self._span = max(count, 1)
+        self._buckets: dict[int, list[int]] = {}
         # Queues that are in but whose heap entry a simulation took out (it stepped on
         # them): a charge gives them a new entry; the next simulation puts back the rest.
         self._unheaped: set[int] = set()
@@ -722,11 +735,12 @@ class WeightedDispatcher(Dispatcher):
                 for i, weight in enumerate(self.weights)]
 
     def _rebuild(self) -> None:
-        buckets: dict[int, list[tuple[int, int]]] = {}
+        buckets: dict[int, list[int]] = {}
         total = 0
+        span = self._span
         for index, weight in enumerate(self.weights):
             if index not in self._out:
-                buckets.setdefault(weight, []).append((-self._e[index], index))
+                buckets.setdefault(weight, []).append(-self._e[index] * span + index)
                 total += weight
         for heap in buckets.values():
             heapq.heapify(heap)
@@ -749,7 +763,8 @@ class WeightedDispatcher(Dispatcher):
         self._unheaped.discard(index)
         self._e[index] = self._absolute[index] - weight * self._g
         self._total_in += weight
-        heapq.heappush(self._buckets.setdefault(weight, []), (-self._e[index], index))
+        heapq.heappush(self._buckets.setdefault(weight, []),
+                       -self._e[index] * self._span + index)
 
     def _charge(self, winner: int) -> None:
         """Charge one step over the Queues that are in: each gains its weight, `winner`
@@ -759,7 +774,8 @@ class WeightedDispatcher(Dispatcher):
         if self._single:
             return  # _simulate_one needs no heap
         self._unheaped.discard(winner)
-        heapq.heappush(self._buckets[self.weights[winner]], (-self._e[winner], winner))
+        heapq.heappush(self._buckets[self.weights[winner]],
+                       -self._e[winner] * self._span + winner)
 
     def _simulate(
         self, held: Mapping[int, int], supply: Mapping[int, _Supply], room: int,
@@ -816,8 +832,9 @@ class WeightedDispatcher(Dispatcher):
         out = self._out
         buckets = self._buckets
         unheaped = self._unheaped
+        span = self._span
         for index in unheaped:  # put back the entries the last simulation took out
-            heapq.heappush(buckets[weights[index]], (-persistent[index], index))
+            heapq.heappush(buckets[weights[index]], -persistent[index] * span + index)
         unheaped.clear()
         special: set[int] = set()  # the Queues stepped on: their offsets are in `scratch`
         tops: dict[int, tuple[int, int]] = {}
@@ -845,6 +862,7 @@ class WeightedDispatcher(Dispatcher):
         buckets = self._buckets
         unheaped = self._unheaped
         heappush, heappop = heapq.heappush, heapq.heappop
+        span = self._span
         scratch: dict[int, int] = {}
         g = self._g
         total = self._total_in  # no Queue leaves the steps: the total stands
@@ -900,15 +918,14 @@ class WeightedDispatcher(Dispatcher):
                 weight = weights[best]
                 # `best` is its heap's best entry (`tops[weight]`): `_refresh_top`,
                 # inline while the next entry is a live one (the step's hottest path)
-                heap = buckets[weight]
-                heappop(heap)
+                bucket = buckets[weight]
+                heappop(bucket)
                 unheaped.add(best)
-                if not heap:
+                if not bucket:
                     del tops[weight]
                 else:
-                    top = heap[0]
-                    index = top[1]
-                    if index in out or persistent[index] != -top[0] or index in special:
+                    negative, index = top = divmod(bucket[0], span)
+                    if index in out or persistent[index] != -negative or index in special:
                         self._refresh_top(weight, tops, special, unheaped)
                     else:
                         tops[weight] = top
@@ -960,8 +977,9 @@ class WeightedDispatcher(Dispatcher):
         # Put back the entries the last simulation took out, but for the Queues this one
         # steps on from the start (a reflow round's held Queues): it would take them out
         # again, and leaving them out is the same.
+        span = self._span
         for index in unheaped - special:
-            heapq.heappush(buckets[weights[index]], (-persistent[index], index))
+            heapq.heappush(buckets[weights[index]], -persistent[index] * span + index)
         unheaped &= special
         # The best entry of each persistent heap: it changes only when its Queue is
         # stepped on (out and the persistent offsets stand still during a simulation).
@@ -1157,16 +1175,16 @@ class WeightedDispatcher(Dispatcher):
         stale ones (for good) and those of the Queues the simulation steps on (`special`:
         the charge of the step, if it is served, or the next simulation puts them back)."""
         heap = self._buckets[weight]
-        out, persistent = self._out, self._e
+        out, persistent, span = self._out, self._e, self._span
         while heap:
-            negative, index = heap[0]
+            negative, index = top = divmod(heap[0], span)
             if index in out or persistent[index] != -negative:
                 heapq.heappop(heap)  # stale for good: dropped
             elif index in special:
                 heapq.heappop(heap)
                 unheaped.add(index)
             else:
-                tops[weight] = heap[0]
+                tops[weight] = top
                 return
         tops.pop(weight, None)
 
