@@ -54,7 +54,6 @@ from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
     JobRecord,
     JobState,
-    JsonValue,
     Lease,
     NewJob,
     check_new_jobs,
@@ -313,15 +312,9 @@ def _leased_record(
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, trace_context) = row
-    # Jobs without arguments are common: decode_stored_arguments' shortcut, without its call.
     # A row that cannot be decoded gives a record with `arguments_error` set instead of
     # raising (rota.store.corrupt).
-    if args_json == "[]" and kwargs_json == "{}":
-        args: tuple[JsonValue, ...] = ()
-        kwargs: dict[str, JsonValue] = {}
-        arguments_error: str | None = None
-    else:
-        args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
+    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     # Every field in order (new_record: ~5x cheaper than JobRecord's keywords): finished_at,
     # result, cancel_requested and key are those of a job just leased.
     return new_record(

@@ -43,7 +43,6 @@ from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
     JobRecord,
     JobState,
-    JsonValue,
     Lease,
     NewJob,
     check_new_jobs,
@@ -236,12 +235,7 @@ def _claimed(row: _Row, owner: str, expires: datetime, started: datetime,
     claim set comes from its parameters rather than back from the row."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
      result, cancel_requested, finished_at, trace_context) = row
-    if args_json == "[]" and kwargs_json == "{}":  # the common case, without a call
-        args: tuple[JsonValue, ...] = ()
-        kwargs: dict[str, JsonValue] = {}
-        arguments_error: str | None = None
-    else:
-        args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
+    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     if (due := times.get(due_at)) is None:
         due = times[due_at] = _at(due_at)
     if (created := times.get(created_at)) is None:
@@ -770,7 +764,7 @@ class SQLiteStore:
                 # Per-Queue limits that fit in the total: one statement for every Queue.
                 # With tenants this runs once per Queue asked, for about one job each
                 # (issue 13): the rows are sorted once, not per Queue, and the loop over
-                # the Queues calls nothing of ours unless a Queue came back short.
+                # the Queues calls only `_move` unless a Queue came back short.
                 for (queue, count), (queue_key, limit_key) in zip(asks, _ARM_KEYS, strict=False):
                     params[queue_key] = queue
                     params[limit_key] = count
@@ -788,11 +782,8 @@ class SQLiteStore:
                         came_short(queue)
                         continue
                     claimed += got
-                    taken = len(got)
-                    scheduled_key, leased_key = (queue, "scheduled"), (queue, "leased")
-                    changes[scheduled_key] = changes.get(scheduled_key, 0) - taken
-                    changes[leased_key] = changes.get(leased_key, 0) + taken
-                    if taken < asked:
+                    _move(changes, queue, len(got), "scheduled", "leased")
+                    if len(got) < asked:
                         came_short(queue)
                 asks = []
             for queue, cap in asks:
