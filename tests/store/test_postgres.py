@@ -574,6 +574,39 @@ def test_an_enqueue_from_another_connection_sends_one_hint_per_queue_per_transac
     assert received[-1] == "last"
 
 
+def test_a_requeue_resume_or_limit_change_from_another_connection_hints_its_queue(
+    make_store: Callable[..., PostgresStore],
+) -> None:
+    # Given a store listening, and another holding a cancelled job of "billing" and a
+    # paused Queue "reports"
+    listening, other = make_store(), make_store()
+    (job_id,) = other.enqueue([new("billing")], T0)
+    assert other.cancel(job_id, T0)
+    other.pause_queue("reports")
+    ids = other.enqueue([new("x"), new("y"), new("x")], T0)
+    for cancelled in ids:
+        assert other.cancel(cancelled, T0)
+    hints = Hints()
+    stop = listening.listen(hints)
+    try:
+        # When the other requeues the job, pauses a Queue, resumes one, changes a limit,
+        # requeues many, then enqueues into "last"
+        assert other.requeue(job_id, T0)
+        other.pause_queue("paused")
+        other.resume_queue("reports")
+        other.set_queue_limit("limited", 3)
+        other.set_queue_limit("paused", 2)  # paused: no room either way
+        assert other.requeue_many(state=JobState.CANCELLED, queue=None, now=T0) == 3
+        other.enqueue([new("last")], T0)
+        received = hints.wait_for("last")
+    finally:
+        stop()
+    # Then each change that makes work claimable was hinted, once per Queue; the pause
+    # and the paused Queue's limit were not
+    assert Counter(received) == {"billing": 1, "reports": 1, "limited": 1, "x": 1, "y": 1,
+                                 "last": 1}
+
+
 def test_hints_are_specific_to_the_schema(make_store: Callable[..., PostgresStore]) -> None:
     # Given a listener on schema "rota" and an enqueue into schema "other" first
     listening, other = make_store(), make_store("?schema=other")

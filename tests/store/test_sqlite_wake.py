@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import rota
-from rota.core.jobs import NewJob
+from rota.core.jobs import JobState, NewJob
 from rota.store import sqlite as sqlite_module
 from rota.store import sqlite_wake
 from rota.store.sqlite import SQLiteStore
@@ -144,6 +144,53 @@ def test_another_store_object_in_this_process_wakes_it_too(db: Path, no_poll: No
     finally:
         listening_store.close()
         other.close()
+
+
+def test_a_requeue_resume_or_limit_change_elsewhere_names_its_queue_without_the_poll(
+    db: Path, no_poll: None
+) -> None:
+    # Given a listening store, its poll off, and another store object holding a cancelled
+    # job of "billing" and a paused Queue "reports"
+    listening_store, other = SQLiteStore(db), SQLiteStore(db)
+    try:
+        (job_id,) = other.enqueue([NewJob("n", "billing", T0)], T0)
+        assert other.cancel(job_id, T0)
+        other.pause_queue("reports")
+        with listening(listening_store) as (hints, _watcher):
+            # When the other requeues the job: no new job id for the watcher to find
+            assert other.requeue(job_id, T0)
+            # Then the datagram names its Queue
+            assert hints.get(timeout=WAIT_S) == "billing"
+            # And so do a resume and a limit change; a pause, or a requeue that finds
+            # nothing, sends nothing (the next hint is the resume's)
+            other.pause_queue("billing")
+            assert not other.requeue(job_id, T0)
+            other.resume_queue("reports")
+            assert hints.get(timeout=WAIT_S) == "reports"
+            other.set_queue_limit("limited", 3)
+            assert hints.get(timeout=WAIT_S) == "limited"
+            # And a requeue of many names each Queue that got jobs back, once
+            ids = other.enqueue([NewJob("n", queue, T0) for queue in ("x", "y", "x")], T0)
+            for cancelled in ids:
+                assert other.cancel(cancelled, T0)
+            assert other.requeue_many(state=JobState.CANCELLED, queue=None, now=T0) == 3
+            assert {hints.get(timeout=WAIT_S), hints.get(timeout=WAIT_S)} == {"x", "y"}
+            assert hints.empty()
+    finally:
+        listening_store.close()
+        other.close()
+
+
+def test_queue_names_are_split_into_datagrams_that_fit() -> None:
+    # Given 300 Queue names of 200 characters (60,000 bytes in all)
+    names = [f"{i:03d}" + "é" * 197 for i in range(300)]
+    datagrams = sqlite_wake.named_datagrams(names)
+    # Then each datagram fits, and together they name every Queue once, in order
+    assert all(len(datagram) <= 4096 for datagram in datagrams)
+    assert len(datagrams) > 1
+    decoded = [name for datagram in datagrams
+               for name in datagram[1:].decode().split("\n")]
+    assert decoded == names
 
 
 def test_a_store_sends_nothing_to_its_own_watcher(db: Path) -> None:

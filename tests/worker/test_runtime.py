@@ -218,6 +218,55 @@ def test_an_enqueue_through_the_app_wakes_an_idle_group_at_once(make_worker_app:
     run(scenario())
 
 
+def test_a_resume_or_a_requeue_elsewhere_wakes_an_idle_group_at_once(
+    durable_store_url: str,
+) -> None:
+    # Given a group polling every hour, idle after its first pass found its Queue paused,
+    # a job waiting in that Queue and a cancelled one
+    app, console = rota.App(durable_store_url), rota.App(durable_store_url)
+
+    @app.job("ping")
+    async def ping() -> None:
+        pass
+
+    waiting, cancelled = ping.enqueue(), ping.enqueue()
+    assert app.cancel(cancelled)
+    app.pause_queue("default")
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("default"), pool_size=2, poll_interval=3600))
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+    claimed = threading.Event()
+    claim = app.store.claim
+
+    def claim_and_tell(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return claim(*args, **kwargs)
+        finally:
+            claimed.set()
+
+    app.store.claim = claim_and_tell  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        async with app.serve():
+            assert await asyncio.to_thread(claimed.wait, 10)
+            # When another App (another connection, as another process would be)
+            # resumes the Queue: no job is added, so only a hint can tell the group
+            await asyncio.to_thread(console.resume_queue, "default")
+            # Then the waiting job runs long before the next poll
+            await outcomes.count(1, timeout_s=5)
+            # And so does the cancelled one once the other App requeues it
+            assert await asyncio.to_thread(console.requeue, cancelled)
+            await outcomes.count(2, timeout_s=5)
+
+    try:
+        run(scenario())
+    finally:
+        console.close()
+        app.close()
+    assert sorted(event.job_id for event in outcomes.events) == sorted([waiting, cancelled])
+
+
 # -- retries, dead letter, quarantine ----------------------------------------------------
 
 

@@ -496,8 +496,10 @@ class WakeupSource(Protocol):
 
     def listen(self, on_enqueue: Callable[[str], None]) -> Callable[[], None]:
         """Call `on_enqueue(queue)` after each transaction that enqueued into `queue`
-        (possibly from another thread, possibly from another process's enqueue).
-        Returns a function that stops listening."""
+        (possibly from another thread, possibly from another process's enqueue), or made
+        its jobs claimable again: a requeue into it, its resume, a change of its limit.
+        Returns a function that stops listening. Hints only: a missed one is made up by
+        the worker's poll."""
         ...
 
 

@@ -20,7 +20,8 @@ Theory of operation:
   (`sql/postgres/migration_NNNN_*.sql`) are applied on first use under a transaction-level
   advisory lock, so many nodes starting at once migrate exactly once; a database migrated
   by a newer rota is refused with `SchemaTooNew`.
-- `enqueue` sends one NOTIFY per Queue touched on the channel `<schema>_enqueue`;
+- `enqueue` sends one NOTIFY per Queue touched on the channel `<schema>_enqueue`, and so
+  do a requeue, a resume and a limit change (work claimable again, for other processes);
   `listen` runs a thread with a dedicated connection that turns them into callbacks.
 - All SQL lives in named files under `sql/postgres/`, loaded with importlib.resources.
 
@@ -1000,7 +1001,8 @@ class PostgresStore:
 
     def requeue(self, job_id: int, now: datetime) -> bool:
         try:
-            _, count = self._execute("requeue", {"id": job_id, "now": _utc(now, "now")})
+            _, count = self._execute("requeue", {
+                "id": job_id, "now": _utc(now, "now"), "channel": self.channel})
         except StoreError as error:
             # Unique jobs: a job of the same name and key was enqueued (committed) while
             # this statement ran; its NOT EXISTS saw the snapshot before. Refused, as if
@@ -1011,10 +1013,11 @@ class PostgresStore:
         return count == 1
 
     def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
-        _, count = self._execute("requeue_many", {
+        rows, _ = self._execute("requeue_many", {
             "state": check_requeueable(state).value, "queue": queue, "now": _utc(now, "now"),
+            "channel": self.channel,
         })
-        return count
+        return int(rows[0][0])
 
     def purge(
         self, states: Sequence[JobState], finished_before: datetime, limit: int
@@ -1032,7 +1035,7 @@ class PostgresStore:
     # -- Queue controls -------------------------------------------------------------------
 
     def _change_settings(self, name: str, params: Mapping[str, object]) -> QueueSettings:
-        rows, _ = self._execute(name, params)
+        rows, _ = self._execute(name, {**params, "channel": self.channel})
         queue, paused, limit = rows[0]
         return QueueSettings(queue, paused=paused, limit=limit)
 

@@ -979,18 +979,24 @@ class SQLiteStore:
 
     def requeue(self, job_id: int, now: datetime) -> bool:
         with self._write("requeueing a job") as conn:
-            return conn.execute(_sql("requeue"), {"id": job_id, "now": _us(now)}).rowcount == 1
+            rows = conn.execute(_sql("requeue"), {"id": job_id, "now": _us(now)}).fetchall()
+        self._wake_others([queue for (queue,) in rows])
+        return len(rows) == 1
 
     def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
         params = {"state": check_requeueable(state).value, "queue": queue, "now": _us(now)}
         with self._write("requeueing jobs") as conn:
-            return int(conn.execute(_sql("requeue_many"), params).rowcount)
+            rows = conn.execute(_sql("requeue_many"), params).fetchall()
+        self._wake_others(list(dict.fromkeys(queue for (queue,) in rows)))
+        return len(rows)
 
     # -- Queue controls -----------------------------------------------------------------------
 
     def _change_settings(self, name: str, params: dict[str, object]) -> QueueSettings:
         with self._write("changing Queue settings") as conn:
             queue, paused, limit = conn.execute(_sql(name), params).fetchone()
+        if not paused:  # a resume or a new limit may leave room: other processes look now
+            self._wake_others([queue])
         return QueueSettings(queue, paused=bool(paused), limit=limit)
 
     def pause_queue(self, queue: str) -> QueueSettings:
@@ -1073,8 +1079,10 @@ class SQLiteStore:
         enqueue wakes it through a Unix datagram socket beside the file
         (`<db>.rota-wake/`, `rota.store.sqlite_wake`: about a millisecond), and every
         20 ms anyway, the safety net for enqueues that send no wake-up (a transactional
-        `enqueue_on`, Windows, a directory rota may not write). An optimisation only:
-        polling stays the truth.
+        `enqueue_on`, Windows, a directory rota may not write). A requeue, a resume or a
+        limit change in another process adds no job to find: its datagram names the
+        Queues, which are hinted as they arrive (without a datagram, the worker's own poll
+        finds that work). An optimisation only: polling stays the truth.
 
         Returns:
             A function that stops the watcher and closes its connection.
@@ -1335,11 +1343,14 @@ class SQLiteStore:
 
     # -- cross-process wake-ups (issue 14, branch pickup) ------------------------------------
 
-    def _wake_others(self) -> None:
+    def _wake_others(self, queues: Sequence[str] | None = None) -> None:
         """After a commit that added jobs: wake the watchers of other store objects (other
-        processes, mostly) at once, instead of at their next poll. Never raises."""
-        if self._wake is not None:
-            self._wake.send()
+        processes, mostly) at once, instead of at their next poll. With `queues`: after a
+        commit that made jobs of those Queues claimable again without adding any (a
+        requeue, a resume, a limit change), name them (nothing when there are none).
+        Never raises."""
+        if self._wake is not None and (queues is None or queues):
+            self._wake.send(queues or ())
 
     def _wake_listener(self) -> WakeListener | None:
         """A bound wake-up socket for a new watcher, or None: poll only."""
@@ -1451,14 +1462,21 @@ class _EnqueueWatcher:
             self._conn.close()
 
     def _check(self) -> None:
+        # Queues named by datagrams (requeues, resumes, limit changes: no new id to find)
+        # are hinted whatever data_version says: they were sent after their commit.
+        wake = self.wake  # read once: stop() may close it meanwhile
+        hinted = wake.take_named() if wake is not None else []
         version = self._conn.execute(_sql("data_version")).fetchone()[0]
-        if version == self._version:
-            return
-        self._version = version
-        rows = self._conn.execute(_sql("enqueued_since"), {"after": self._newest}).fetchall()
-        for queue, newest in rows:
-            self._newest = max(self._newest, int(newest))
+        if version != self._version:
+            self._version = version
+            rows = self._conn.execute(_sql("enqueued_since"),
+                                      {"after": self._newest}).fetchall()
+            for queue, newest in rows:
+                self._newest = max(self._newest, int(newest))
+                if str(queue) not in hinted:
+                    hinted.append(str(queue))
+        for queue in hinted:
             try:
-                self._on_enqueue(str(queue))
+                self._on_enqueue(queue)
             except Exception:
                 log.exception("an on_enqueue callback failed; hint dropped")

@@ -3,11 +3,15 @@
 SQLite has no notifications. Each waiting watcher (`SQLiteStore.listen`) binds a Unix
 datagram socket in a directory beside the database file, `<db>.rota-wake/<pid>-<token>.sock`;
 after each enqueue commits, the enqueuing store sends one datagram to every socket in that
-directory (but its own). A datagram carries nothing: it only tells the watcher to look now
-instead of at its next `PRAGMA data_version` poll, which stays the safety net for
-everything the datagrams miss (a transactional enqueue on the caller's connection, a
-platform without AF_UNIX datagram sockets, a directory rota may not write, a path too long
-for a socket address).
+directory (but its own). An enqueue's datagram carries nothing (`w`): it only tells the
+watcher to look now instead of at its next `PRAGMA data_version` poll, which finds the new
+jobs by id. A change that makes existing jobs claimable again (a requeue, a resume, a limit
+change) adds no id to find, so its datagrams name the Queues (`q` and the names, one per
+line; Queue names hold no whitespace), in as many datagrams as the names need. The poll
+stays the safety net for everything the datagrams miss (a transactional enqueue on the
+caller's connection, a platform without AF_UNIX datagram sockets, a directory rota may not
+write, a path too long for a socket address, a receive buffer full): a requeue it misses
+is found by the worker's own poll (`poll_interval`).
 
 Rules that keep it an optimisation only:
 - Nothing here raises into the caller: every failure means "poll only", logged at DEBUG.
@@ -28,12 +32,34 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Collection
 
 log = logging.getLogger(__name__)
 
 DIRECTORY_SUFFIX = ".rota-wake"
 SOCKET_SUFFIX = ".sock"
 _DATAGRAM = b"w"
+_NAMED = b"q"  # then Queue names, one per line
+# Named datagrams stay far below the smallest AF_UNIX datagram limit of the platforms
+# (and the receive buffer): a Queue name is at most 200 characters, 800 bytes of UTF-8.
+_MAX_DATAGRAM = 4096
+
+
+def named_datagrams(queues: Collection[str]) -> list[bytes]:
+    """The datagrams naming `queues` (each at most `_MAX_DATAGRAM` bytes)."""
+    datagrams: list[bytes] = []
+    current = bytearray(_NAMED)
+    for queue in queues:
+        name = queue.encode()
+        if len(current) > 1 and len(current) + 1 + len(name) > _MAX_DATAGRAM:
+            datagrams.append(bytes(current))
+            current = bytearray(_NAMED)
+        if len(current) > 1:
+            current += b"\n"
+        current += name
+    if len(current) > 1:
+        datagrams.append(bytes(current))
+    return datagrams
 
 
 def supported() -> bool:
@@ -58,6 +84,7 @@ class WakeListener:
         self.path = path
         self.name = os.path.basename(path)
         self.wakes = 0  # datagram wake-ups seen (the tests read it)
+        self._named: list[str] = []  # Queues named by datagrams, until `take_named`
         # poll(), not select(): select() refuses descriptors above FD_SETSIZE (1024), which
         # a process with many connections open reaches.
         self._poller = select.poll()
@@ -87,7 +114,8 @@ class WakeListener:
 
     def wait(self, timeout_s: float) -> bool:
         """Wait up to `timeout_s` for a datagram; True if one (or more) came. Reads every
-        pending datagram, so a burst of enqueues costs one wake-up."""
+        pending datagram, so a burst of enqueues costs one wake-up; the Queues that named
+        ones carry wait for `take_named`."""
         try:
             ready = self._poller.poll(max(timeout_s, 0.0) * 1000)
         except (OSError, ValueError) as error:
@@ -98,10 +126,16 @@ class WakeListener:
         if not ready:
             return False
         with contextlib.suppress(OSError):
-            while self._sock.recv(16):
-                pass
+            while datagram := self._sock.recv(_MAX_DATAGRAM):
+                if datagram[:1] == _NAMED:
+                    self._named.extend(datagram[1:].decode(errors="replace").split("\n"))
         self.wakes += 1
         return True
+
+    def take_named(self) -> list[str]:
+        """The Queues named since the last call (each once, in order of arrival)."""
+        named, self._named = self._named, []
+        return list(dict.fromkeys(name for name in named if name))
 
     def poke(self) -> None:
         """Wake the thread waiting in `wait` (used to stop it promptly)."""
@@ -146,11 +180,15 @@ class WakeSender:
         with self._own_lock:
             self._own = self._own - {name}
 
-    def send(self) -> int:
-        """Wake every other listener; return how many datagrams were sent. Never raises."""
+    def send(self, queues: Collection[str] = ()) -> int:
+        """Wake every other listener; return how many datagrams were sent. Never raises.
+
+        With `queues`, the datagrams name them (work claimable again in those Queues
+        without a new job id for the watcher to find); without, one plain wake-up."""
         sock = self._sock
         if sock is None or self._closed:
             return 0
+        datagrams = named_datagrams(queues) if queues else [_DATAGRAM]
         try:
             with os.scandir(self._directory) as entries:
                 names = [e.name for e in entries if e.name.endswith(SOCKET_SUFFIX)]
@@ -163,8 +201,9 @@ class WakeSender:
                 continue
             path = os.path.join(self._directory, name)
             try:
-                sock.sendto(_DATAGRAM, path)
-                sent += 1
+                for datagram in datagrams:
+                    sock.sendto(datagram, path)
+                    sent += 1
             except (BlockingIOError, FileNotFoundError):
                 # Its buffer is full (a wake-up is pending already) or it just went away.
                 pass

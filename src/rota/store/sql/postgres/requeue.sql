@@ -1,11 +1,17 @@
 -- A dead_lettered, quarantined or cancelled job back to scheduled: attempt 0, due now.
 -- Unique jobs: not while another live job holds its name and key (the requeue answers
 -- False; the key's live job stands for it).
-UPDATE {schema}.jobs AS j
-SET state = 'scheduled', attempt = 0, due_at = %(now)s, finished_at = NULL, result = NULL,
-    cancel_requested = false
-WHERE j.id = %(id)s AND j.state IN ('dead_lettered', 'quarantined', 'cancelled')
-  AND (j.key IS NULL OR NOT EXISTS (
-      SELECT 1 FROM {schema}.jobs AS live
-      WHERE live.name = j.name AND live.key = j.key
-        AND live.key IS NOT NULL AND live.state IN ('scheduled', 'leased')))
+-- The Queue's workers in other processes are woken at once (one NOTIFY on the enqueue
+-- channel, as an enqueue sends), not at their next poll.
+WITH requeued AS (
+    UPDATE {schema}.jobs AS j
+    SET state = 'scheduled', attempt = 0, due_at = %(now)s, finished_at = NULL, result = NULL,
+        cancel_requested = false
+    WHERE j.id = %(id)s AND j.state IN ('dead_lettered', 'quarantined', 'cancelled')
+      AND (j.key IS NULL OR NOT EXISTS (
+          SELECT 1 FROM {schema}.jobs AS live
+          WHERE live.name = j.name AND live.key = j.key
+            AND live.key IS NOT NULL AND live.state IN ('scheduled', 'leased')))
+    RETURNING j.queue
+)
+SELECT pg_notify(%(channel)s, requeued.queue) FROM requeued

@@ -8,4 +8,5 @@ WHERE id = :id AND state IN ('dead_lettered', 'quarantined', 'cancelled')
   AND (key IS NULL OR NOT EXISTS (
       SELECT 1 FROM rota_jobs AS live
       WHERE live.name = rota_jobs.name AND live.key = rota_jobs.key
-        AND live.key IS NOT NULL AND live.state IN ('scheduled', 'leased')));
+        AND live.key IS NOT NULL AND live.state IN ('scheduled', 'leased')))
+RETURNING queue;

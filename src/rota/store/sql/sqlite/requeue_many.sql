@@ -15,4 +15,5 @@ WHERE state = :state AND (:queue IS NULL OR queue = :queue)
       AND id = (
           SELECT min(same.id) FROM rota_jobs AS same
           WHERE same.name = rota_jobs.name AND same.key = rota_jobs.key
-            AND same.state = :state AND (:queue IS NULL OR same.queue = :queue))));
+            AND same.state = :state AND (:queue IS NULL OR same.queue = :queue))))
+RETURNING queue;
