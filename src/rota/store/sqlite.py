@@ -1465,7 +1465,7 @@ class _EnqueueWatcher:
         # Queues named by datagrams (requeues, resumes, limit changes: no new id to find)
         # are hinted whatever data_version says: they were sent after their commit.
         wake = self.wake  # read once: stop() may close it meanwhile
-        hinted = wake.take_named() if wake is not None else []
+        hinted = dict.fromkeys(wake.take_named() if wake is not None else ())
         version = self._conn.execute(_sql("data_version")).fetchone()[0]
         if version != self._version:
             self._version = version
@@ -1473,8 +1473,7 @@ class _EnqueueWatcher:
                                       {"after": self._newest}).fetchall()
             for queue, newest in rows:
                 self._newest = max(self._newest, int(newest))
-                if str(queue) not in hinted:
-                    hinted.append(str(queue))
+                hinted[str(queue)] = None
         for queue in hinted:
             try:
                 self._on_enqueue(queue)
