@@ -488,7 +488,7 @@ class AsyncTransactionalEnqueue(Protocol):
 
 @runtime_checkable
 class WakeupSource(Protocol):
-    """A store that can push wake-up hints when jobs are enqueued.
+    """A store that can push wake-up hints when jobs are enqueued (or made claimable again).
 
     An optimisation only: polling stays the source of truth, so a lost hint delays work by
     at most one poll interval and never loses it.

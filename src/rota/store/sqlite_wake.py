@@ -133,9 +133,10 @@ class WakeListener:
         return True
 
     def take_named(self) -> list[str]:
-        """The Queues named since the last call (each once, in order of arrival)."""
+        """The Queues named since the last call, in order of arrival (a Queue named by
+        several datagrams appears as often)."""
         named, self._named = self._named, []
-        return list(dict.fromkeys(name for name in named if name))
+        return [name for name in named if name]
 
     def poke(self) -> None:
         """Wake the thread waiting in `wait` (used to stop it promptly)."""
