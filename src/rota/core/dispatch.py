@@ -49,7 +49,7 @@ Pure: no I/O, no clock, no asyncio, no randomness.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Generic, TypeVar
@@ -315,12 +315,10 @@ class _WeightedPass(PassPlan[T]):
     def _find_known_empty(self) -> None:
         dispatcher = self._dispatcher
         index, out, supply = dispatcher.index, dispatcher._out, self._supply
-        for name in list(self._known):
-            position = index.get(name)
-            if position is not None and position not in out and position not in supply:
-                self._answered.append(name)
-                self._outstanding.add(position)
-                self.claimed(ClaimRequest((name,), 1), [])
+        # Each as `claimed(ClaimRequest((name,), 1), [])` records it: found empty.
+        self._answer_all_empty([
+            position for position in map(index.get, list(self._known))
+            if position is not None and position not in out and position not in supply])
 
     def _next_round(self) -> list[ClaimRequest] | None:
         """The claims of the next round; None when the plan answered every claim of the
@@ -375,8 +373,7 @@ class _WeightedPass(PassPlan[T]):
                 outstanding.add(index)
         # A claim of a Queue known empty is answered here, found empty, in share order:
         # what `claimed(request, [])` records (a sweep: above).
-        for index in answered:
-            self._answer_empty(index)
+        self._answer_all_empty(answered)
         return requests if requests or not answered else None
 
     def _simulate(self, room: int) -> _Simulated:
@@ -442,8 +439,7 @@ class _WeightedPass(PassPlan[T]):
         self._planned = simulated
         self._planned_exact = True
         self._round += 1
-        for index in sorted(wanted):
-            self._answer_empty(index)
+        self._answer_all_empty(sorted(wanted))
         if (self._count_unknown_open() == 0
                 and 2 * len(self._dispatcher.queues) - self._issued >= self._open):
             self._find_known_empty()  # (`next_claims`)
@@ -452,9 +448,21 @@ class _WeightedPass(PassPlan[T]):
     def _answer_empty(self, index: int) -> None:
         """Answer the plan's claim of Queue `index`, known empty, as found empty: what
         `claimed(request, [])` would record."""
-        self._answered.append(self._dispatcher.queues[index])
-        self._issued += 1
-        self._took(index, (), True, False)
+        self._answer_all_empty((index,))
+
+    def _answer_all_empty(self, indices: Iterable[int]) -> None:
+        """`_answer_empty` for each of `indices` in turn: the same records in the same
+        order, with fewer calls per Queue (a pass's first rounds over 10,000 tenants, and
+        `_find_known_empty` at the end of a drain, answer thousands)."""
+        queues = self._dispatcher.queues
+        answered, held = self._answered, self._held
+        for index in indices:
+            answered.append(queues[index])
+            self._issued += 1
+            if index in held:
+                self._took(index, (), True, False)
+            else:
+                self._left_empty(index)
 
     def _sweep(self, shares: list[tuple[int, int]], room: int) -> ClaimRequest:
         """One claim for all the room over every Queue still open: those with a share,
@@ -546,24 +554,31 @@ class _WeightedPass(PassPlan[T]):
             self._held.setdefault(index, []).extend(items)
             self._held_total += len(items)
         if short:
-            self._found_empty.append(index)
-            self._short.append(index)
             if controlled:
                 self._controlled.add(index)
             if index in self._held:
+                self._found_empty.append(index)
+                self._short.append(index)
                 self._mark(index, _Supply.EMPTY)
             else:
-                # Found empty with nothing held: it takes no part in any step of this pass,
-                # so it leaves the steps now (no step was charged yet in this pass, so its
-                # credit is what it would be at the first step). This keeps every later
-                # simulation of the pass free of it: with 10,000 Queues the first pass
-                # finds thousands empty.
-                if index not in self._supply:
-                    self._closed(index)
-                self._supply.pop(index, None)
-                self._planned_exact = False
-                self._dispatcher._leave(index)
-                self._left.append(index)
+                self._left_empty(index)
+
+    def _left_empty(self, index: int) -> None:
+        """Queue `index`, with nothing held, is found empty: it takes no part in any step
+        of this pass, so it leaves the steps now (no step was charged yet in this pass, so
+        its credit is what it would be at the first step). This keeps every later
+        simulation of the pass free of it: with 10,000 Queues the first pass finds
+        thousands empty."""
+        self._found_empty.append(index)
+        self._short.append(index)
+        supply = self._supply
+        if index in supply:
+            del supply[index]
+        else:
+            self._closed(index)
+        self._planned_exact = False
+        self._dispatcher._leave(index)
+        self._left.append(index)
 
     def claim_failed(self, request: ClaimRequest) -> None:
         if request.probe:

@@ -85,6 +85,8 @@ def _check_queue_type(name: object) -> str:
 
 
 def _check_distinct(queues: Sequence[str]) -> None:
+    if len(set(queues)) == len(queues):
+        return
     seen: set[str] = set()
     for queue in queues:
         if queue in seen:
@@ -153,8 +155,9 @@ class Weighted(DispatchPolicy):
     `Weighted([("a", 6), ("b", 3), ("c", 1)])`. `queues` is derived in declaration order.
     """
 
-    __slots__ = ("_weights",)
+    __slots__ = ("_queues", "_weights")
     _weights: tuple[tuple[str, int], ...]
+    _queues: tuple[str, ...]
 
     def __init__(self, weights: Iterable[tuple[str, int]], /) -> None:
         if isinstance(weights, str | bytes) or not isinstance(weights, Iterable):
@@ -181,6 +184,7 @@ class Weighted(DispatchPolicy):
                 )
             pairs.append((queue, weight))
         object.__setattr__(self, "_weights", tuple(pairs))
+        object.__setattr__(self, "_queues", tuple(queue for queue, _ in pairs))
 
     @property
     def weights(self) -> tuple[tuple[str, int], ...]:
@@ -189,7 +193,7 @@ class Weighted(DispatchPolicy):
 
     @property
     def queues(self) -> tuple[str, ...]:
-        return tuple(queue for queue, _ in self._weights)
+        return self._queues
 
     def validate(self) -> None:
         if not self._weights or any(weight < 1 for _, weight in self._weights):

@@ -18,6 +18,12 @@ def validate_queue_name(name: object) -> str:
         ValueError: if it is empty, longer than 200 characters, or holds whitespace or
             control characters.
     """
+    # The common case in one pass of C: a printable name without a space is valid (every
+    # whitespace character but the space is unprintable). A policy of 10,000 tenant Queues
+    # is checked when its group starts, and every enqueue checks its Queue's name.
+    if type(name) is str and 0 < len(name) <= MAX_QUEUE_NAME_LENGTH and (
+            name.isprintable() and " " not in name):
+        return name
     if not isinstance(name, str):
         raise TypeError(f"Queue name must be a str; got {name!r} ({type(name).__name__})")
     if not name:
