@@ -519,7 +519,7 @@ def _round_by_round(plan: PassPlan[Job]) -> PassPlan[Job]:
 
 
 # Found by a seeded search with a deliberate slip (no check that the steps before the
-# chained Queue's turn stand, `_chain_stands`): the Queue of weight 1000, drained earlier
+# chained Queue's turn stand, `_chain_slack`): the Queue of weight 1000, drained earlier
 # and known empty, has its turn after steps whose winners it sinks by 1000 when it leaves.
 _HEAVY_LEAVES = ([1, 1, 1000, 1, 1], [2, 1, 10, 2, 3], [
     PassScript(free, None, None, 0, refill, recheck) for free, refill, recheck in (
@@ -557,6 +557,16 @@ _HEAVY_LEAVES = ([1, 1, 1000, 1, 1], [2, 1, 10, 2, 3], [
 # wrong heaps.
 @example(([3, 2, 3, 1, 1, 2, 2, 2], [3, 2, 0, 0, 10, 2, 3, 0],
           [PassScript(5, None, None, 0, (), True)]), random.Random(252))
+# Found by a seeded search with a deliberate slip (a run of chains checked against the
+# steps' slack one chained weight at a time, not by their sum): heavy Queues of a job or
+# two, drained and known empty, chained one after another in room-one rounds until the
+# weight gone reaches the light Queues' winning steps.
+@example(([1000] * 9 + [1, 2] + [1000] * 4 + [3, 1000, 1000],
+          [2, 1, 1, 2, 1, 0, 1, 2, 2, 15, 11, 1, 1, 1, 0, 5, 2, 1],
+          [PassScript(free, None, None, 0, refill, recheck) for free, refill, recheck in (
+              (3, (), False), (2, (), False), (3, ((2, 2), (13, 1)), False),
+              (4, ((5, 2), (16, 3), (3, 1)), True), (1, (), False), (4, ((9, 1),), False))]),
+         random.Random(3716))
 # Found by Hypothesis: the last round of a pass is a sweep over one Queue (the only one
 # open) that a full claim has just drained, so it is known empty: answered in the plan,
 # as the old planner's caller answers it, not asked of the store.

@@ -49,6 +49,7 @@ Pure: no I/O, no clock, no asyncio, no randomness.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -373,7 +374,8 @@ class _WeightedPass(PassPlan[T]):
                 outstanding.add(index)
         # A claim of a Queue known empty is answered here, found empty, in share order:
         # what `claimed(request, [])` records (a sweep: above).
-        self._answer_all_empty(answered)
+        if answered:
+            self._answer_all_empty(answered)
         return requests if requests or not answered else None
 
     def _simulate(self, room: int) -> _Simulated:
@@ -456,13 +458,20 @@ class _WeightedPass(PassPlan[T]):
         `_find_known_empty` at the end of a drain, answer thousands)."""
         queues = self._dispatcher.queues
         answered, held = self._answered, self._held
-        for index in indices:
-            answered.append(queues[index])
-            self._issued += 1
-            if index in held:
-                self._took(index, (), True, False)
-            else:
-                self._left_empty(index)
+        if held and not held.keys().isdisjoint(indices):
+            for index in indices:
+                answered.append(queues[index])
+                self._issued += 1
+                if index in held:
+                    self._took(index, (), True, False)
+                else:
+                    self._left_empty(index)
+            return
+        # Nothing held (the usual case): `_left_empty` for them all.
+        indices = list(indices)
+        answered.extend([queues[index] for index in indices])
+        self._issued += len(indices)
+        self._left_empty_all(indices)
 
     def _sweep(self, shares: list[tuple[int, int]], room: int) -> ClaimRequest:
         """One claim for all the room over every Queue still open: those with a share,
@@ -569,16 +578,28 @@ class _WeightedPass(PassPlan[T]):
         its credit is what it would be at the first step). This keeps every later
         simulation of the pass free of it: with 10,000 Queues the first pass finds
         thousands empty."""
-        self._found_empty.append(index)
-        self._short.append(index)
+        self._left_empty_all((index,))
+
+    def _left_empty_all(self, indices: Sequence[int]) -> None:
+        """`_left_empty` for each of `indices` (none with held jobs), in turn."""
+        if not indices:
+            return
+        self._found_empty.extend(indices)
+        self._short.extend(indices)
         supply = self._supply
-        if index in supply:
-            del supply[index]
-        else:
-            self._closed(index)
+        closed = []  # open until now (`_closed`)
+        for index in indices:
+            if index in supply:
+                del supply[index]
+            else:
+                closed.append(index)
+        self._open -= len(closed)
+        if self._unknown_open is not None:
+            known, queues = self._known, self._dispatcher.queues
+            self._unknown_open -= sum(1 for index in closed if queues[index] not in known)
         self._planned_exact = False
-        self._dispatcher._leave(index)
-        self._left.append(index)
+        self._dispatcher._leave_all(indices)
+        self._left.extend(indices)
 
     def claim_failed(self, request: ClaimRequest) -> None:
         if request.probe:
@@ -765,11 +786,20 @@ class WeightedDispatcher(Dispatcher):
 
     def _leave(self, index: int) -> None:
         """Take Queue `index` out of the steps; its credit stands still from now on."""
-        weight = self.weights[index]
-        self._absolute[index] = weight * self._g + self._e[index]
-        self._out.add(index)
-        self._unheaped.discard(index)
-        self._total_in -= weight  # its heap entry is stale from now on
+        self._leave_all((index,))
+
+    def _leave_all(self, indices: Iterable[int]) -> None:
+        """`_leave` for each of `indices`."""
+        weights, absolute, e, g = self.weights, self._absolute, self._e, self._g
+        out, unheaped = self._out, self._unheaped
+        gone = 0
+        for index in indices:
+            weight = weights[index]
+            absolute[index] = weight * g + e[index]
+            out.add(index)
+            unheaped.discard(index)
+            gone += weight
+        self._total_in -= gone  # their heap entries are stale from now on
 
     def _join(self, index: int) -> None:
         """Let Queue `index` take part in the steps again, with the credit it left with."""
@@ -811,7 +841,7 @@ class WeightedDispatcher(Dispatcher):
 
         `chain` (a room-one round, `_WeightedPass._chain`): offered the winner of the room
         step when that Queue has nothing held and has not won yet, and the steps before it
-        would stand without it (`_chain_stands`). True means the pass answered that
+        would stand without it (`_chain_slack`). True means the pass answered that
         Queue's claim itself, found empty (it has left the steps): the simulation then
         goes on as one without that Queue from the first step, which it is, since the
         steps before stand and each Queue that won one of them paid a total smaller by
@@ -1018,6 +1048,21 @@ class WeightedDispatcher(Dispatcher):
         heappush, heappop = heapq.heappush, heapq.heappop
         forcing = len(forced)
         step = 0  # len(winners)
+        # Chains (below) shift `totals` and the offsets of the Queues that won: a run of
+        # them (thousands at the end of a drain over tenants) adds up the shift in
+        # `pending` instead, applied once the loop next reads those (`shifted`). `slack`:
+        # `_chain_slack(values, totals)` of the unshifted lists, while they stand.
+        pending = 0
+        slack: int | float | None = None
+        won_set: set[int] = set()  # the Queues in `winners`
+
+        def shifted() -> None:
+            nonlocal pending
+            totals[:] = [value - pending for value in totals]
+            for index in winners:
+                scratch[index] += pending
+            pending = 0
+
         while True:
             gain = g + 1
             if step < forcing:
@@ -1035,6 +1080,9 @@ class WeightedDispatcher(Dispatcher):
                                 or (value == best_value and index < best)):
                             best, best_value = index, value
                 if paid is None or best < 0 or paid + heaviest * step >= best_value:
+                    if pending:
+                        shifted()
+                        slack = None
                     if not won_built:
                         won_built = True
                         for index in dict.fromkeys(winners):
@@ -1047,7 +1095,13 @@ class WeightedDispatcher(Dispatcher):
                     for weight, heap in heaps.items():
                         while heap:
                             negative, index = heap[0]
-                            if (index in gone or scratch[index] != -negative
+                            if index in gone:
+                                heappop(heap)
+                                continue
+                            current = scratch[index]
+                            if pending and index in won_set:
+                                current += pending  # (not yet `shifted`)
+                            if (current != -negative
                                     or not (left.get(index, 0) > 0
                                             or (room > 0
                                                 and supply.get(index, is_open) is is_open))):
@@ -1060,25 +1114,29 @@ class WeightedDispatcher(Dispatcher):
                             break
                 if best < 0:
                     break
-                if (chain is not None and room == 1 and best not in special and rewin < 0
-                        and self._chain_stands(values, totals, weights[best])
-                        and chain(best)):
-                    # Answered in the plan, found empty: `best` has left the steps (out).
+                if chain is not None and room == 1 and best not in special and rewin < 0:
                     # (`rewin < 0` is a quick exit: a step won twice fails the bound.)
                     weight = weights[best]
-                    total -= weight
-                    gone.add(best)
-                    if paid is not None:
-                        paid += weight
-                    totals[:] = [value - weight for value in totals]
-                    won = {}  # (built again from `winners` when a step needs it)
-                    won_built = False
-                    for index in winners:
-                        scratch[index] += weight
-                    top = tops.get(weight)
-                    if top is not None and top[1] == best:
-                        self._refresh_top(weight, tops, special, unheaped)
-                    continue
+                    if slack is None:
+                        slack = self._chain_slack(values, totals)
+                    if weight + pending < slack and chain(best):
+                        # Answered in the plan, found empty: `best` has left the steps
+                        # (out). Every total so far drops by its weight, and every Queue
+                        # that won gains it once per win (in `pending`, for `shifted`).
+                        total -= weight
+                        gone.add(best)
+                        if paid is not None:
+                            paid += weight
+                        pending += weight
+                        won = {}  # (built again from `winners` when a step needs it)
+                        won_built = False
+                        top = tops.get(weight)
+                        if top is not None and top[1] == best:
+                            self._refresh_top(weight, tops, special, unheaped)
+                        continue
+            if pending:
+                shifted()
+            slack = None
             g = gain
             values.append(best_value)
             totals.append(total)
@@ -1098,6 +1156,7 @@ class WeightedDispatcher(Dispatcher):
                 if top is not None and top[1] == best:
                     self._refresh_top(weight, tops, special, unheaped)
             winners.append(best)
+            won_set.add(best)
             step += 1
             scratch[best] = offset
             count = left.get(best, 0)
@@ -1114,6 +1173,8 @@ class WeightedDispatcher(Dispatcher):
                 room -= 1
             if won_built:
                 heappush(won.setdefault(weights[best], []), (-offset, best))
+        if pending:
+            shifted()
         return _Simulated(winners, leaves, wanted, values, totals,
                           len(winners) if rewin < 0 else rewin)
 
@@ -1168,19 +1229,22 @@ class WeightedDispatcher(Dispatcher):
                 paid = bound
         return end
 
-    def _chain_stands(self, values: Sequence[int], totals: Sequence[int], rise: int) -> bool:
-        """Whether every step simulated so far (`values`, `totals`: none won twice) keeps
-        its winner when a Queue of weight `rise` that won none of them leaves from the
-        first step: `_unchanged_steps`' bound, for one Queue with nothing held."""
+    def _chain_slack(self, values: Sequence[int], totals: Sequence[int]) -> int | float:
+        """How much weight may leave from the first step, from Queues that won none of the
+        steps simulated so far (`values`, `totals`: none won twice), with every one of
+        those steps keeping its winner: they stand when the weight leaving is below this
+        (`_unchanged_steps`' bound, for Queues with nothing held; infinite with no step
+        after the first). Leaving weights add up: so do the totals they take away."""
         heaviest = self._heaviest
+        slack: int | float = math.inf
         paid = None  # max over earlier steps i of values[i] - totals[i] - heaviest * i
         for position, value in enumerate(values):
-            if paid is not None and paid + heaviest * position + rise >= value:
-                return False
+            if paid is not None:
+                slack = min(slack, value - paid - heaviest * position)
             bound = value - totals[position] - heaviest * position
             if paid is None or bound > paid:
                 paid = bound
-        return True
+        return slack
 
     def _refresh_top(
         self, weight: int, tops: dict[int, tuple[int, int]], special: Collection[int],
