@@ -74,6 +74,35 @@ def test_per_queue_limits_obey_queue_controls(store: Store) -> None:
     assert [job.queue for job in jobs] == ["b", "c", "c", "c"]
 
 
+def test_one_job_from_each_of_many_queues_is_each_queues_first_due_job(store: Store) -> None:
+    # Given tenants with jobs due at different times, one of them not due yet, one empty
+    ids = store.enqueue([
+        new("t1", T0 - timedelta(minutes=1)), new("t1", T0 - timedelta(minutes=2)),
+        new("t2"), new("t2"), new("t3", T0 + timedelta(minutes=1)), new("t5"), new("t5"),
+    ], T0)
+    # When a claim asks one job of each (a pass over tenants)
+    jobs = claim(store, ["t1", "t2", "t3", "t4", "t5"], 5, [1, 1, 1, 1, 1])
+    # Then each Queue with due work gave its first due job (ties: enqueue order), Queue
+    # after Queue; the one not due and the empty one gave nothing
+    assert [(job.queue, job.id) for job in jobs] == [("t1", ids[1]), ("t2", ids[2]),
+                                                     ("t5", ids[5])]
+    assert all(job.state is JobState.LEASED and job.attempt == 1 for job in jobs)
+
+
+def test_one_job_from_each_queue_obeys_queue_controls(store: Store) -> None:
+    # Given a paused, b limited to 1 with 1 leased, c limited to 2 with 1 leased, d free
+    fill(store, {"a": 3, "b": 3, "c": 3, "d": 3})
+    claim(store, ["b", "c"], 2, [1, 1])
+    store.pause_queue("a")
+    store.set_queue_limit("b", 1)
+    store.set_queue_limit("c", 2)
+    # When a claim asks one job of each
+    jobs = claim(store, ["a", "b", "c", "d"], 4, [1, 1, 1, 1])
+    # Then a (paused) and b (full) gave nothing and are named; c and d gave one each
+    assert [job.queue for job in jobs] == ["c", "d"]
+    assert {"a", "b"} <= jobs.controlled and "d" not in jobs.controlled
+
+
 def test_bad_per_queue_limits_are_refused_before_anything_is_leased(store: Store) -> None:
     fill(store, {"a": 2, "b": 2})
     with pytest.raises(ValueError, match="one count per Queue"):

@@ -765,10 +765,15 @@ class SQLiteStore:
                 # With tenants this runs once per Queue asked, for about one job each
                 # (issue 13): the rows are sorted once, not per Queue, and the loop over
                 # the Queues calls only `_move` unless a Queue came back short.
-                for (queue, count), (queue_key, limit_key) in zip(asks, _ARM_KEYS, strict=False):
-                    params[queue_key] = queue
-                    params[limit_key] = count
-                rows = conn.execute(_claim_many_sql(len(asks)), params).fetchall()
+                if all(count == 1 for _, count in asks):  # (tenants: one slot each)
+                    params["queues"] = json.dumps([queue for queue, _ in asks])
+                    rows = conn.execute(_sql("claim_ones"), params).fetchall()
+                else:
+                    for (queue, count), (queue_key, limit_key) in zip(asks, _ARM_KEYS,
+                                                                      strict=False):
+                        params[queue_key] = queue
+                        params[limit_key] = count
+                    rows = conn.execute(_claim_many_sql(len(asks)), params).fetchall()
                 rows.sort(key=_due_order)
                 by_queue: dict[str, list[_Row]] = {}
                 for row in rows:
