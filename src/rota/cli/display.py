@@ -20,7 +20,9 @@ from __future__ import annotations
 import os
 import sys
 import unicodedata
+from collections.abc import Sequence
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 
@@ -70,3 +72,45 @@ def make_console(*, stderr: bool = False, piped_width: int | None = None) -> Con
     if not stream.isatty() and "COLUMNS" not in os.environ:
         width = piped_width if piped_width is not None else FULL_WIDTH
     return Console(highlight=False, emoji=False, stderr=stderr, width=width)
+
+
+def boxed_table(
+    title: str, columns: Sequence[tuple[str, bool]], rows: Sequence[Sequence[str]],
+) -> Text:
+    """A table laid out as rich's default `Table` lays it out (the HEAVY_HEAD box, one
+    space of padding, the title centred above it, the header bold), for tables too long
+    for rich: `Table` measures and wraps every cell, ~4 s for the 10,000 rows of a
+    simulation over 10,000 tenant Queues, where this takes ~0.1 s. `columns`: (header,
+    right-justified). Cells are user text, shown as `user_text` shows them. Unlike
+    `Table`, lines are not fitted to a narrow terminal: print it with `no_wrap=True`."""
+    cells = [[shown(cell) for cell in row] for row in rows]
+    widths = [max([cell_len(header)] + [cell_len(row[index]) for row in cells])
+              for index, (header, _) in enumerate(columns)]
+
+    def fitted(text: str, width: int, right: bool) -> str:
+        gap = " " * (width - cell_len(text))
+        return gap + text if right else text + gap
+
+    def rule(left: str, fill: str, middle: str, right: str) -> str:
+        return left + middle.join(fill * (width + 2) for width in widths) + right
+
+    def row_line(edge: str, values: Sequence[str], justify: Sequence[bool]) -> str:
+        return edge + edge.join(
+            f" {fitted(value, width, right)} "
+            for value, width, right in zip(values, widths, justify, strict=True)) + edge
+
+    total = sum(widths) + 3 * len(widths) + 1
+    left = (total - cell_len(title)) // 2
+    text = Text(end="")
+    text.append(" " * left + title + " " * (total - left - cell_len(title)), "italic")
+    text.append("\n" + rule("┏", "━", "┳", "┓") + "\n")
+    text.append("┃")
+    for (header, right), width in zip(columns, widths, strict=True):
+        text.append(" ")
+        text.append(fitted(header, width, right), "bold")
+        text.append(" ┃")
+    text.append("\n" + rule("┡", "━", "╇", "┩"))
+    justify = [right for _, right in columns]
+    text.append("".join("\n" + row_line("│", row, justify) for row in cells))
+    text.append("\n" + rule("└", "─", "┴", "┘"))
+    return text

@@ -12,13 +12,16 @@ from rich.console import Console
 from rich.table import Table
 
 from rota.cli.common import UsageError
-from rota.cli.display import line, make_console, user_text
+from rota.cli.display import boxed_table, line, make_console, user_text
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.simulation import Simulation, simulate
 
 # Bounds that keep a simulation to a few seconds.
 MAX_POOL = 10_000
 MAX_PASSES = 100_000
+# Above this many Queues the served table is laid out by `boxed_table` (the same look)
+# instead of rich's Table, which took ~4 s for 10,000 tenant Queues.
+_RICH_TABLE_ROWS = 200
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -146,6 +149,17 @@ def render(result: Simulation, console: Console) -> None:
     served = result.served()
     total = sum(served.values())
     targets = result.target_shares()
+    weights = dict(result.policy.weights) if isinstance(result.policy, Weighted) else {}
+    if len(served) > _RICH_TABLE_ROWS:
+        columns = [("Queue", False)] + ([("weight", True), ("target", True)]
+                                        if targets is not None else []) + [
+            ("served", True), ("share", True)]
+        console.print(boxed_table("served", columns, [
+            [queue] + ([str(weights[queue]), f"{targets[queue]:.1%}"]
+                       if targets is not None else [])
+            + [str(count), f"{count / total:.1%}" if total else "-"]
+            for queue, count in served.items()]), no_wrap=True, crop=False)
+        return
     table = Table(title="served")
     table.add_column("Queue")
     if targets is not None:
@@ -153,7 +167,6 @@ def render(result: Simulation, console: Console) -> None:
         table.add_column("target", justify="right")
     table.add_column("served", justify="right")
     table.add_column("share", justify="right")
-    weights = dict(result.policy.weights) if isinstance(result.policy, Weighted) else {}
     for queue, count in served.items():
         share = f"{count / total:.1%}" if total else "-"
         if targets is not None:
