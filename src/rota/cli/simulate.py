@@ -150,28 +150,19 @@ def render(result: Simulation, console: Console) -> None:
     total = sum(served.values())
     targets = result.target_shares()
     weights = dict(result.policy.weights) if isinstance(result.policy, Weighted) else {}
-    if len(served) > _RICH_TABLE_ROWS:
-        columns = [("Queue", False)] + ([("weight", True), ("target", True)]
-                                        if targets is not None else []) + [
-            ("served", True), ("share", True)]
-        console.print(boxed_table("served", columns, [
-            [queue] + ([str(weights[queue]), f"{targets[queue]:.1%}"]
+    columns = [("Queue", False)] + (
+        [("weight", True), ("target", True)] if targets is not None else []) + [
+        ("served", True), ("share", True)]
+    rows = [[queue] + ([str(weights[queue]), f"{targets[queue]:.1%}"]
                        if targets is not None else [])
             + [str(count), f"{count / total:.1%}" if total else "-"]
-            for queue, count in served.items()]), no_wrap=True, crop=False)
+            for queue, count in served.items()]
+    if len(rows) > _RICH_TABLE_ROWS:
+        console.print(boxed_table("served", columns, rows), no_wrap=True, crop=False)
         return
     table = Table(title="served")
-    table.add_column("Queue")
-    if targets is not None:
-        table.add_column("weight", justify="right")
-        table.add_column("target", justify="right")
-    table.add_column("served", justify="right")
-    table.add_column("share", justify="right")
-    for queue, count in served.items():
-        share = f"{count / total:.1%}" if total else "-"
-        if targets is not None:
-            table.add_row(user_text(queue), str(weights[queue]), f"{targets[queue]:.1%}",
-                          str(count), share)
-        else:
-            table.add_row(user_text(queue), str(count), share)
+    for header, right in columns:
+        table.add_column(header, justify="right" if right else "left")
+    for row in rows:
+        table.add_row(*map(user_text, row))
     console.print(table)
