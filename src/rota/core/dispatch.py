@@ -318,7 +318,7 @@ class _WeightedPass(PassPlan[T]):
         index, out, supply = dispatcher.index, dispatcher._out, self._supply
         # Each as `claimed(ClaimRequest((name,), 1), [])` records it: found empty.
         self._answer_all_empty([
-            position for position in map(index.get, list(self._known))
+            position for position in map(index.get, self._known)
             if position is not None and position not in out and position not in supply])
 
     def _next_round(self) -> list[ClaimRequest] | None:
@@ -1054,7 +1054,6 @@ class WeightedDispatcher(Dispatcher):
         # `_chain_slack(values, totals)` of the unshifted lists, while they stand.
         pending = 0
         slack: int | float | None = None
-        won_set: set[int] = set()  # the Queues in `winners`
 
         def shifted() -> None:
             nonlocal pending
@@ -1095,13 +1094,10 @@ class WeightedDispatcher(Dispatcher):
                     for weight, heap in heaps.items():
                         while heap:
                             negative, index = heap[0]
-                            if index in gone:
-                                heappop(heap)
-                                continue
-                            current = scratch[index]
-                            if pending and index in won_set:
-                                current += pending  # (not yet `shifted`)
-                            if (current != -negative
+                            # (A `local` entry is at its Queue's persistent offset; once
+                            # the Queue won, its offset is below that, shifted or not: it
+                            # paid a total above every weight that can leave since.)
+                            if (index in gone or scratch[index] != -negative
                                     or not (left.get(index, 0) > 0
                                             or (room > 0
                                                 and supply.get(index, is_open) is is_open))):
@@ -1156,7 +1152,6 @@ class WeightedDispatcher(Dispatcher):
                 if top is not None and top[1] == best:
                     self._refresh_top(weight, tops, special, unheaped)
             winners.append(best)
-            won_set.add(best)
             step += 1
             scratch[best] = offset
             count = left.get(best, 0)
