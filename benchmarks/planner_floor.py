@@ -16,10 +16,12 @@ Prints, in one run on this machine:
 3. rota's planner per job in the queues suite's drains at 1,000 and 10,000 Queues (the
    suite's replay of the drain's planner calls, least of `--repeat`), and at one Queue.
 
-A planner of a Weighted group over tenant Queues takes at least one step per job served
-(each served job is one step of the nginx sequence, and with a job per pass per Queue no
-step is shared by two passes), so line 2 is a floor under its planning per job. When the
-floor is above the budget, no planner of that shape meets the target on this store.
+A planner that simulates the nginx sequence takes at least one step per job served (each
+served job is one step of it), so line 2 is a floor under its planning per job. (Reusing
+whole periods of the sequence would step less, but only while the Queues taking part stay
+the same for a whole period, the sum of their weights: 3,000 steps at 1,000 Queues of
+weights 1-5; tenants that run dry sooner change it.) When the floor plus what a pass costs
+per job is above the budget, no planner of that shape meets the target on this store.
 Figures, never pass/fail.
 """
 
