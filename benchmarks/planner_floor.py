@@ -18,10 +18,11 @@ Prints, in one run on this machine:
 
 A planner that simulates the nginx sequence takes at least one step per job served (each
 served job is one step of it), so line 2 is a floor under its planning per job. (Reusing
-whole periods of the sequence would step less, but only while the Queues taking part stay
-the same for a whole period, the sum of their weights: 3,000 steps at 1,000 Queues of
-weights 1-5; tenants that run dry sooner change it.) When the floor plus what a pass costs
-per job is above the budget, no planner of that shape meets the target on this store.
+whole periods of the sequence would step less where the Queues taking part stay the same
+for many periods, a period being the sum of their weights; not where tenants run dry
+within a period or two: 3,000 steps at 1,000 Queues of weights 1-5.) When the floor plus
+what a pass costs per job is above the budget, no planner of that shape meets the target
+on this store.
 Figures, never pass/fail.
 """
 
