@@ -32,13 +32,13 @@ import argparse
 import heapq
 import time
 
-from benchmarks.suites.queues import measure, planning_seconds
+from benchmarks.suites.queues import measure, planning_seconds, policy_for
 
 
 def minimal_step_us(queues: int, steps: int) -> float:
     """Microseconds per step of the leanest exact SWRR loop over `queues` Queues (weights
     1-5, all taking part), from zero credits, after a warm-up of one period."""
-    weights = [1 + index % 5 for index in range(queues)]
+    weights = [weight for _, weight in policy_for(queues).weights]
     total = sum(weights)
     span = queues
     offsets = [0] * queues  # credit = weight * g + offset

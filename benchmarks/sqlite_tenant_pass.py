@@ -30,17 +30,16 @@ import sqlite3
 import struct
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import rota
+from benchmarks.suites.queues import T0, backlogged_queues, policy_for
 from rota.core.jobs import Lease, NewJob
 from rota.core.outcomes import Succeeded
 from rota.store import open_store
 from rota.worker.group import GroupRunner
 
-T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 FRAME = 4096 + 24  # a WAL frame: its header and one page
 WAL_HEADER = 32
 
@@ -83,8 +82,7 @@ def drain(queues: int, backlogged: int, total: int) -> None:
         path = Path(folder) / "pass.db"
         store = open_store(f"sqlite:///{path}")
         try:
-            step = queues // backlogged
-            names = [f"t{i:05d}" for i in range(0, queues, step)][:backlogged]
+            names = backlogged_queues(queues, backlogged)
             jobs = [NewJob(name="noop", queue=names[i % len(names)], due_at=T0)
                     for i in range(total)]
             for first in range(0, total, 5_000):
@@ -95,9 +93,8 @@ def drain(queues: int, backlogged: int, total: int) -> None:
             timed = TimedConnection(inner)
             store._conn = timed  # type: ignore[attr-defined]
             wal = Path(f"{path}-wal")
-            policy = rota.Weighted([(f"t{i:05d}", 1 + i % 5) for i in range(queues)])
-            runner = GroupRunner(rota.WorkerGroupOptions(name="tenants", policy=policy,
-                                                         pool_size=20))
+            runner = GroupRunner(rota.WorkerGroupOptions(
+                name="tenants", policy=policy_for(queues), pool_size=20))
             outcomes: list[tuple[Lease, Succeeded]] = []
             done = passes = frames = 0
             mapped: list[tuple[str, int]] = []
