@@ -1,6 +1,5 @@
 """The Weighted planner alone, in instructions: record one drain's planner calls, replay
-them on a fresh dispatcher (docs/benchmarks.md, "Rounds of known-empty Queues chained
-inside one simulation").
+them on a fresh dispatcher (docs/benchmarks.md).
 
     # record once (any tree: the planner is exact, so the calls are the same on both)
     PYTHONPATH=.:src python -m benchmarks.planner_replay record 10000 100 /tmp/log.pkl
@@ -42,8 +41,6 @@ def replay_calls(dispatcher: Any, calls: list[tuple[str, tuple[Any, ...], dict[s
     for name, args, kwargs in calls:
         if name == "begin_pass":
             plan = dispatcher.begin_pass(*args, **kwargs)
-        elif name == "known":
-            plan.answer_known_empty(args[0], [])
         elif name == "dispatch_order":
             orders.append(len(plan.dispatch_order()))
         else:

@@ -4,7 +4,7 @@ Enqueues N noop jobs, starts `rota worker` as the drain suite does, attaches py-
 (all threads, 200 samples/s, so the store threads are seen too) and drains. py-spy's
 collapsed stacks are then summed: top functions by own time and by inclusive time, time by
 area (store SQL, driver, runtime, asyncio, ...), and the inclusive share of dispatch
-planning (`rota/core/dispatch.py`). Writes benchmarks/results/profile-<store>.json and the
+planning (`rota/core/dispatch/`). Writes benchmarks/results/profile-<store>.json and the
 raw stacks beside it.
 """
 
@@ -25,7 +25,7 @@ FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^:()]*)(?::\d+)?\)$")
 
 # Areas, first match wins, tested against "file function".
 AREAS = (
-    ("dispatch planning (rota/core/dispatch.py)", "rota/core/dispatch.py"),
+    ("dispatch planning (rota/core/dispatch/)", "rota/core/dispatch/"),
     ("rota store (rota/store/)", "rota/store/"),
     ("rota worker runtime (rota/worker/)", "rota/worker/"),
     ("rota core other (rota/core/)", "rota/core/"),
@@ -143,7 +143,7 @@ def main(argv: list[str]) -> int:
         print(f"\n{title.replace('_', ' ')}:")
         for name, percent in summary[title].items():  # type: ignore[attr-defined]
             print(f"  {percent:6.2f}  {name}")
-    print(f"\ndispatch planning (rota/core/dispatch.py), inclusive: "
+    print(f"\ndispatch planning (rota/core/dispatch/), inclusive: "
           f"{summary['dispatch_planning_percent']} % of sampled worker time")
     print(f"wrote {report.RESULTS / f'profile-{args.store}.json'}")
     return 0

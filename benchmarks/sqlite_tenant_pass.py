@@ -116,7 +116,7 @@ def drain(queues: int, backlogged: int, total: int) -> None:
                 passes += 1
                 if passes % 200 == 0:
                     inner.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                if not got and not runner.must_look_again():
+                if not got and not runner.probe_pending:
                     raise RuntimeError(f"a pass claimed nothing with {total - done} left")
             print(f"{queues:,} Queues ({backlogged:,} backlogged): {passes} passes, "
                   f"{seconds / done * 1e6:.1f} us a job, {frames / passes:.1f} WAL frames "

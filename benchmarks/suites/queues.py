@@ -41,6 +41,8 @@ from typing import Any
 import rota
 from benchmarks.planner_replay import replay_calls
 from rota.core import dispatch
+from rota.core.dispatch.plan import PassPlan
+from rota.core.dispatch.weighted import WeightedPass
 from rota.core.jobs import JobRecord, NewJob
 from rota.store import open_store
 from rota.store.base import Store
@@ -107,17 +109,14 @@ class PlannerLog:
     pass plan's methods, with their arguments), so that `replay` can time the planner
     alone: the same calls, in the same order, on a fresh dispatcher, nothing else in
     between. Timing each call inside the drain instead (a perf_counter wrapper) cost ~1 us
-    a call itself, more than the one-Queue planner's whole work per job.
+    a call itself, more than the one-Queue planner's whole work per job."""
 
-    The set of Queues known empty that a plan reads (`answer_known_empty`) is live: the
-    worker changes it between calls; the log keeps a copy of it at every `next_claims`."""
-
-    METHODS = ("answer_known_empty", "next_claims", "claimed", "probed", "claim_failed",
-               "cut_short", "dispatch_order", "serve", "skip")
+    METHODS = ("next_claims", "claimed", "probed", "claim_failed", "cut_short",
+               "dispatch_order", "serve", "skip")
+    ROUNDS = ("round_trip", "record_round")  # (PassPlan's own, shared with Strict)
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-        self._known: frozenset[str] | None = None  # the current plan's, as last logged
         self.orders: list[int] = []  # each pass's dispatched count, to check the replay
         self._depth = 0
 
@@ -125,18 +124,8 @@ class PlannerLog:
         calls = self.calls
 
         def recorded(target: Any, *args: Any, **kwargs: Any) -> Any:
-            if self._depth:  # a call the planner makes itself (next_claims -> claimed)
+            if self._depth:  # a call the planner makes itself (record_round -> claimed)
                 return function(target, *args, **kwargs)
-            if name == "begin_pass":
-                self._known = None  # one group: one plan at a time
-            elif name == "answer_known_empty" or (name == "next_claims"
-                                                  and self._known is not None):
-                known = frozenset(args[0] if name == "answer_known_empty" else target._known)
-                if known != self._known:
-                    self._known = known
-                    calls.append(("known", (known,), {}))
-                if name == "answer_known_empty":
-                    return function(target, *args, **kwargs)
             calls.append((name, args, kwargs))
             self._depth += 1
             try:
@@ -152,7 +141,7 @@ class PlannerLog:
     @contextmanager
     def installed(self) -> Iterator[PlannerLog]:
         saved: list[tuple[type, str, Any]] = []
-        for cls, names in ((dispatch._WeightedPass, self.METHODS),
+        for cls, names in ((WeightedPass, self.METHODS), (PassPlan, self.ROUNDS),
                            (dispatch.WeightedDispatcher, ("begin_pass",))):
             for name in names:
                 original = cls.__dict__[name]

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final, ParamSpec, TypeVar, overload
 
 from rota.core.clock import Clock, SystemClock
+from rota.core.dispatch import PassPlan
 from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord, validate_job_name
@@ -449,42 +450,50 @@ class App:
 
     async def _drain_inline(self, runners: list[GroupRunner]) -> int:
         executions = 0
-        tracing = Tracing.active()
         while True:
             now = self.clock.now()
             sweep_expired_leases(self.store, now, self._retry_policy_for)
             claimed_any = False
             for runner in runners:
                 now = self.clock.now()
-                plan, jobs = runner.claim_pass(self.store, runner.options.claim_capacity, now)
+                plan, jobs = runner.claim_pass(self.store, runner.options.claim_capacity, now,
+                                               raise_errors=True)
                 claimed_any = claimed_any or bool(jobs)
-                for index, job in enumerate(jobs):
-                    plan.serve()
-                    started_at = self.clock.now()
-                    try:
-                        if tracing is None:
-                            outcome = await execute(job, self._handlers, runner, self.clock)
-                        else:
-                            with tracing.attempt(job, runner.name) as span:
-                                outcome = await execute(job, self._handlers, runner,
-                                                        self.clock)
-                                tracing.record(span, outcome)
-                    except BaseException:
-                        # KeyboardInterrupt, SystemExit, cancellation: hand this job and
-                        # the rest of the pass back (attempt not counted), then let it out.
-                        self.store.release([j.lease for j in jobs[index:]], self.clock.now())
-                        raise
-                    finished_at = self.clock.now()
-                    record_outcome(self.store, job, outcome, finished_at, runner.name)
-                    executions += 1
-                    if self._outcome_callbacks:
-                        emit(self._outcome_callbacks, outcome_event(
-                            job, runner.name, outcome, started_at, finished_at))
-            # Idle only after a round that claimed nothing and in which every group
-            # probed the Queues it held for empty (docs/dispatch.md).
-            looking = [runner.must_look_again() for runner in runners]
-            if not claimed_any and not any(looking):
+                executions += await self._run_inline(runner, plan, jobs)
+            # Idle only after a round that claimed nothing and after which no group has
+            # to probe the Queues it holds for empty (rota.core.dispatch.memory).
+            if not claimed_any and not any(runner.probe_pending for runner in runners):
                 return executions
+
+    async def _run_inline(
+        self, runner: GroupRunner, plan: PassPlan[JobRecord], jobs: list[JobRecord]
+    ) -> int:
+        """Run one pass's jobs one after another in dispatch order and record each outcome.
+        If anything raises (a store call, KeyboardInterrupt, cancellation), the jobs not
+        run yet are handed back (attempt not counted) and the exception propagates."""
+        tracing = Tracing.active()
+        index = 0
+        try:
+            for index, job in enumerate(jobs):
+                plan.serve()
+                started_at = self.clock.now()
+                if tracing is None:
+                    outcome = await execute(job, self._handlers, runner, self.clock)
+                else:
+                    with tracing.attempt(job, runner.name) as span:
+                        outcome = await execute(job, self._handlers, runner, self.clock)
+                        tracing.record(span, outcome)
+                finished_at = self.clock.now()
+                index += 1  # this one ran: from here on, only the rest goes back
+                record_outcome(self.store, job, outcome, finished_at, runner.name)
+                if self._outcome_callbacks:
+                    emit(self._outcome_callbacks, outcome_event(
+                        job, runner.name, outcome, started_at, finished_at))
+        except BaseException:
+            if jobs[index:]:
+                self.store.release([j.lease for j in jobs[index:]], self.clock.now())
+            raise
+        return len(jobs)
 
     # -- the real-time runtime ------------------------------------------------------------
 

@@ -238,18 +238,20 @@ def test_policy_errors_surface_when_run_until_idle_starts_the_group(
 def test_dispatch_state_persists_across_calls(
     make_app: MakeApp, make_recorder: MakeRecorder
 ) -> None:
-    # Given 1:1 over a and b with one Worker, and a first call serving only a
+    # Given 2:1 over a and b with one Worker, and a first call serving one job of each
     app = make_app()
     recorder = make_recorder(app)
-    app.add_worker_group(group("g", Weighted([("a", 1), ("b", 1)]), pool_size=1))
+    app.add_worker_group(group("g", Weighted([("a", 2), ("b", 1)]), pool_size=1))
     recorder.enqueue("a")
-    assert app.run_until_idle() == 1
+    recorder.enqueue("b")
+    assert app.run_until_idle() == 2
     # When both Queues get one job in a second call
     recorder.enqueue("a")
     recorder.enqueue("b")
     app.run_until_idle()
-    # Then b goes first: its credit from the first call was kept (fresh credits tie to a)
-    assert recorder.log == ["a", "b", "a"]
+    # Then b goes first: a paid for its win in the first call and b kept the credit it
+    # gained there (with fresh credits a would go first again)
+    assert recorder.log == ["a", "b", "b", "a"]
 
 
 def test_a_broken_backoff_retries_on_the_default_schedule_and_says_so(

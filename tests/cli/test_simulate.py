@@ -7,9 +7,9 @@ import json
 import pytest
 
 from rota.cli import main
-from rota.core.dispatch import swrr_sequence
 from rota.core.policy import Strict, Weighted
 from rota.core.simulation import simulate
+from tests.core.backlog import nginx_reference
 
 
 def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
@@ -38,7 +38,7 @@ def test_weighted_6_3_1_prints_the_smooth_sequence_each_pass(
 
 def test_the_sequence_continues_across_passes_of_any_pool_size() -> None:
     # Given the reference nginx sequence for 5:1:1
-    reference = ["abc"[i] for i in swrr_sequence([5, 1, 1], 7 * 12)]
+    reference = ["abc"[i] for i in nginx_reference([5, 1, 1], 7 * 12)]
     for pool in (1, 2, 3, 5, 7, 11):
         # When passes of that pool size are concatenated
         result = simulate(Weighted([("a", 5), ("b", 1), ("c", 1)]), pool, 84 // pool)
@@ -141,3 +141,41 @@ def test_bad_controls_are_one_line_usage_errors(
     assert main(["simulate", "--strict", "a,b", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_the_json_lists_each_round_trip_as_the_store_receives_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Given 6:3:1, pool 7, and a 20, b 9, c 0 due jobs
+    result = run_json(capsys, "--weighted", "a=6,b=3,c=1", "--pool", "7", "--passes", "7",
+                      "--backlog", "a=20,b=9,c=0")
+    passes = result["passes"]
+    assert isinstance(passes, list)
+    # Then the first pass's first round trip asks a 4, b 2, c 1 in one call probing all
+    # three, and its answer names the Queues with due work left; c came back empty, so
+    # the second round trip asks a alone for c's slot
+    first = passes[0]["round_trips"]
+    assert first[0] == {
+        "claims": [{"queues": ["a"], "limit": 4, "got": 4},
+                   {"queues": ["b"], "limit": 2, "got": 2},
+                   {"queues": ["c"], "limit": 1, "got": 0}],
+        "probe": ["a", "b", "c"], "due": ["a", "b"]}
+    assert first[1] == {"claims": [{"queues": ["a"], "limit": 1, "got": 1}],
+                        "probe": ["a"], "due": ["a"]}
+    # And the pass's claims list is its round trips' claims in order
+    for one in passes:
+        assert one["claims"] == [c for trip in one["round_trips"] for c in trip["claims"]]
+    # And once a claim's probe said b has no due job left, no claim asks b again (the
+    # worker knows it is empty): pass 5 asks a alone, and the last pass, after one that
+    # claimed nothing, is a probe alone of the Queues held for empty
+    assert passes[4]["claims"] == [{"queues": ["a"], "limit": 7, "got": 1}]
+    assert passes[6]["round_trips"] == [
+        {"claims": [], "probe": ["a", "b", "c"], "due": []}]
+
+
+def test_the_text_schedule_shows_a_passs_probe(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--weighted", "a=6,b=3,c=1", "--pool", "7", "--passes", "7",
+                 "--backlog", "a=20,b=9,c=0"]) == 0
+    out = capsys.readouterr().out
+    assert "pass 5: claims 7 from a (got 1)" in out
+    assert "pass 7: probes a,b,c (due: none)" in out

@@ -1,31 +1,46 @@
-"""A frozen copy of the Weighted planner as it was before issue 13 (O(Queues) per step, one
-claim per Queue, a Queue found empty forgotten at the end of the pass): the reference the
-new planner is checked against, claim for claim and credit for credit
+"""The Weighted planner in its plainest form (O(Queues) per step, credits as a plain list):
+the reference the planner is checked against, claim for claim and credit for credit
 (tests/core/test_dispatch_differential.py). Change it only where the dispatch rule itself
 changes, in the same simple form, together with the planner.
 
-Two additions:
-- for the new planner's memory of empty Queues: `ReferenceDispatcher` takes the Queues
-  known empty at the start of a pass (`begin_pass(free, empty=...)`); they start the pass
-  found empty, exactly as if a claim had found them empty before its first round;
-- the reflow reserve (bounded catch-up with four or more Queues): every reflow round keeps
-  one claim in reserve, and a round that cannot is one sweep over every open Queue for all
-  the room (`queue_of` tells its jobs apart). It replaced "one Queue, the largest share,
-  for all the room whenever a proportional round could leave fewer claims than open
-  Queues", which gave slots away from Queues that still had work.
+- The memory of empty Queues: `ReferenceDispatcher.begin_pass(free, empty=...)` takes the
+  Queues held for empty at the start of a pass; they start it found empty, exactly as if
+  a claim had found them empty before its first round. A claim whose probe says it
+  drained a Queue (`claimed(..., drained=...)`) finds that Queue empty too.
+- The reflow reserve: every reflow round keeps one claim in reserve, and a round that
+  cannot is one sweep over every open Queue for all the room (`queue_of` tells its jobs
+  apart).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 from enum import Enum
 from typing import Generic, TypeVar
 
-from rota.core.dispatch import ClaimRequest, Step, apply_step
+from rota.core.dispatch import ClaimRequest
 from rota.core.policy import Weighted
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One smooth weighted round-robin step: who took part, and who was served."""
+
+    participants: tuple[int, ...]
+    winner: int
+
+
+def apply_step(weights: Sequence[int], credits: list[int], step: Step) -> None:
+    """Advance `credits` in place by one step (the nginx update)."""
+    total = 0
+    for index in step.participants:
+        credits[index] += weights[index]
+        total += weights[index]
+    credits[step.winner] -= total
 
 
 def _check_count(request: ClaimRequest, items: Sequence[object]) -> None:
@@ -152,7 +167,11 @@ class ReferencePass(Generic[T]):
             self._outstanding.add(index)
         return requests
 
-    def claimed(self, request: ClaimRequest, items: Sequence[T]) -> None:
+    def claimed(
+        self, request: ClaimRequest, items: Sequence[T], drained: Collection[str] = ()
+    ) -> None:
+        """`drained`: Queues of the claim that the store says have no due job left: found
+        empty, however many jobs they gave."""
         _check_count(request, items)
         self._issued += 1
         self._outstanding.discard(self._index(request))
@@ -170,6 +189,10 @@ class ReferencePass(Generic[T]):
                 self._supply[index] = _Supply.EMPTY
                 self._planned_exact = False
             left -= len(got)
+        for name in request.queues:  # (also those a sweep did not reach)
+            if name in drained:
+                self._supply[self._dispatcher.queues.index(name)] = _Supply.EMPTY
+                self._planned_exact = False
 
     def _queue_of_item(self, item: T) -> str:
         if self._queue_of is None:

@@ -621,7 +621,7 @@ def imports_of(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("module", sorted(CORE.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize("module", sorted(CORE.rglob("*.py")), ids=lambda p: p.name)
 def test_core_modules_import_no_randomness_io_or_asyncio(module: Path) -> None:
     imported = imports_of(module)
     assert {name.split(".")[0] for name in imported} & FORBIDDEN == set()

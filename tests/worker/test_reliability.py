@@ -139,10 +139,10 @@ def test_an_error_outside_the_claims_hands_the_claimed_jobs_back_at_once(
         group = GroupRunner(runner)
         original = group.dispatcher.begin_pass
 
-        def broken_pass(free: int) -> Any:
-            plan = original(free)
+        def broken_pass(free: int, **options: Any) -> Any:
+            plan = original(free, **options)
 
-            def claimed(request: Any, items: Sequence[Any]) -> None:
+            def claimed(request: Any, items: Sequence[Any], **answer: Any) -> None:
                 raise ValueError("planner bug")
 
             plan.claimed = claimed  # type: ignore[method-assign]

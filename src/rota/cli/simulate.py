@@ -14,7 +14,7 @@ from rich.table import Table
 from rota.cli.common import UsageError
 from rota.cli.display import boxed_table, line, make_console, user_text
 from rota.core.policy import DispatchPolicy, Strict, Weighted
-from rota.core.simulation import Simulation, simulate
+from rota.core.simulation import SimulatedClaim, SimulatedPass, Simulation, simulate
 
 # Bounds that keep a simulation to a few seconds.
 MAX_POOL = 10_000
@@ -29,10 +29,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "simulate",
         help="print the exact claim schedule of a dispatch policy (no store needed)",
         description=(
-            "Print each pass's claims (Queue, size, jobs got) and dispatch order for a "
-            "policy, pool size and backlog, then the served shares against the weights. "
-            "Every dispatched job is taken to finish before the next pass, so a limit caps "
-            "each pass."
+            "Print each pass's claims (Queue, size, jobs got), its probes of Queues the "
+            "group holds for empty, and its dispatch order for a policy, pool size and "
+            "backlog, then the served shares against the weights: what a Worker Group "
+            "does under run_until_idle(). Every dispatched job is taken to finish before "
+            "the next pass, so a limit caps each pass."
         ),
         epilog="example: rota simulate --weighted a=6,b=3,c=1 --pool 10 --passes 3 "
         "--paused b --limit a=2",
@@ -115,9 +116,12 @@ def as_json(result: Simulation) -> dict[str, object]:
         "pool_size": result.pool_size,
         "passes": [
             {
-                "claims": [
-                    {"queues": list(c.queues), "limit": c.limit, "got": c.got} for c in p.claims
+                "round_trips": [
+                    {"claims": [_claim_json(c) for c in trip.claims],
+                     "probe": list(trip.probe), "due": list(trip.due)}
+                    for trip in p.round_trips
                 ],
+                "claims": [_claim_json(c) for c in p.claims],
                 "order": list(p.order),
             }
             for p in result.passes
@@ -128,6 +132,28 @@ def as_json(result: Simulation) -> dict[str, object]:
         "shares": {q: (n / total if total else 0.0) for q, n in served.items()},
         "target_shares": targets,
     }
+
+
+def _claim_json(claim: SimulatedClaim) -> dict[str, object]:
+    return {"queues": list(claim.queues), "limit": claim.limit, "got": claim.got}
+
+
+# A probe of more Queues than this is shown as counts, not names.
+_PROBE_NAMES = 8
+
+
+def _probes(one: SimulatedPass) -> str:
+    """The pass's probes alone (round trips that claim nothing), for people."""
+    parts = []
+    for trip in one.round_trips:
+        if trip.claims:
+            continue
+        if len(trip.probe) <= _PROBE_NAMES:
+            due = ",".join(trip.due) or "none"
+            parts.append(f"{','.join(trip.probe)} (due: {due})")
+        else:
+            parts.append(f"{len(trip.probe)} Queues ({len(trip.due)} with due work)")
+    return "; ".join(parts)
 
 
 def render(result: Simulation, console: Console) -> None:
@@ -144,7 +170,11 @@ def render(result: Simulation, console: Console) -> None:
             + ("" if c.got == c.limit else f" (got {c.got})")
             for c in one.claims
         ) or "none"
-        console.print(line(f"pass {number}: claims ", user_text(claims)))
+        if probes := _probes(one):
+            console.print(line(f"pass {number}: probes ", user_text(probes)))
+            console.print(line("        claims ", user_text(claims)))
+        else:
+            console.print(line(f"pass {number}: claims ", user_text(claims)))
         console.print(line("        order  ", user_text(" ".join(one.order) or "(nothing due)")))
     served = result.served()
     total = sum(served.values())

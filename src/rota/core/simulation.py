@@ -1,37 +1,59 @@
 """The dispatch simulator: the exact claim schedule of a policy, without any store.
 
-Feeds the very `Dispatcher` the worker uses (remembering Queues found empty across passes,
-as a worker does) with an in-memory backlog of job counts per Queue, pass after pass, as if
-every dispatched job finished before the next pass. What it
-prints is what a Worker Group with that policy and pool size does. Queue controls apply
-as the stores apply them (`rota.core.queue_controls.room`): a paused Queue gives nothing,
-and a Queue with a limit gives at most its limit per pass (its jobs claimed earlier in the
-pass count as leased; those of earlier passes have finished).
+Drives the very dispatcher a Worker Group uses (remembering Queues found empty across
+passes) exactly as the group does: each round of the plan's claims becomes the round trip
+`PassPlan.round_trip` describes, answered by an in-memory backlog of job counts per Queue
+the way the store contract answers a claim (its due Queues, its paused or limited ones),
+and recorded with `PassPlan.record_round`. Passes follow one another as if every
+dispatched job finished before the next, at one instant (so no poll interval passes). What
+it prints is what a group with that policy and pool size does under `run_until_idle()`.
+Queue controls apply as the stores apply them (`rota.core.queue_controls.room`): a paused
+Queue gives nothing, and a Queue with a limit gives at most its limit per pass (its jobs
+claimed earlier in the pass count as leased; those of earlier passes have finished).
 
 Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rota.core.dispatch import Dispatcher, PassPlan
+from rota.core.dispatch import Dispatcher, PassPlan, RoundTrip
 from rota.core.policy import DispatchPolicy, Weighted
 from rota.core.queue_controls import QueueSettings, room, validate_queue_limit
 
 
 @dataclass(frozen=True, slots=True)
 class SimulatedClaim:
+    """One claim of a round: up to `limit` jobs from `queues` (one Queue, or a sweep's
+    several in order); `got` of them were due."""
+
     queues: tuple[str, ...]
     limit: int
     got: int
 
 
 @dataclass(frozen=True, slots=True)
-class SimulatedPass:
+class SimulatedRoundTrip:
+    """One store round trip: its claims (none for a probe alone), the Queues it probed,
+    and those of them the store said have due work left."""
+
     claims: tuple[SimulatedClaim, ...]
+    probe: tuple[str, ...]
+    due: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatedPass:
+    round_trips: tuple[SimulatedRoundTrip, ...]
     order: tuple[str, ...]  # the Queue of each dispatched job, in slot order
+
+    @property
+    def claims(self) -> tuple[SimulatedClaim, ...]:
+        """Every claim of the pass, in the order issued."""
+        return tuple(claim for trip in self.round_trips for claim in trip.claims)
 
 
 @dataclass(slots=True)
@@ -83,9 +105,6 @@ def simulate(
         raise ValueError(f"pool size must be at least 1; got {pool_size}")
     if passes < 0:
         raise ValueError(f"passes must be zero or more; got {passes}")
-    # The worker's dispatcher: it remembers Queues found empty across passes (a paused or
-    # limited Queue is found empty for one pass only), so a pass asks only Queues that
-    # may have due work, even with 10,000 Queues.
     dispatcher = Dispatcher.for_policy(policy, remember_empty=True)
     remaining: dict[str, int | None] = dict.fromkeys(policy.queues)
 
@@ -113,37 +132,57 @@ def simulate(
         policy, pool_size, paused=tuple(q for q in policy.queues if settings[q].paused),
         limits={q: settings[q].limit for q in policy.queues if settings[q].limit is not None},
     )
-    claimed_nothing = False
+    backlog_store = _Backlog(remaining, settings)
     for _ in range(passes):
-        # As a worker does: a pass after one that claimed nothing first probes the Queues
-        # held for empty (the backlog here only shrinks, so it finds none with work).
-        # The jobs here are their Queues' names, which answers a sweep's `queue_of`.
-        plan: PassPlan[str] = dispatcher.begin_pass(
-            pool_size, recheck=claimed_nothing, queue_of=str)
-        claims: list[SimulatedClaim] = []
-        leased = dict.fromkeys(policy.queues, 0)  # this pass's claims, not yet finished
+        # The jobs here are their Queues' names, which is each job's `queue_of`.
+        plan: PassPlan[str] = dispatcher.begin_pass(pool_size, queue_of=str)
+        backlog_store.leased = dict.fromkeys(policy.queues, 0)
+        trips: list[SimulatedRoundTrip] = []
         while requests := plan.next_claims():
-            if requests[0].probe:
-                plan.probed(requests[0], [
-                    queue for queue in requests[0].queues
-                    if not settings[queue].paused and remaining[queue] != 0])
-                continue
-            for request in requests:
-                taken: list[str] = []
-                for queue in request.queues:
-                    have = remaining[queue]
-                    want = room(settings[queue], leased[queue], request.limit - len(taken))
-                    take = want if have is None else min(want, have)
-                    if have is not None:
-                        remaining[queue] = have - take
-                    leased[queue] += take
-                    taken.extend([queue] * take)
-                claims.append(SimulatedClaim(request.queues, request.limit, len(taken)))
-                plan.claimed(request, taken, controlled=any(
-                    not settings[queue].is_default for queue in request.queues))
+            trip = plan.round_trip(requests)
+            jobs, due, controlled = backlog_store.claim(trip)
+            plan.record_round(requests, jobs, due=due, controlled=controlled)
+            got = Counter(jobs)
+            claims = tuple(
+                SimulatedClaim(request.queues, request.limit,
+                               sum(got[queue] for queue in request.queues))
+                for request in requests if not request.probe)
+            trips.append(SimulatedRoundTrip(claims, trip.probe,
+                                            tuple(q for q in trip.probe if q in due)))
         order = plan.dispatch_order()
-        claimed_nothing = not order
         for _job in order:
             plan.serve()
-        result.passes.append(SimulatedPass(tuple(claims), tuple(order)))
+        result.passes.append(SimulatedPass(tuple(trips), tuple(order)))
     return result
+
+
+@dataclass(slots=True)
+class _Backlog:
+    """Due jobs per Queue (None: unlimited), answering a round trip as the store contract
+    answers `claim`: each Queue's jobs in turn, within its room under its settings."""
+
+    remaining: dict[str, int | None]
+    settings: dict[str, QueueSettings]
+    leased: dict[str, int] = field(default_factory=dict)  # this pass's, not yet finished
+
+    def claim(self, trip: RoundTrip) -> tuple[list[str], set[str], set[str]]:
+        """The jobs (their Queues' names), the probed Queues with due work left, and the
+        claim's paused or limited Queues."""
+        caps = (zip(trip.queues, trip.limits, strict=True) if trip.limits is not None
+                else ((queue, trip.limit) for queue in trip.queues))
+        jobs: list[str] = []
+        controlled: set[str] = set()
+        for queue, cap in caps:
+            settings = self.settings[queue]
+            if not settings.is_default:
+                controlled.add(queue)
+            want = room(settings, self.leased[queue], min(cap, trip.limit - len(jobs)))
+            have = self.remaining[queue]
+            take = want if have is None else min(want, have)
+            if have is not None:
+                self.remaining[queue] = have - take
+            self.leased[queue] += take
+            jobs.extend([queue] * take)
+        due = {queue for queue in trip.probe
+               if not self.settings[queue].paused and self.remaining[queue] != 0}
+        return jobs, due, controlled

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from rota.core.dispatch import ClaimRequest, Dispatcher, PassPlan, WeightedDispatcher
+from rota.core.dispatch import Dispatcher, PassPlan, RoundTrip
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord
 from rota.core.outcomes import (
@@ -75,11 +75,9 @@ class GroupRunner:
 
     def __init__(self, options: WorkerGroupOptions) -> None:
         self.options = options
-        # Validates the policy. A Weighted group remembers its Queues found empty across
-        # passes and probes them again (one round trip) when a wake-up hint names one of
-        # them, at least every poll interval, and before it goes idle: with thousands of
-        # tenant Queues, asking each empty one every pass cost more round trips than the
-        # jobs served (issue 13, docs/dispatch.md).
+        # Validates the policy. A Weighted group remembers the Queues it finds empty across
+        # passes (rota.core.dispatch.memory); it probes them again at least every poll
+        # interval (`_recheck_at`), so work that becomes due by the clock is found.
         try:
             self.dispatcher = Dispatcher.for_policy(options.policy, remember_empty=True)
         except ValueError as error:
@@ -91,33 +89,24 @@ class GroupRunner:
             error.__suppress_context__ = True
             raise
         self.owner = new_owner_id(options.name)
-        # Whether the last claim_pass was cut short by a StoreError; read by the drive that
-        # owns this runner (one pass at a time) to back off before the next pass.
+        # Whether the last claim_pass was cut short by a failed claim; read by the drive
+        # that owns this runner (one pass at a time) to back off before the next pass.
         self.last_pass_failed = False
-        self._recheck = False  # probe the Queues held for empty at the next pass
-        self._recheck_at: datetime | None = None  # ... and no later than this
-        self._probed = False  # whether the last pass probed
-        # A Weighted group over more Queues than Workers surveys them all in its first pass;
-        # `_no_work` holds the Queues that survey found without due work and that no
-        # claim asked since.
-        self._no_work: set[str] = set()
-        self._weighted = isinstance(self.dispatcher, WeightedDispatcher)
-        self._survey_pending = (isinstance(self.dispatcher, WeightedDispatcher)
-                                and len(options.policy.queues) > options.claim_capacity)
-        self._claimed_nothing = False  # whether the last pass claimed nothing
+        self._recheck_at: datetime | None = None
         # How many of the outcomes given to the last claim_pass were applied (their lease
         # still held), or None if no claim of that pass carried them (not written).
         self.outcomes_applied: int | None = None
 
     def note_work(self, queue: str) -> None:
-        """A wake-up hint: jobs were enqueued into `queue`. If the group holds it for
-        empty, its next pass probes again. Any thread (a bool store is atomic)."""
-        dispatcher = self.dispatcher
-        if isinstance(dispatcher, WeightedDispatcher):
-            self._no_work.discard(queue)
-            index = dispatcher.index.get(queue)
-            if index is not None and index in dispatcher._out:
-                self._recheck = True
+        """A wake-up hint: jobs were enqueued into `queue` (any thread)."""
+        self.dispatcher.note_work(queue)
+
+    @property
+    def probe_pending(self) -> bool:
+        """Whether the next pass first probes the Queues held for empty: a drive must run
+        it before it calls the group idle (no free Worker idles beside due work it could
+        know of)."""
+        return self.dispatcher.probe_pending
 
     @property
     def name(self) -> str:
@@ -126,174 +115,80 @@ class GroupRunner:
     def claim_pass(
         self, store: Store, free: int, now: datetime,
         *, stop: Callable[[], bool] | None = None,
-        outcomes: Sequence[LeaseOutcome] = (),
+        outcomes: Sequence[LeaseOutcome] = (), raise_errors: bool = False,
     ) -> tuple[PassPlan[JobRecord], list[JobRecord]]:
-        """Claim into `free` slots as the core plans; return the plan and the jobs in slot
-        order. A claim that raises cuts the pass short, whatever it raises (`StoreError`
-        logged at WARNING, anything else at ERROR with its traceback; `last_pass_failed`
-        set); so does `stop()` turning true between two claims (shutdown). What was
-        already claimed is still returned, so no claimed job is lost. If anything else
-        raises (the planner, or a BaseException such as KeyboardInterrupt), the jobs
-        claimed so far are handed back (`release`) before the exception propagates.
+        """Claim into `free` slots as the core plans, one store round trip per round of
+        its claims; return the plan and the jobs in slot order.
+
+        A claim that raises cuts the pass short (`StoreError` logged at WARNING, anything
+        else at ERROR with its traceback; `last_pass_failed` set), and so does `stop()`
+        turning true between two round trips (shutdown): what was already claimed is
+        still returned, so no claimed job is lost. With `raise_errors` (the inline drive),
+        or for anything raised outside the claims (the planner, a BaseException such as
+        KeyboardInterrupt), the jobs claimed so far are handed back (`release`) and the
+        exception propagates.
 
         `outcomes` (finished jobs' outcomes, for a store whose `claim` takes them) ride
-        with the pass's first claim round, in its transaction; `outcomes_applied` then
-        says how many were applied, or stays None if no claim carried them (the caller
-        writes them itself)."""
+        with the pass's first claim, in its transaction; `outcomes_applied` then says how
+        many were applied, or stays None if no claim carried them (the caller writes them
+        itself)."""
         self.outcomes_applied = None
-        recheck, self._recheck = self._recheck, False
-        self._probed = False
-        if self._recheck_at is not None and now >= self._recheck_at:
-            recheck = True
-        plan: PassPlan[JobRecord] = (
-            self.dispatcher.begin_pass(free, recheck=recheck, queue_of=_queue_of)
-            if self._weighted else self.dispatcher.begin_pass(free))
-        lease_expires_at = now + self.options.lease_duration
         self.last_pass_failed = False
+        if self._recheck_at is None:
+            self._recheck_at = now + self.options.poll_interval
+        plan: PassPlan[JobRecord] = self.dispatcher.begin_pass(
+            free, recheck=now >= self._recheck_at, queue_of=_queue_of)
+        lease_expires_at = now + self.options.lease_duration
         claimed: list[JobRecord] = []
-        no_work = self._no_work
-        if recheck and no_work:
-            self._survey_pending = True  # what the last survey said may be stale now
         try:
-            if self._survey_pending and free > 0:
-                # A pass over more Queues than free slots, the group's first (or the first
-                # since a recheck) while some Queues were never asked: one probe of every
-                # Queue, so that the claims the plan makes of Queues without due work are
-                # answered here (found empty) instead of by a round trip each reflow
-                # round. Held like the memory of empty Queues: until a recheck.
-                self._survey_pending = False
-                self._probed = True
-                no_work = self._no_work = set()
-                queues = self.options.policy.queues
-                try:
-                    answer = store.claim((), 0, now=now, owner=self.owner,
-                                         lease_expires_at=lease_expires_at, probe=queues)
-                except Exception as error:  # only a shortcut: the claims still ask all
-                    logger.warning("group %s: surveying its Queues failed: %s", self.name,
-                                   error)
-                else:
-                    if isinstance(answer, Claimed):
-                        no_work = self._no_work = set(queues) - answer.due
-            # The plan answers its claims of Queues in no_work itself (found empty now;
-            # the dispatcher remembers them from here on, so no_work lets them go).
-            # It keeps a reference: a claim's own probe adds the Queues it drained.
-            answered: list[str] = []
-            if self._weighted:
-                plan.answer_known_empty(no_work, answered)
             while requests := plan.next_claims():
-                no_work.difference_update(answered)
-                answered.clear()
                 if stop is not None and stop():
                     plan.cut_short()
                     break
+                trip = plan.round_trip(requests)
+                carried = outcomes if trip.limit else ()
                 try:
-                    if requests[0].probe:
-                        self._probe(store, plan, requests[0], now, lease_expires_at)
-                        continue
-                    jobs = self._claim_round(store, requests, now, lease_expires_at,
-                                             outcomes)
-                    if outcomes:  # the caller logs them (log_recorded, warn_leases_lost)
-                        self.outcomes_applied = (jobs.applied if isinstance(jobs, Claimed)
-                                                 else len(outcomes))
-                        outcomes = ()
+                    answer = self._round_trip(store, trip, now, lease_expires_at, carried)
                 except Exception as error:
-                    self._claim_failed([r.queues[0] for r in requests]
-                                       if len(requests) > 1 else requests[0].queues, error)
+                    if raise_errors:
+                        raise
+                    self._claim_failed(trip.queues or trip.probe, error)
                     plan.claim_failed(requests[0])  # the others were never issued
                     self.last_pass_failed = True
                     break
-                claimed.extend(jobs)
-                controlled = jobs.controlled if isinstance(jobs, Claimed) else frozenset()
-                if len(requests) == 1:
-                    if controlled and controlled & set(requests[0].queues):
-                        plan.claimed(requests[0], jobs, controlled=True)
-                    else:
-                        plan.claimed(requests[0], jobs)
-                    continue
-                # One Queue per request. With tenants this runs once per Queue asked, for
-                # about one job each (issue 13), so it spares what it can: no call of
-                # ours per Queue, no list for a Queue that gave nothing, and the jobs
-                # grouped in C (the store answers each Queue's jobs together, first
-                # Queue first; a store that did not is still answered right: extend).
-                by_queue: dict[str, list[JobRecord]] = {}
-                for queue, group in itertools.groupby(jobs, _queue_of):
-                    if (got := by_queue.get(queue)) is None:
-                        by_queue[queue] = list(group)
-                    else:
-                        got.extend(group)
-                record = plan.claimed
-                for request in requests:
-                    queue = request.queues[0]
-                    if queue in controlled:
-                        record(request, by_queue.get(queue, _NONE), controlled=True)
-                    else:
-                        record(request, by_queue.get(queue, _NONE))
-            no_work.difference_update(answered)
+                if carried:  # the caller logs them (log_recorded, warn_leases_lost)
+                    self.outcomes_applied = (answer.applied if isinstance(answer, Claimed)
+                                             else len(outcomes))
+                    outcomes = ()
+                if requests[0].probe:
+                    self._recheck_at = now + self.options.poll_interval
+                claimed.extend(answer)
+                if isinstance(answer, Claimed):
+                    plan.record_round(requests, answer, due=answer.due,
+                                      controlled=answer.controlled)
+                else:  # a store of the older contract: it does not say
+                    plan.record_round(requests, answer, due=None)
             dispatched = plan.dispatch_order()
         except BaseException:
             self._hand_back(store, claimed, now)
             raise
-        self._claimed_nothing = not dispatched
         return plan, dispatched
 
-    def must_look_again(self) -> bool:
-        """After a pass: True when it claimed nothing while the group held Queues for empty
-        that it did not probe in it. The next pass then probes them; a drive must run it
-        before it calls the group idle (no free Worker idles beside due work it could
-        know of)."""
-        dispatcher = self.dispatcher
-        if (self._claimed_nothing and not self._probed
-                and isinstance(dispatcher, WeightedDispatcher)
-                and (dispatcher._out or self._no_work)):
-            self._recheck = True
-            return True
-        return False
-
-    def _claim_round(
-        self, store: Store, requests: Sequence[ClaimRequest], now: datetime,
-        lease_expires_at: datetime, outcomes: Sequence[LeaseOutcome] = (),
+    def _round_trip(
+        self, store: Store, trip: RoundTrip, now: datetime, lease_expires_at: datetime,
+        outcomes: Sequence[LeaseOutcome],
     ) -> list[JobRecord]:
-        """One round of the plan's claims in one store round trip: a plain claim when the
-        round asks one Queue set, else one claim with per-Queue limits. `outcomes`, if
-        any, ride with it (passed only then: a store of the older contract lacks them)."""
-        extra: dict[str, Any] = {"outcomes": outcomes} if outcomes else {}
-        if not self._weighted:
-            request = requests[0]
-            return store.claim(request.queues, request.limit, now=now, owner=self.owner,
-                               lease_expires_at=lease_expires_at, **extra)
-        # Weighted: one Queue per request, but for a pass's last-resort sweep (a request
-        # alone in its round, over several Queues, answered like Strict's claim). The
-        # claim also probes its own Queues, so that a Queue it drains is known empty
-        # (answered here, found empty, at its next turn) without a reflow round trip to
-        # find it so.
-        if len(requests) == 1:
-            queues = list(requests[0].queues)
-            jobs = store.claim(queues, requests[0].limit, now=now, owner=self.owner,
-                               lease_expires_at=lease_expires_at, probe=queues, **extra)
-        else:
-            queues = [request.queues[0] for request in requests]
-            limits = [request.limit for request in requests]
-            jobs = store.claim(queues, sum(limits), now=now, owner=self.owner,
-                               lease_expires_at=lease_expires_at, limits=limits,
-                               probe=queues, **extra)
-        if isinstance(jobs, Claimed):
-            self._no_work.update(set(queues) - jobs.due - jobs.controlled)
-        return jobs
-
-    def _probe(
-        self, store: Store, plan: PassPlan[JobRecord], request: ClaimRequest, now: datetime,
-        lease_expires_at: datetime,
-    ) -> None:
-        """Ask the store which of the Queues held for empty have due work (a claim of
-        nothing with `probe`); they take part again from this pass on."""
-        answer = store.claim((), 0, now=now, owner=self.owner,
-                             lease_expires_at=lease_expires_at, probe=request.queues)
-        # A store that answers a plain list cannot probe: take every Queue to have work
-        # (a claim then finds the empty ones empty, as before issue 13).
-        due = answer.due if isinstance(answer, Claimed) else request.queues
-        plan.probed(request, due)
-        self._probed = True
-        self._recheck_at = now + self.options.poll_interval
+        """The one store call for `trip`. Its optional parameters are passed only when
+        used: a store wrapper of the older contract (a test double) lacks them."""
+        extra: dict[str, Any] = {}
+        if trip.limits is not None:
+            extra["limits"] = trip.limits
+        if trip.probe:
+            extra["probe"] = trip.probe
+        if outcomes:
+            extra["outcomes"] = outcomes
+        return store.claim(trip.queues, trip.limit, now=now, owner=self.owner,
+                           lease_expires_at=lease_expires_at, **extra)
 
     def _claim_failed(self, queues: Sequence[str], error: Exception) -> None:
         where = ",".join(queues)
@@ -328,9 +223,8 @@ class GroupRunner:
                              exception=error, job_id=job.id)
 
 
-# A job's Queue, in C (the planner's `queue_of`, and the grouping of a round's jobs).
+# A job's Queue (the planner's `queue_of`, which tells a round's jobs apart).
 _queue_of: Final[Callable[[JobRecord], str]] = operator.attrgetter("queue")
-_NONE: Final[Sequence[JobRecord]] = ()  # a Queue of the round that gave no job
 
 
 def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime,

@@ -647,7 +647,7 @@ class GroupLoop:
                 backoff.reset()
                 if jobs and self.free_capacity() > 0:
                     self._wake.set()  # capped by max_claim_batch, or reflow left room
-                elif self.runner.must_look_again():
+                elif self.runner.probe_pending:
                     self._wake.set()  # found nothing: probe the Queues held for empty
 
     async def _dispatch(

@@ -1,0 +1,191 @@
+"""Smooth weighted round-robin: one Weighted group's credits, and the one loop that
+simulates its steps.
+
+One *step* over the Queues taking part: each one's credit += its weight; the highest
+credit among the Queues that can be served wins (ties to the lower declaration index);
+the winner's credit -= the sum of the weights that took part (the nginx update).
+
+Representation: a Queue *in* the steps has credit `weight * g + offset`, where `g` counts
+the steps charged so far, so a step changes `g` and the winner's offset only. A Queue
+*out* of the steps (found empty) keeps its credit as a plain number: it stands still
+while the Queue is out, which is what bounds an idle Queue's catch-up. Within one weight
+the order of credits is the order of offsets whatever `g` is, so the Queues that are in
+sit in one heap per distinct weight, and a step's winner is the best of one heap top per
+weight: a step costs O(distinct weights + log Queues), nothing per Queue.
+
+Pure: no I/O, no clock, no asyncio, no randomness.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Simulated:
+    """A simulation's outcome: the winner of each step in slot order; the Queues that left
+    the steps on the way (`leaves`: (position, Queue): it takes no part from that step
+    on); per Queue, the slots it won beyond its held jobs (to be claimed)."""
+
+    winners: list[int]
+    leaves: list[tuple[int, int]]
+    wanted: dict[int, int]
+
+
+class Credits:
+    """The credits of one Weighted group, one per Queue in declaration order."""
+
+    def __init__(self, weights: Sequence[int]) -> None:
+        self.weights = tuple(weights)
+        self.out: set[int] = set()  # Queues out of the steps
+        self.total = sum(self.weights)  # the weights of the Queues in
+        self._g = 0
+        self._value = [0] * len(self.weights)  # in: the offset; out: the credit itself
+        self._heaps: dict[int, list[tuple[int, int]]] = {}  # weight -> (-offset, Queue)
+        self._entries = 0
+        self._rebuild()
+
+    def credit(self, index: int) -> int:
+        if index in self.out:
+            return self._value[index]
+        return self.weights[index] * self._g + self._value[index]
+
+    def values(self) -> list[int]:
+        """Every Queue's credit, in declaration order (a new list)."""
+        return [self.credit(index) for index in range(len(self.weights))]
+
+    def leave(self, index: int) -> None:
+        """Take Queue `index` out of the steps; its credit stands still from now on."""
+        if index not in self.out:
+            self._value[index] = self.credit(index)
+            self.out.add(index)
+            self.total -= self.weights[index]
+
+    def join(self, index: int) -> None:
+        """Let Queue `index` take part again, with the credit it left with."""
+        if index in self.out:
+            self.out.discard(index)
+            self._value[index] -= self.weights[index] * self._g
+            self.total += self.weights[index]
+            self._push(index)
+
+    def charge(self, winner: int) -> None:
+        """Charge one step over the Queues that are in, won by `winner`."""
+        self._g += 1
+        self._value[winner] -= self.total
+        self._push(winner)
+
+    def _push(self, index: int) -> None:
+        heapq.heappush(self._heaps.setdefault(self.weights[index], []),
+                       (-self._value[index], index))
+        self._entries += 1
+        if self._entries > 4 * len(self.weights) + 64:
+            self._rebuild()  # drop the stale entries
+
+    def _rebuild(self) -> None:
+        heaps: dict[int, list[tuple[int, int]]] = {}
+        for index, weight in enumerate(self.weights):
+            if index not in self.out:
+                heaps.setdefault(weight, []).append((-self._value[index], index))
+        for heap in heaps.values():
+            heapq.heapify(heap)
+        self._heaps = heaps
+        self._entries = len(self.weights) - len(self.out)
+
+    def heap_entries(self) -> int:
+        return sum(len(heap) for heap in self._heaps.values())
+
+    def simulate(self, held: Mapping[int, int], empty: Collection[int], room: int) -> Simulated:
+        """Simulate steps from the real credits, without changing them, until no Queue can
+        be served.
+
+        `held[i]` jobs of Queue i are claimed and must all get a slot. A Queue in `empty`
+        (found empty in this pass) leaves the steps once its held jobs are used up. Any
+        other Queue that is in may win up to `room` more slots in all (to be claimed);
+        with no room left it still takes part, but cannot be served.
+        """
+        weights = self.weights
+        left = {index: count for index, count in held.items() if count > 0}
+        # The offsets of the Queues this simulation steps on or that hold jobs; every
+        # other Queue is read from the heaps, whose tops skip these.
+        scratch = {index: self._value[index] for index in left}
+        tops = _Tops(self, scratch) if room > 0 else None
+        g, total = self._g, self.total
+        winners: list[int] = []
+        leaves: list[tuple[int, int]] = []
+        wanted: dict[int, int] = {}
+        # Every step serves a held job or takes a slot of room: this bounds the loop.
+        for step in range(sum(left.values()) + room):
+            best, value = -1, 0
+            for index, offset in scratch.items():
+                if left.get(index, 0) > 0 or (room > 0 and index not in empty):
+                    candidate = weights[index] * (g + 1) + offset
+                    if best < 0 or candidate > value or (candidate == value and index < best):
+                        best, value = index, candidate
+            if room > 0 and tops is not None:
+                for weight, (offset, index) in tops.best.items():
+                    candidate = weight * (g + 1) + offset
+                    if best < 0 or candidate > value or (candidate == value and index < best):
+                        best, value = index, candidate
+            if best < 0:
+                break
+            g += 1
+            if best not in scratch:  # (so it came from `tops`)
+                scratch[best] = self._value[best]
+                assert tops is not None
+                tops.took(best)
+            scratch[best] -= total
+            winners.append(best)
+            if left.get(best, 0) > 0:
+                left[best] -= 1
+                if left[best] == 0 and best in empty:
+                    del scratch[best]
+                    total -= weights[best]
+                    leaves.append((step + 1, best))
+            else:
+                wanted[best] = wanted.get(best, 0) + 1
+                room -= 1
+        if tops is not None:
+            tops.restore()
+        return Simulated(winners, leaves, wanted)
+
+
+class _Tops:
+    """For one simulation: the best entry of each weight's heap among the Queues that are
+    in and not in `skip` (the simulation's scratch). The entries of skipped Queues are set
+    aside while it runs and put back by `restore`; stale ones are dropped for good."""
+
+    def __init__(self, credits: Credits, skip: Mapping[int, int]) -> None:
+        self._credits = credits
+        self._skip = skip
+        self._aside: list[tuple[int, int]] = []
+        self.best: dict[int, tuple[int, int]] = {}  # weight -> (offset, Queue)
+        for weight in credits._heaps:
+            self._advance(weight)
+
+    def took(self, index: int) -> None:
+        """Queue `index` joined the scratch: its weight's best entry is the next one."""
+        self._advance(self._credits.weights[index])
+
+    def _advance(self, weight: int) -> None:
+        credits = self._credits
+        heap = credits._heaps[weight]
+        while heap:
+            negative, index = heap[0]
+            if index in credits.out or credits._value[index] != -negative:
+                heapq.heappop(heap)  # stale: the Queue was charged or left since
+                credits._entries -= 1
+            elif index in self._skip:
+                self._aside.append(heapq.heappop(heap))
+            else:
+                self.best[weight] = (-negative, index)
+                return
+        self.best.pop(weight, None)
+
+    def restore(self) -> None:
+        heaps, weights = self._credits._heaps, self._credits.weights
+        for entry in self._aside:
+            heapq.heappush(heaps[weights[entry[1]]], entry)
+        self._aside = []
