@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import rota.core
 from rota import Strict, Weighted
 from rota.core.dispatch import ClaimRequest, Dispatcher, PassPlan, WeightedDispatcher
+from rota.core.simulation import simulate
 from tests.core.backlog import (
     UNLIMITED,
     Backlog,
@@ -628,3 +629,41 @@ def test_core_modules_import_no_randomness_io_or_asyncio(module: Path) -> None:
     # And the core depends only on itself (the one-way arrows)
     rota_imports = {name for name in imported if name.split(".")[0] == "rota"}
     assert all(name.startswith("rota.core") for name in rota_imports), rota_imports
+
+
+# -- termination: a bounded number of round trips per pass, whatever the inputs ----------------
+
+
+@settings(max_examples=150)
+@given(
+    weights=st.lists(st.integers(1, 9), min_size=1, max_size=8),
+    data=st.data(),
+    pool=st.integers(1, 40),
+)
+def test_a_group_that_remembers_empty_queues_makes_a_bounded_number_of_round_trips(
+    weights: list[int], data: st.DataObject, pool: int
+) -> None:
+    # Given a Weighted group that remembers empty Queues (as every Worker Group does), a
+    # finite backlog per Queue, some Queues paused and some limited
+    names = [NAMES[i] if i < len(NAMES) else f"q{i}" for i in range(len(weights))]
+    policy = Weighted(list(zip(names, weights, strict=True)))
+    backlog = dict(zip(names, data.draw(st.lists(
+        st.integers(0, 50), min_size=len(names), max_size=len(names))), strict=True))
+    paused = data.draw(st.lists(st.sampled_from(names), max_size=2, unique=True))
+    limits = data.draw(st.dictionaries(st.sampled_from(names), st.integers(0, 3), max_size=2))
+    # When the simulator (the group's own planner, driven as the worker drives it) runs
+    # more passes than there are jobs
+    result = simulate(policy, pool, sum(backlog.values()) + 3, backlog, paused=paused,
+                      limits=limits)
+    # Then every pass made at most one probe alone and 2 x (served Queues) claims, and
+    # claimed no more than its free Workers
+    for one in result.passes:
+        probes = [trip for trip in one.round_trips if not trip.claims]
+        assert len(probes) <= 1
+        assert len(one.claims) <= 2 * len(names)
+        assert len(one.order) <= pool
+    # And every job of a Queue that is not paused and may lease was served
+    served = result.served()
+    for queue in names:
+        if queue not in paused and limits.get(queue, 1) > 0:
+            assert served[queue] == backlog[queue]
