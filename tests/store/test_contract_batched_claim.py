@@ -153,6 +153,19 @@ def test_a_probe_with_a_claim_answers_after_the_claim(store: Store) -> None:
     assert len(jobs) == 3 and jobs.due == {"b"}
 
 
+def test_a_probe_with_a_claim_over_a_limited_queue_answers_after_the_claim(
+    store: Store,
+) -> None:
+    # Given a with a limit of 0 and 2 due jobs, and b with 1 due job
+    fill(store, {"a": 2, "b": 1})
+    store.set_queue_limit("a", 0)
+    # When a claim asks one of each and probes both
+    jobs = claim(store, ["a", "b"], 2, [1, 1], probe=["a", "b"])
+    # Then it took b's only job, and the probe sees b emptied by the claim (a, at its
+    # limit, still has due work)
+    assert [job.queue for job in jobs] == ["b"] and jobs.due == {"a"}
+
+
 def test_a_claim_without_a_probe_answers_no_due_queues(store: Store) -> None:
     fill(store, {"a": 2})
     assert claim(store, ["a"], 1).due == frozenset()

@@ -808,6 +808,8 @@ class PostgresStore:
         if rows and rows[0][0] is None:  # a Queue has a limit: claim.sql leased nothing
             # (With outcomes, they were committed by then: see the module doc of base.)
             rows = self._claim_limited(params)
+            if probed:  # the probe ran before this claim: ask again what it left
+                found, _ = self._execute("probe", {"probe": probed, "now": params["now"]})
         wanted = set(probe)
         return Claimed(
             quarantine_undecodable(
