@@ -19,6 +19,8 @@ from rota.core.jobs import JobRecord
 from rota.core.simulation import SimulatedClaim, SimulatedRoundTrip, simulate
 from rota.store import open_store
 from rota.store.base import Claimed, Store
+from tests.conftest import POSTGRES_URL
+from tests.pg import fresh_postgres_url
 
 Trip = tuple[tuple[SimulatedClaim, ...], tuple[str, ...], tuple[str, ...]]
 
@@ -129,6 +131,15 @@ def test_the_simulation_is_the_run_on_the_memory_store(scenario: dict[str, Any])
 @example(scenario=ISSUE_EXAMPLE)
 def test_the_simulation_is_the_run_on_sqlite(scenario: dict[str, Any], tmp_path: Path) -> None:
     assert_simulation_is_the_run(scenario, f"sqlite:///{tmp_path / f'{next(_counter)}.db'}")
+
+
+@pytest.mark.postgres
+@settings(max_examples=8, deadline=None)
+@given(scenario=scenarios())
+@example(scenario=ISSUE_EXAMPLE)
+def test_the_simulation_is_the_run_on_postgres(scenario: dict[str, Any]) -> None:
+    for url in fresh_postgres_url(POSTGRES_URL, "simulate_is_the_run"):
+        assert_simulation_is_the_run(scenario, url)
 
 
 def test_a_thousand_tenants_simulated_are_the_run(tmp_path: Path) -> None:

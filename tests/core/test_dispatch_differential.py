@@ -77,13 +77,14 @@ def run_pass(
             jobs: list[Job] = []
             for name in request.queues:  # one Queue, or a sweep: each in turn
                 swept = index[name]
-                got = supply.take(swept, request.limit - len(jobs))
+                room = request.limit - len(jobs)
+                # (a controlled Queue gives at most one job a claim, as a limit would)
+                got = supply.take(swept, min(room, 1) if swept in controlled else room)
                 jobs.extend((swept, serial[swept] + n) for n in range(got))
                 serial[swept] += got
             claims.append((queue, request.limit, len(jobs)))
             drained = [name for name in request.queues
-                       if probes and supply.due[index[name]] == 0
-                       and index[name] not in controlled]
+                       if probes and supply.due[index[name]] == 0]
             if isinstance(plan, ReferencePass):
                 plan.claimed(request, jobs, drained)
             else:
@@ -182,8 +183,8 @@ def assert_matches_the_reference(
     """Run `passes` on the planner and on the reference, each over its own copy of the
     `due` backlog: every pass's claims and dispatch order, and the credits after it, must
     be the same. Remembering empty Queues, the reference is begun with the Queues the
-    planner holds for empty, and every third Queue is paused or limited (a short claim of
-    one finds it empty for that pass only, never held)."""
+    planner holds for empty, and every third Queue is limited to one job a claim (a short
+    claim of one finds it empty for that pass only, never held)."""
     policy = policy_of(weights)
     new = Dispatcher.for_policy(policy, remember_empty=remember)
     assert isinstance(new, WeightedDispatcher)
@@ -196,7 +197,7 @@ def assert_matches_the_reference(
             new_supply.due[queue] += jobs
             old_supply.due[queue] += jobs
         plan, first, out = begin_new(new, new_supply, script)
-        # (A probe may hold a controlled Queue with no due work; a short claim never does.)
+        # (A short claim of a controlled Queue never holds it for empty.)
         assert not out & short_controlled
         if not remember:
             assert out == frozenset()

@@ -87,8 +87,8 @@ class PassPlan(Generic[T]):
         """Record what a claim returned, in the order the store returned it.
 
         `controlled`: Queues of the claim that are paused or limited (a short claim of
-        one is found empty for this pass only, never remembered). `drained`: Queues of
-        the claim that have no due job left after it (found empty, though full)."""
+        one is found empty for this pass only, not remembered). `drained`: Queues of the
+        claim that have no due job left after it (found empty, and remembered)."""
         raise NotImplementedError  # pragma: no cover
 
     def claim_failed(self, request: ClaimRequest) -> None:
@@ -147,8 +147,7 @@ class PassPlan(Generic[T]):
             self.probed(first, first.queues if due is None else due)
             return
         drained = () if due is None or not self.probes_claims else [
-            queue for request in requests for queue in request.queues
-            if queue not in due and queue not in controlled]
+            queue for request in requests for queue in request.queues if queue not in due]
         if len(requests) == 1:
             self.claimed(first, jobs, controlled=controlled, drained=drained)
             return

@@ -45,6 +45,9 @@ class Credits:
         self._value = [0] * len(self.weights)  # in: the offset; out: the credit itself
         self._heaps: dict[int, list[tuple[int, int]]] = {}  # weight -> (-offset, Queue)
         self._entries = 0
+        # Queues whose offset moved (charged, or joined) since their entry was pushed: one
+        # entry each is pushed before the heaps are next read, however many steps it won.
+        self._moved: set[int] = set()
         self._rebuild()
 
     def credit(self, index: int) -> int:
@@ -69,20 +72,24 @@ class Credits:
             self.out.discard(index)
             self._value[index] -= self.weights[index] * self._g
             self.total += self.weights[index]
-            self._push(index)
+            self._moved.add(index)
 
     def charge(self, winner: int) -> None:
         """Charge one step over the Queues that are in, won by `winner`."""
         self._g += 1
         self._value[winner] -= self.total
-        self._push(winner)
+        self._moved.add(winner)
 
-    def _push(self, index: int) -> None:
-        heapq.heappush(self._heaps.setdefault(self.weights[index], []),
-                       (-self._value[index], index))
-        self._entries += 1
-        if self._entries > 4 * len(self.weights) + 64:
+    def _heaps_now(self) -> dict[int, list[tuple[int, int]]]:
+        """The heaps, with an entry at its offset now for every Queue that is in."""
+        if self._entries + len(self._moved) > 4 * len(self.weights) + 64:
             self._rebuild()  # drop the stale entries
+        for index in self._moved - self.out:
+            heapq.heappush(self._heaps.setdefault(self.weights[index], []),
+                           (-self._value[index], index))
+            self._entries += 1
+        self._moved.clear()
+        return self._heaps
 
     def _rebuild(self) -> None:
         heaps: dict[int, list[tuple[int, int]]] = {}
@@ -93,9 +100,10 @@ class Credits:
             heapq.heapify(heap)
         self._heaps = heaps
         self._entries = len(self.weights) - len(self.out)
+        self._moved.clear()
 
     def heap_entries(self) -> int:
-        return sum(len(heap) for heap in self._heaps.values())
+        return sum(len(heap) for heap in self._heaps_now().values())
 
     def simulate(self, held: Mapping[int, int], empty: Collection[int], room: int) -> Simulated:
         """Simulate steps from the real credits, without changing them, until no Queue can
@@ -108,22 +116,17 @@ class Credits:
         """
         weights = self.weights
         left = {index: count for index, count in held.items() if count > 0}
-        # The offsets of the Queues this simulation steps on or that hold jobs; every
-        # other Queue is read from the heaps, whose tops skip these.
-        scratch = {index: self._value[index] for index in left}
-        tops = _Tops(self, scratch) if room > 0 else None
+        # The Queues this simulation steps on or that hold jobs, with their scratch
+        # offsets; every other Queue is read from the heaps, whose tops skip these.
+        stepped = _Stepped(weights, {index: self._value[index] for index in left})
+        tops = _Tops(self, stepped.offset) if room > 0 else None
         g, total = self._g, self.total
         winners: list[int] = []
         leaves: list[tuple[int, int]] = []
         wanted: dict[int, int] = {}
         # Every step serves a held job or takes a slot of room: this bounds the loop.
         for step in range(sum(left.values()) + room):
-            best, value = -1, 0
-            for index, offset in scratch.items():
-                if left.get(index, 0) > 0 or (room > 0 and index not in empty):
-                    candidate = weights[index] * (g + 1) + offset
-                    if best < 0 or candidate > value or (candidate == value and index < best):
-                        best, value = index, candidate
+            best, value = stepped.best(g + 1, left, empty, room > 0)
             if room > 0 and tops is not None:
                 for weight, (offset, index) in tops.best.items():
                     candidate = weight * (g + 1) + offset
@@ -132,16 +135,16 @@ class Credits:
             if best < 0:
                 break
             g += 1
-            if best not in scratch:  # (so it came from `tops`)
-                scratch[best] = self._value[best]
+            if best not in stepped.offset:  # (so it came from `tops`)
+                stepped.offset[best] = self._value[best]
                 assert tops is not None
                 tops.took(best)
-            scratch[best] -= total
+            stepped.step(best, total)
             winners.append(best)
             if left.get(best, 0) > 0:
                 left[best] -= 1
                 if left[best] == 0 and best in empty:
-                    del scratch[best]
+                    del stepped.offset[best]
                     total -= weights[best]
                     leaves.append((step + 1, best))
             else:
@@ -150,6 +153,47 @@ class Credits:
         if tops is not None:
             tops.restore()
         return Simulated(winners, leaves, wanted)
+
+
+class _Stepped:
+    """For one simulation: the Queues it steps on or that hold jobs, with their scratch
+    offsets, in one heap per weight (entries stale once their Queue's offset moved on).
+    A Queue that cannot be served now never can again in that simulation (held jobs and
+    room only shrink), so its entries are dropped as they surface."""
+
+    def __init__(self, weights: Sequence[int], offset: dict[int, int]) -> None:
+        self._weights = weights
+        self.offset = offset
+        self._heaps: dict[int, list[tuple[int, int]]] = {}
+        for index in offset:
+            self._push(index)
+
+    def _push(self, index: int) -> None:
+        heapq.heappush(self._heaps.setdefault(self._weights[index], []),
+                       (-self.offset[index], index))
+
+    def step(self, index: int, total: int) -> None:
+        """Queue `index` won a step over Queues whose weights sum to `total`."""
+        self.offset[index] -= total
+        self._push(index)
+
+    def best(self, gain: int, left: Mapping[int, int], empty: Collection[int],
+             room: bool) -> tuple[int, int]:
+        """The Queue with the highest credit after a step's gain (`gain` steps charged)
+        among those that can be served, and that credit; (-1, 0) for none."""
+        best, value = -1, 0
+        for weight, heap in self._heaps.items():
+            while heap:
+                negative, index = heap[0]
+                if self.offset.get(index) != -negative or not (
+                        left.get(index, 0) > 0 or (room and index not in empty)):
+                    heapq.heappop(heap)
+                    continue
+                candidate = weight * gain - negative
+                if best < 0 or candidate > value or (candidate == value and index < best):
+                    best, value = index, candidate
+                break
+        return best, value
 
 
 class _Tops:
@@ -162,7 +206,7 @@ class _Tops:
         self._skip = skip
         self._aside: list[tuple[int, int]] = []
         self.best: dict[int, tuple[int, int]] = {}  # weight -> (offset, Queue)
-        for weight in credits._heaps:
+        for weight in credits._heaps_now():
             self._advance(weight)
 
     def took(self, index: int) -> None:

@@ -165,7 +165,7 @@ class WeightedPass(PassPlan[T]):
         index = self._dispatcher.index
         if len(request.queues) == 1:
             name = request.queues[0]
-            self._took(index[name], items, len(items) < request.limit or name in drained,
+            self._took(index[name], items, len(items) < request.limit, name in drained,
                        name in controlled)
             return
         # A sweep: the store took each Queue's jobs in turn, so a Queue that gave fewer
@@ -178,20 +178,26 @@ class WeightedPass(PassPlan[T]):
         for name in request.queues:
             taken = by_queue.pop(name, [])
             short = left > 0 and len(taken) < left
-            self._took(index[name], taken, short or name in drained, name in controlled)
+            self._took(index[name], taken, short, name in drained, name in controlled)
             left -= len(taken)
         if by_queue:
             raise ValueError("a sweep claim returned jobs of a Queue it did not name; the "
                              "store broke the claim contract")
 
-    def _took(self, index: int, items: Sequence[T], found: bool, controlled: bool) -> None:
-        """Queue `index` gave `items`; `found`: it is found empty for the rest of the pass."""
+    def _took(self, index: int, items: Sequence[T], short: bool, drained: bool,
+              controlled: bool) -> None:
+        """Queue `index` gave `items`: fewer than asked (`short`), or all of them and no
+        due job is left (`drained`); either way it is found empty for the rest of the
+        pass. It is remembered after the pass unless it came back short and is paused or
+        limited (`controlled`): a Queue control, not a lack of work, may be why. (Every
+        store names a controlled Queue that came back short; not every one names those
+        that gave all they were asked, so those are remembered whatever they are.)"""
         if items:
             self._held.setdefault(index, []).extend(items)
             self._held_total += len(items)
-        if found:
+        if short or drained:
             self._planned = None
-            self._found[index] = not controlled
+            self._found[index] = not (short and controlled)
             if index in self._held:
                 self._empty.add(index)
             else:  # no step of this pass is charged yet: it leaves from the first one
@@ -207,6 +213,7 @@ class WeightedPass(PassPlan[T]):
             raise ValueError("probed() answers a probe request; use claimed() for a claim")
         self._outstanding = 0
         self._probed = True
+        due = frozenset(due)
         for name in request.queues:
             if name in due:
                 self._credits.join(self._dispatcher.index[name])
