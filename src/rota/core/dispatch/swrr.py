@@ -139,17 +139,18 @@ class Credits:
                 stepped.offset[best] = self._value[best]
                 assert tops is not None
                 tops.took(best)
-            stepped.step(best, total)
             winners.append(best)
             if left.get(best, 0) > 0:
                 left[best] -= 1
-                if left[best] == 0 and best in empty:
+                if left[best] == 0 and best in empty:  # its last held job: it leaves
                     del stepped.offset[best]
                     total -= weights[best]
                     leaves.append((step + 1, best))
+                    continue
             else:
                 wanted[best] = wanted.get(best, 0) + 1
                 room -= 1
+            stepped.step(best, total)
         if tops is not None:
             tops.restore()
         return Simulated(winners, leaves, wanted)

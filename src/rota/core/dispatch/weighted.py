@@ -56,11 +56,6 @@ class WeightedDispatcher(Dispatcher):
         return self.state.values()
 
     @property
-    def held_empty(self) -> frozenset[str]:
-        """The Queues held for empty: out of the steps until a probe finds work."""
-        return frozenset(self.queues[index] for index in self.state.out)
-
-    @property
     def probe_pending(self) -> bool:
         """Whether the next pass probes the Queues held for empty (see the memory)."""
         return self.memory is not None and self.memory.probe_pending
