@@ -1,6 +1,7 @@
-"""rota's benchmark harness: rota against procrastinate and pgqueuer, same machine, same run.
+"""rota's benchmark harness: rota against procrastinate and pgqueuer, same machine, same run,
+and rota against itself across source trees.
 
-Run it with `python3 -m benchmarks run --suite all` (or `make bench`). Figures are printed
-and written to benchmarks/results/latest.json; nothing here asserts a timing. The peers
-are benchmark-only dependencies, installed into benchmarks/.venv (see requirements.txt).
+`python3 -m benchmarks --help` lists the commands (cli.py). Figures are printed and written
+to benchmarks/results/ (gitignored); nothing here asserts a timing. The peers are
+benchmark-only dependencies, installed into benchmarks/.venv (see requirements.txt).
 """

@@ -1,5 +1,6 @@
 """Worker subprocesses, each in its own process group so that stopping one stops its
-children too, registered with `cleanup` so that none outlives the harness."""
+children too, registered with `cleanup` so that none outlives the harness; and the wait
+until a store shows no unfinished job, watching that the workers stay alive."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from benchmarks import cleanup
 from benchmarks.venv import ROOT
 
 LOG_DIR = ROOT / "benchmarks" / "results" / "logs"
+TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 class WorkerProcess:
@@ -36,6 +39,13 @@ class WorkerProcess:
 
     def alive(self) -> bool:
         return self.popen.poll() is None
+
+    def cpu_s(self) -> float:
+        """User + system CPU time of the process (every thread) so far, from Linux /proc;
+        read before `stop()`, so a drain's figure leaves the shutdown out."""
+        fields = Path(f"/proc/{self.popen.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        # After the ")" of the command name: utime and stime are fields 14 and 15 (1-based).
+        return (int(fields[11]) + int(fields[12])) / TICKS_PER_S
 
     def stop(self, grace_s: float = 10.0) -> int:
         if self.popen.poll() is None:
@@ -65,3 +75,35 @@ class WorkerProcess:
 def python_argv(*args: str) -> list[str]:
     """argv running this interpreter (the benchmark venv's python) with `args`."""
     return [sys.executable, *args]
+
+
+class WorkerDied(RuntimeError):
+    pass
+
+
+def wait_drained(
+    unfinished: Callable[[], int], workers: Sequence[WorkerProcess], timeout_s: float,
+    poll_s: float, below: int = 1, polls: list[tuple[float, int]] | None = None,
+) -> float:
+    """Poll until unfinished() < below (default: 0 left); return the perf_counter() time
+    that was first seen. `polls`, if given, gets every poll as (perf_counter(), left).
+
+    Raises:
+        WorkerDied: a worker exited first (its log tail is in the message).
+        TimeoutError: still unfinished work after `timeout_s`.
+    """
+    deadline = time.perf_counter() + timeout_s
+    while True:
+        left = unfinished()
+        seen_at = time.perf_counter()
+        if polls is not None:
+            polls.append((seen_at, left))
+        if left < below:
+            return seen_at
+        for worker in workers:
+            if not worker.alive():
+                raise WorkerDied(f"worker {worker.label} exited ({worker.popen.returncode}) "
+                                 f"with {left} jobs left:\n{worker.tail()}")
+        if seen_at > deadline:
+            raise TimeoutError(f"{left} jobs still unfinished after {timeout_s:.0f} s")
+        time.sleep(poll_s)

@@ -10,6 +10,7 @@ raw stacks beside it.
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 import time
@@ -17,9 +18,8 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks import cleanup, report
-from benchmarks.processes import WorkerProcess
+from benchmarks.processes import WorkerProcess, wait_drained
 from benchmarks.targets.rota_target import RotaTarget
-from benchmarks.waiting import wait_drained
 
 FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^:()]*)(?::\d+)?\)$")
 
@@ -124,13 +124,7 @@ def profile(kind: str, jobs: int, rate: int = 200) -> dict[str, object]:
     return summary
 
 
-def main(argv: list[str]) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python3 -m benchmarks profile")
-    parser.add_argument("--store", choices=("postgres", "sqlite"), default="postgres")
-    parser.add_argument("--jobs", type=int, default=50_000)
-    args = parser.parse_args(argv)
+def main(args: argparse.Namespace) -> int:
     cleanup.install()
     try:
         summary = profile(args.store, args.jobs)

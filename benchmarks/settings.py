@@ -43,6 +43,10 @@ class Settings:
     pickup_base: str = "285e124"
     # Table sizes of the scale suite (run only when named).
     scale_rows: tuple[int, ...] = (10_000, 1_000_000, 10_000_000)
+    # The dashboard and schedules suites (run only when named).
+    dashboard_jobs: int = 100_000
+    dashboard_requests: int = 20
+    schedule_calls: int = 2_000
 
     def drain_count(self, target: str) -> int:
         return min(self.drain_jobs, self.drain_jobs_for.get(target, self.drain_jobs))
@@ -59,5 +63,6 @@ def quick(runs: int) -> Settings:
         ceiling_jobs=10_000,
         fairness_backlog=(("a", 6, 1_800), ("b", 3, 900), ("c", 1, 300)),
         fairness_window=200, memory_jobs=50_000, memory_sample_s=0.25,
-        pickup_jobs=200, pickup_idle_s=2.0,
+        pickup_jobs=200, pickup_idle_s=2.0, dashboard_jobs=10_000, dashboard_requests=5,
+        schedule_calls=200,
     )

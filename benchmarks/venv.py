@@ -1,5 +1,6 @@
-"""The benchmark virtualenv: benchmarks/.venv holds rota (editable, with [postgres]) and the
-peers from benchmarks/requirements.txt, so rota's own dependencies stay few.
+"""The benchmark virtualenv: benchmarks/.venv holds rota (editable, with [postgres] and
+[dashboard]) and the peers from benchmarks/requirements.txt, so rota's own dependencies
+stay few.
 
 Standard library only: this module runs under whatever `python3` started the harness.
 """
@@ -40,11 +41,11 @@ def ensure_venv() -> None:
     if not PYTHON.exists():
         print("benchmarks: creating benchmarks/.venv (first run only)", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
-    print("benchmarks: installing rota[postgres] and the peers into benchmarks/.venv",
-          flush=True)
+    print("benchmarks: installing rota[postgres,dashboard] and the peers into "
+          "benchmarks/.venv", flush=True)
     rc = subprocess.call(
         [str(PYTHON), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "-e", f"{ROOT}[postgres]", "-r", str(REQUIREMENTS)],
+         "-e", f"{ROOT}[postgres,dashboard]", "-r", str(REQUIREMENTS)],
         cwd=ROOT,
     )
     if rc != 0:

@@ -13,23 +13,29 @@ from __future__ import annotations
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from functools import cache
 
 import psycopg
 from psycopg.rows import TupleRow
 
 from benchmarks import pg
-from benchmarks.results import SuiteResult
+from benchmarks.results import Figure, SuiteResult
 from benchmarks.settings import Settings
-from benchmarks.sql import load
-from benchmarks.stats import Figure
+from benchmarks.venv import BENCH_DIR
 
 DATABASE = "ceiling_bench"
+
+
+@cache
+def load(name: str) -> str:
+    """A statement of benchmarks/sql/ceiling/."""
+    return (BENCH_DIR / "sql" / "ceiling" / f"{name}.sql").read_text()
 
 
 def _loop(url: str, batch: int, owner: str, done: list[int], errors: list[BaseException]) -> None:
     try:
         with psycopg.connect(url, autocommit=True) as conn:
-            claim, ack = load("ceiling", "claim"), load("ceiling", "ack")
+            claim, ack = load("claim"), load("ack")
             while True:
                 now = datetime.now(UTC)
                 rows: list[TupleRow] = conn.execute(claim, {
@@ -49,8 +55,8 @@ def ceiling_once(count: int, batch: int, connections: int) -> float:
     url = pg.fresh_database(DATABASE)
     try:
         with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(load("ceiling", "schema"))
-            conn.execute(load("ceiling", "fill"), {"count": count, "now": datetime.now(UTC)})
+            conn.execute(load("schema"))
+            conn.execute(load("fill"), {"count": count, "now": datetime.now(UTC)})
             conn.execute("VACUUM ANALYZE jobs")
         done: list[int] = []
         errors: list[BaseException] = []

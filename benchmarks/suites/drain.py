@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import time
 
-from benchmarks.processes import WorkerProcess
-from benchmarks.results import SuiteResult
+from benchmarks.processes import WorkerProcess, wait_drained
+from benchmarks.results import Figure, SuiteResult
 from benchmarks.settings import Settings
-from benchmarks.stats import Figure
-from benchmarks.targets.base import Target
-from benchmarks.waiting import wait_drained
+from benchmarks.targets import Target, available, run_label
 
 
 def drain_once(
@@ -46,19 +44,14 @@ def drain_once(
 
 def run(targets: list[Target], settings: Settings) -> SuiteResult:
     result = SuiteResult()
-    for target in targets:
-        why = target.unavailable()
-        if why:
-            result.skipped[target.name] = why
-            print(f"  drain {target.name}: skipped ({why})")
-            continue
+    for target in available(targets, "drain", result):
         count = settings.drain_count(target.name)
         drains: list[float] = []
         enqueues: list[float] = []
         startups: list[float] = []
         for run_index in range(settings.runs):
-            label = f"drain-{target.name}-{run_index + 1}".replace("[", "-").replace("]", "")
-            jobs_s, rows_s, startup_s = drain_once(target, count, settings, label)
+            jobs_s, rows_s, startup_s = drain_once(target, count, settings,
+                                                   run_label("drain", target, run_index))
             drains.append(jobs_s)
             enqueues.append(rows_s)
             startups.append(startup_s)

@@ -5,10 +5,9 @@ suite's enqueue phase instead (the same API, the same count), to save time."""
 
 from __future__ import annotations
 
-from benchmarks.results import SuiteResult
+from benchmarks.results import Figure, SuiteResult
 from benchmarks.settings import Settings
-from benchmarks.stats import Figure
-from benchmarks.targets.base import Target
+from benchmarks.targets import Target, available
 
 
 def run(targets: list[Target], settings: Settings, done: frozenset[str] = frozenset()
@@ -16,14 +15,8 @@ def run(targets: list[Target], settings: Settings, done: frozenset[str] = frozen
     """Measure every target not in `done` (subjects whose rows the drain suite gave)."""
     result = SuiteResult()
     count = settings.enqueue_jobs
-    for target in targets:
-        if target.name in done:
-            continue
-        why = target.unavailable(needs_worker=False)
-        if why:
-            result.skipped[target.name] = why
-            print(f"  enqueue {target.name}: skipped ({why})")
-            continue
+    for target in available([t for t in targets if t.name not in done], "enqueue", result,
+                            needs_worker=False):
         rates: list[float] = []
         for run_index in range(settings.runs):
             target.prepare()

@@ -1,8 +1,11 @@
 """fairness: three Queues backlogged at 6:3:1 (e.g. 18,000 / 9,000 / 3,000 jobs), drained by
 3 worker processes on one PostgreSQL store; each handler writes (Queue, start time), the
-three logs are merged by time into one served order, and `fairness_analysis` measures its
-backlogged part (up to the moment the first Queue ran dry: after that the others must take
-its turns, whatever the rule).
+three logs are merged by time into one served order, and `analyse` measures how evenly it
+follows the weights: overall shares, the worst deviation from the weights' shares over
+sliding windows of consecutive services, and each Queue's longest gap (the most
+consecutive services that went to other Queues). Only the backlogged part of a drain says
+anything about the selection rule (up to the moment the first Queue ran dry: after that
+the others must take its turns, whatever the rule), so that prefix is analysed.
 
 Two selection rules through the same harness, the same rota tables and claim SQL:
 - rota: `rota worker` with one Worker Group, `Weighted([("a", 6), ("b", 3), ("c", 1)])`,
@@ -15,25 +18,77 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmarks import pg
-from benchmarks.fairness_analysis import Fairness, analyse, backlogged_prefix
-from benchmarks.processes import WorkerProcess, python_argv
-from benchmarks.results import SuiteResult
+from benchmarks.processes import WorkerProcess, python_argv, wait_drained
+from benchmarks.results import Figure, SuiteResult
 from benchmarks.settings import Settings
-from benchmarks.stats import Figure
 from benchmarks.targets.rota_target import (
     UNFINISHED_POSTGRES,
     rota_command,
     rota_missing,
 )
-from benchmarks.waiting import wait_drained
 from benchmarks.workers.rota_app import make_app
 
 DATABASE = "fairness_bench"
 ROTA = "rota Weighted"
 RANDOM = "random weighted"
+
+
+@dataclass(frozen=True, slots=True)
+class Fairness:
+    served: int
+    shares: dict[str, float]  # Queue -> fraction of all served
+    worst_window_deviation: float  # max over windows and Queues of |share - target|
+    mean_window_deviation: float  # mean over windows of max |share - target|
+    longest_gap: dict[str, int]  # Queue -> most consecutive services to other Queues
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def backlogged_prefix(sequence: Sequence[str]) -> Sequence[str]:
+    """The served order up to (and including) the last job of the first Queue to run dry."""
+    last: dict[str, int] = {}
+    for index, queue in enumerate(sequence):
+        last[queue] = index
+    return sequence[: min(last.values()) + 1] if last else sequence
+
+
+def analyse(sequence: Sequence[str], weights: dict[str, int], window: int) -> Fairness:
+    total_weight = sum(weights.values())
+    target = {q: w / total_weight for q, w in weights.items()}
+    n = len(sequence)
+    counts = dict.fromkeys(weights, 0)
+    for queue in sequence:
+        counts[queue] = counts.get(queue, 0) + 1
+    shares = {q: counts[q] / n if n else 0.0 for q in weights}
+
+    worst = 0.0
+    deviation_sum = 0.0
+    windows = 0
+    if n >= window:
+        in_window = dict.fromkeys(weights, 0)
+        for queue in sequence[:window]:
+            in_window[queue] += 1
+        for start in range(n - window + 1):
+            if start:
+                in_window[sequence[start - 1]] -= 1
+                in_window[sequence[start + window - 1]] += 1
+            dev = max(abs(in_window[q] / window - target[q]) for q in weights)
+            worst = max(worst, dev)
+            deviation_sum += dev
+            windows += 1
+
+    last_seen = dict.fromkeys(weights, -1)
+    gaps = dict.fromkeys(weights, 0)
+    for index, queue in enumerate(sequence):
+        gaps[queue] = max(gaps[queue], index - last_seen[queue] - 1)
+        last_seen[queue] = index
+    return Fairness(n, shares, worst, deviation_sum / windows if windows else 0.0, gaps)
 
 
 def _weights_text(settings: Settings) -> str:

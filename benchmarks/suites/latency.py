@@ -12,12 +12,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.processes import WorkerProcess
-from benchmarks.results import SuiteResult
+from benchmarks.processes import WorkerProcess, wait_drained
+from benchmarks.results import Figure, SuiteResult, percentile
 from benchmarks.settings import Settings
-from benchmarks.stats import Figure, percentile
-from benchmarks.targets.base import Target
-from benchmarks.waiting import wait_drained
+from benchmarks.targets import Target, available, run_label
+from benchmarks.workers import read_pickups
 
 
 def latency_once(target: Target, settings: Settings, label: str) -> list[float]:
@@ -39,27 +38,17 @@ def latency_once(target: Target, settings: Settings, label: str) -> list[float]:
                 worker.stop()
         finally:
             target.discard()
-        text = latency_file.read_text() if latency_file.exists() else ""
-    values = sorted(float(line) for line in text.split())
-    if len(values) != settings.latency_jobs:
-        print(f"    warning: {target.name} recorded {len(values)} of {settings.latency_jobs}")
-    return values
+        return read_pickups(latency_file, settings.latency_jobs, target.name)
 
 
 def run(targets: list[Target], settings: Settings) -> SuiteResult:
     result = SuiteResult()
-    for target in targets:
-        why = target.unavailable()
-        if why:
-            result.skipped[target.name] = why
-            print(f"  latency {target.name}: skipped ({why})")
-            continue
+    for target in available(targets, "latency", result):
         p50s: list[float] = []
         p99s: list[float] = []
         maxes: list[float] = []
         for run_index in range(settings.runs):
-            label = f"latency-{target.name}-{run_index + 1}".replace("[", "-").replace("]", "")
-            values = latency_once(target, settings, label)
+            values = latency_once(target, settings, run_label("latency", target, run_index))
             if not values:
                 continue
             p50s.append(percentile(values, 0.50) * 1000)

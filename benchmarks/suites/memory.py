@@ -15,9 +15,8 @@ import time
 from pathlib import Path
 
 from benchmarks.processes import WorkerProcess
-from benchmarks.results import SuiteResult
+from benchmarks.results import Figure, SuiteResult
 from benchmarks.settings import Settings
-from benchmarks.stats import Figure
 from benchmarks.targets.rota_target import RotaTarget
 
 

@@ -1,4 +1,4 @@
-"""queues: thousands of tenant Queues under one Weighted group (issue 13).
+"""queues: thousands of tenant Queues under one Weighted group.
 
 For 1 to 10,000 Queues (1 %, 10 % and 100 % of them backlogged), on every store (memory,
 SQLite, PostgreSQL), one Weighted group (pool 20, weights 1-5 by Queue number) drains a
@@ -20,8 +20,8 @@ the backlogged Queues, so every row drains the same number of jobs; each row is 
 right after a single-Queue drain of the same store and count, and its ratio is to that one.
 
 Run: `python3 -m benchmarks.suites.queues [--quick] [--stores memory,sqlite,postgres]
-[--plot docs/images/queues.png] [--json PATH]` (needs only rota's own .venv; the plot needs
-matplotlib), or as the `queues` suite of `python3 -m benchmarks run`.
+[--json PATH] [--plot PNG]` (needs only rota's own .venv; the plot needs matplotlib), or
+as the `queues` suite of `python3 -m benchmarks run --suite queues`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import rota
-from benchmarks.planner_replay import replay_calls
+from benchmarks.workers.rota_child import replay_calls
 from rota.core import dispatch
 from rota.core.dispatch.plan import PassPlan
 from rota.core.dispatch.weighted import WeightedPass
@@ -51,7 +51,7 @@ T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 POOL = 20
 # Replays of a drain's planner calls timed for its planning figure, the least kept: with
 # three, one configuration's planning (the same calls on memory and SQLite) read 7.8 and
-# 12.4 us a job in one run (session 22); a replay costs ~0.1 s at 10,000 Queues.
+# 12.4 us a job in one run; a replay costs ~0.1 s at 10,000 Queues.
 REPLAYS = 9
 # (Queues, backlogged Queues): 1 to 10,000 Queues, 1 %, 10 % and 100 % backlogged.
 CONFIGS: tuple[tuple[int, int], ...] = (
@@ -176,6 +176,8 @@ def backlogged_queues(queues: int, backlogged: int) -> list[str]:
 
 @contextmanager
 def store_url(kind: str, label: str) -> Iterator[str]:
+    """A fresh store of `kind` (memory, sqlite, postgres: database `<label>_bench`),
+    removed afterwards."""
     if kind == "memory":
         yield "memory://"
     elif kind == "sqlite":
@@ -184,7 +186,7 @@ def store_url(kind: str, label: str) -> Iterator[str]:
     else:
         from benchmarks import pg
 
-        name = f"queues_{label}_bench"
+        name = f"{label}_bench"
         url = pg.fresh_database(name)
         try:
             yield url
@@ -206,7 +208,7 @@ def measure(
     jobs interleaved)."""
     per_queue = max(1, total_jobs // backlogged)
     names = backlogged_queues(queues, backlogged)
-    with store_url(kind, f"{queues}_{backlogged}") as url:
+    with store_url(kind, f"queues_{queues}_{backlogged}") as url:
         inner = open_store(url)
         try:
             jobs = [NewJob(name="noop", queue=queue, due_at=T0)
@@ -277,49 +279,6 @@ def run_all(
     return results
 
 
-def plot(results: Sequence[tuple[Measure, Measure]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=90)
-    markers = {"memory": "o", "sqlite": "s", "postgres": "^"}
-    colors = {"memory": "tab:blue", "sqlite": "tab:orange", "postgres": "tab:green"}
-    styles = {0.01: ":", 0.1: "--", 1.0: "-"}
-    for kind in dict.fromkeys(m.store for _, m in results):
-        rows = [(single, m) for single, m in results if m.store == kind]
-        for share, style in styles.items():
-            line = [(single, m) for single, m in rows
-                    if abs(m.backlogged / m.queues - share) < share / 2]
-            if not line:
-                continue
-            xs = [m.queues for _, m in line]
-            label = f"{kind}, {share:.0%} backlogged"
-            left.plot(xs, [m.jobs_per_s / single.jobs_per_s for single, m in line], style,
-                      marker=markers[kind], color=colors[kind], label=label)
-            right.plot(xs, [m.round_trips / m.jobs for _, m in line], style,
-                       marker=markers[kind], color=colors[kind], label=label)
-    left.axhline(0.8, color="grey", linewidth=0.8)
-    left.set_xscale("log")
-    left.set_ylim(0, 1.8)
-    left.set_xlabel("Queues in the Weighted group")
-    left.set_ylabel("drain rate / single-Queue rate")
-    right.axhline(1 / POOL, color="grey", linewidth=0.8)  # one claim per pass
-    right.set_xscale("log")
-    right.set_ylim(0, 0.1)
-    right.set_xlabel("Queues in the Weighted group")
-    right.set_ylabel("store round trips per job")
-    left.legend(fontsize=6, loc="lower left")
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-
-
-def _fields(row: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in row.items() if key != "jobs_per_s"}
-
-
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python3 -m benchmarks.suites.queues",
                                      description=__doc__.split("\n\n")[0])
@@ -330,32 +289,27 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=1,
                         help="drains per row, alternating with the single-Queue one; "
                         "the best of each is kept (default 1)")
-    parser.add_argument("--plot", type=Path, help="write a PNG plot here (needs matplotlib)")
     parser.add_argument("--json", type=Path, help="write the figures as JSON here")
-    parser.add_argument("--replot", type=Path, metavar="JSON",
-                        help="only plot (to --plot) the figures of an earlier --json")
+    parser.add_argument("--plot", type=Path, help="write a PNG plot here (matplotlib; "
+                        "`python -m benchmarks chart queues JSON` draws an earlier --json)")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    if args.replot:
-        pairs = [(Measure(**_fields(row["single"])), Measure(**_fields(row["tenants"])))
-                 for row in json.loads(args.replot.read_text())]
-        plot(pairs, args.plot or Path("queues.png"))
-        return 0
     kinds = [kind.strip() for kind in args.stores.split(",") if kind.strip()]
     configs = QUICK_CONFIGS if args.quick else CONFIGS
     total = args.jobs or 10_000
     print(f"queues: pool {POOL}, weights 1-5, {total:,} jobs per configuration, "
           f"stores {', '.join(kinds)}, best of {args.repeat}", flush=True)
-    results = run_all(kinds, configs, total, args.repeat)
+    rows = [{"single": single.as_json(), "tenants": m.as_json()}
+            for single, m in run_all(kinds, configs, total, args.repeat)]
     if args.json:
-        args.json.write_text(json.dumps(
-            [{"single": single.as_json(), "tenants": m.as_json()} for single, m in results],
-            indent=1) + "\n")
+        args.json.write_text(json.dumps(rows, indent=1) + "\n")
     if args.plot:
-        plot(results, args.plot)
+        from benchmarks import chart
+
+        chart.queues(rows, args.plot)
         print(f"plot: {args.plot}")
     return 0
 
@@ -363,8 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(settings: Any) -> Any:
     """The `queues` suite of `python3 -m benchmarks run`: rota only (no peer has tenant
     Queues under one fair group), every store, full or quick configurations."""
-    from benchmarks.results import SuiteResult
-    from benchmarks.stats import Figure
+    from benchmarks.results import Figure, SuiteResult
 
     quick = settings.drain_jobs < 100_000
     results = run_all(["memory", "sqlite", "postgres"], QUICK_CONFIGS if quick else CONFIGS,

@@ -1,4 +1,4 @@
-"""scale: cost as the jobs table grows, on the durable stores (issue 14, "Big tables").
+"""scale: cost as the jobs table grows, on the durable stores.
 
 For each table size (`--rows`, default 10,000 / 1,000,000 / 10,000,000) and each durable
 store (SQLite file, PostgreSQL), a table is built with bulk SQL: half the rows finished
@@ -342,36 +342,6 @@ def table(summaries: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def plot(summaries: Sequence[dict[str, Any]], path: Path, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(6.4, 3.6), dpi=100)
-    colors = {"sqlite": "tab:orange", "postgres": "tab:green"}
-    for kind in ("sqlite", "postgres"):
-        mine = sorted((one for one in summaries if one["store"] == kind),
-                      key=lambda one: one["rows"])
-        if not mine:
-            continue
-        rows = [one["rows"] for one in mine]
-        axis.plot(rows, [one["claim_p50_ms"] for one in mine], "o-", color=colors[kind],
-                  label=f"{kind} p50")
-        axis.plot(rows, [one["claim_p99_ms"] for one in mine], "s--", color=colors[kind],
-                  label=f"{kind} p99")
-    axis.set_xscale("log")
-    axis.set_xlabel("rows in the jobs table (half finished, half scheduled, 100 Queues)")
-    axis.set_yscale("log")  # SQLite's ~0.3 ms and PostgreSQL's ~20 ms p99 on one chart
-    axis.set_ylabel("claim of 20, ms (log)")
-    axis.set_title(title, fontsize=9)
-    axis.grid(True, alpha=0.3)
-    axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
-
-
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python3 -m benchmarks.suites.scale",
                                      description=__doc__.split("\n\n")[0])
@@ -383,19 +353,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="keep the built tables (SQLite files in DIR) and reuse them")
     parser.add_argument("--drop", action="store_true", help="delete kept tables and exit")
     parser.add_argument("--json", type=Path, help="write the figures as JSON here")
-    parser.add_argument("--plot", type=Path, help="write a PNG plot here (needs matplotlib)")
+    parser.add_argument("--plot", type=Path, help="write a PNG plot here (matplotlib; "
+                        "`python -m benchmarks chart scale JSON` draws an earlier --json)")
     parser.add_argument("--title", default="claim latency against table size")
-    parser.add_argument("--replot", type=Path, metavar="JSON",
-                        help="only plot (to --plot) the figures of an earlier --json")
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    if args.replot:
-        document = json.loads(args.replot.read_text())
-        plot(document["summaries"], args.plot or Path("scale.png"), args.title)
-        return 0
     if args.drop:
         drop_all(args.rows, args.keep or Path("/tmp/scale"))
         return 0
@@ -409,7 +374,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "rota": str(Path(rota.__file__).parent), "summaries": summaries}, indent=1) + "\n")
     if args.plot:
-        plot(summaries, args.plot, args.title)
+        from benchmarks import chart
+
+        chart.scale(summaries, args.plot, args.title)
         print(f"plot: {args.plot}")
     return 0
 
@@ -417,8 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(settings: Any, rows: Sequence[int] = DEFAULT_ROWS) -> Any:
     """The `scale` suite of `python3 -m benchmarks run`: rota only, both durable stores,
     the tables dropped afterwards."""
-    from benchmarks.results import SuiteResult
-    from benchmarks.stats import Figure
+    from benchmarks.results import Figure, SuiteResult
 
     suite = SuiteResult()
     results = run_all(["sqlite", "postgres"], rows, 3 if settings.drain_jobs < 100_000 else 10,

@@ -18,7 +18,7 @@ import time
 from typing import TextIO
 
 import rota
-from benchmarks.workers.latency_log import record_pickup
+from benchmarks.workers import record_pickup
 
 QUEUE = "bench"
 

@@ -1,8 +1,9 @@
-"""Variants of one hot PostgreSQL statement, interleaved call by call on one connection.
+"""`python -m benchmarks statement`: variants of one hot PostgreSQL statement, interleaved
+call by call on one connection.
 
-    python3 -m benchmarks.pg_statement_ab claim main=src/rota/store/sql/postgres/claim.sql \
+    python3 -m benchmarks statement claim main=src/rota/store/sql/postgres/claim.sql \
         other=/tmp/claim_variant.sql[:/tmp/setup.sql] ... [--calls 4000] [--sync on|off]
-    python3 -m benchmarks.pg_statement_ab complete main=src/rota/store/sql/postgres/complete.sql ...
+    python3 -m benchmarks statement complete main=src/rota/store/sql/postgres/complete.sql ...
 
 Each variant is LABEL=STATEMENT_FILE[:SETUP_FILE]. Every variant gets a schema of its own,
 migrated by this tree's PostgresStore, then SETUP_FILE run in it (say, a trigger dropped
@@ -15,9 +16,9 @@ completes 20 jobs (checked). Prints the median and p90 round trip of each varian
 
 `--sync off` (the default) sets synchronous_commit off for this connection only, so the
 WAL flush's swing does not hide the server's work; `--sync on` measures what a worker
-waits for. Figures, never pass/fail: ~0.005 ms is the resolution seen on the 2-core
-machine, where drains side by side cannot resolve 5 % (docs/benchmarks.md, "Issue 9's
-claim cost, statement by statement").
+waits for. The schemas live in one fresh database (`BENCH_PG_URL`), dropped at the end.
+Figures, never pass/fail: ~0.005 ms is the resolution seen on a 2-core machine, where
+whole drains side by side (`python -m benchmarks ab`) cannot resolve 5 %.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from benchmarks import cleanup, pg
 from rota.store.postgres import PostgresStore
 
-DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+DATABASE = "statement_bench"
 BATCH = 20
 INSERT = """
 INSERT INTO {jobs} (name, queue, args, kwargs, due_at, created_at, state, attempt,
@@ -52,8 +54,8 @@ def render(path: str, schema: str) -> str:
     return sql.SQL(text).format(schema=sql.Identifier(schema)).as_string(None)
 
 
-def prepare(conn: psycopg.Connection, url: str, kind: str, spec: str, calls: int,
-            now: datetime) -> tuple[str, str, int]:
+def prepare(conn: psycopg.Connection[tuple[object, ...]], url: str, kind: str, spec: str,
+            calls: int, now: datetime) -> tuple[str, str, int]:
     """A schema for one variant, filled; returns (schema, statement, first job id)."""
     statement, _, setup = spec.partition(":")
     schema = f"stmt_ab_{uuid.uuid4().hex[:8]}"
@@ -75,53 +77,48 @@ def prepare(conn: psycopg.Connection, url: str, kind: str, spec: str, calls: int
     return schema, render(statement, schema), int(first[0]) if first else 0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=["claim", "complete"])
-    parser.add_argument("variants", nargs="+", metavar="LABEL=FILE[:SETUP]")
-    parser.add_argument("--calls", type=int, default=4000, help="calls per variant")
-    parser.add_argument("--sync", choices=["on", "off"], default="off")
-    parser.add_argument("--url", default=DEFAULT_URL)
-    options = parser.parse_args()
+def main(options: argparse.Namespace) -> int:
+    cleanup.install()
+    url = pg.fresh_database(DATABASE)
+    try:
+        return compare(options, url)
+    finally:
+        cleanup.run_all()
+
+
+def compare(options: argparse.Namespace, url: str) -> int:
     now = datetime.now(UTC)
-    with psycopg.connect(options.url, autocommit=True) as conn:
-        variants = {label: prepare(conn, options.url, options.kind, spec, options.calls, now)
+    with psycopg.connect(url, autocommit=True) as conn:
+        variants = {label: prepare(conn, url, options.kind, spec, options.calls, now)
                     for label, _, spec in (v.partition("=") for v in options.variants)}
         conn.execute("SET plan_cache_mode = force_generic_plan")
         conn.execute(f"SET synchronous_commit = {options.sync}")
         times: dict[str, list[float]] = {label: [] for label in variants}
         labels = list(variants)
-        try:
-            for call in range(options.calls):
-                for label in labels if call % 2 == 0 else labels[::-1]:
-                    _, statement, first = variants[label]
-                    if options.kind == "claim":
-                        params: dict[str, object] = {
-                            "queues": ["default"], "limits": f"{{{BATCH}}}", "limit": BATCH,
-                            "now": now + timedelta(seconds=1), "owner": "w1",
-                            "lease_expires_at": now + timedelta(hours=1)}
-                    else:
-                        start = first + call * BATCH
-                        params = {"ids": list(range(start, start + BATCH)),
-                                  "owners": ["w1"] * BATCH, "attempts": [1] * BATCH,
-                                  "now": now}
-                    began = time.perf_counter()
-                    cursor = conn.execute(statement, params, prepare=True)
-                    times[label].append(time.perf_counter() - began)
-                    done = len(cursor.fetchall()) if options.kind == "claim" else cursor.rowcount
-                    if done != BATCH:
-                        raise SystemExit(f"{label}: {options.kind} moved {done} jobs, "
-                                         f"not {BATCH}")
-        finally:
-            for schema, _, _ in variants.values():
-                conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+        for call in range(options.calls):
+            for label in labels if call % 2 == 0 else labels[::-1]:
+                _, statement, first = variants[label]
+                if options.kind == "claim":
+                    params: dict[str, object] = {
+                        "queues": ["default"], "limits": f"{{{BATCH}}}", "limit": BATCH,
+                        "now": now + timedelta(seconds=1), "owner": "w1",
+                        "lease_expires_at": now + timedelta(hours=1)}
+                else:
+                    start = first + call * BATCH
+                    params = {"ids": list(range(start, start + BATCH)),
+                              "owners": ["w1"] * BATCH, "attempts": [1] * BATCH,
+                              "now": now}
+                began = time.perf_counter()
+                cursor = conn.execute(statement, params, prepare=True)
+                times[label].append(time.perf_counter() - began)
+                done = len(cursor.fetchall()) if options.kind == "claim" else cursor.rowcount
+                if done != BATCH:
+                    raise SystemExit(f"{label}: {options.kind} moved {done} jobs, "
+                                     f"not {BATCH}")
     print(f"{options.kind} of {BATCH}, {options.calls} calls each, synchronous_commit "
           f"{options.sync}, round trip in ms:")
     for label in labels:
         kept = times[label][100:]  # the first calls warm the plan cache
         print(f"  {label:12} median {statistics.median(kept) * 1000:.4f}  "
               f"p90 {statistics.quantiles(kept, n=10)[-1] * 1000:.4f}")
-
-
-if __name__ == "__main__":
-    main()
+    return 0
