@@ -179,12 +179,9 @@ def _positional_constructor(cls: type[_Frozen]) -> Callable[..., _Frozen]:
     `cls` instance (frozen, equal to `cls(...)` of the same values).
 
     A frozen dataclass's `__init__` sets each field through `object.__setattr__`; building
-    an unfrozen twin with the same slots and then switching its class costs ~4.5x fewer
-    instructions for a JobRecord (callgrind: 29,500 -> 6,500), which the stores build once
-    per claimed job (docs/benchmarks.md, "Drain cost: issue 9 bought back"). The twin is
-    filled by one generated function, as dataclasses generate `__init__` (its own frame
-    and the type call cost another ~900 instructions a record, ~850 a Lease: "Worker
-    instructions per job")."""
+    an unfrozen twin with the same slots and then switching its class is several times
+    cheaper, and the stores build a JobRecord once per claimed job. The twin is filled by
+    one generated function, as dataclasses generate `__init__`."""
     names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
     twin = make_dataclass(f"_Unfrozen{cls.__name__}", names,
                           slots=True, eq=False, repr=False, match_args=False)
