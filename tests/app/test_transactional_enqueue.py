@@ -128,7 +128,7 @@ def postgres_app(clock: rota.VirtualClock, request: pytest.FixtureRequest) -> It
 def test_enqueue_async_on_a_psycopg_async_connection(postgres_app: rota.App) -> None:
     import psycopg
 
-    from rota.store.postgres import _parse_url
+    from rota.store.postgres import parse_url as _parse_url
 
     app = serving(postgres_app)
     ran: list[int] = []

@@ -26,7 +26,7 @@ class Order(Base):
 def engine_url(store_url: str) -> str:
     if store_url.startswith("sqlite:"):
         return store_url
-    from rota.store.postgres import _parse_url  # psycopg is an optional extra
+    from rota.store.postgres import parse_url as _parse_url  # psycopg is an optional extra
 
     return "postgresql+psycopg://" + _parse_url(store_url)[0].split("://", 1)[1]
 

@@ -27,7 +27,7 @@ def callers_connection(url: str, **options: Any) -> Iterator[Any]:
     else:
         import psycopg
 
-        from rota.store.postgres import _parse_url  # psycopg is an optional extra
+        from rota.store.postgres import parse_url as _parse_url  # psycopg is an optional extra
 
         with psycopg.connect(_parse_url(url)[0], **options) as pg:
             yield pg

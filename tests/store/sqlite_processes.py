@@ -42,7 +42,9 @@ def open_fresh_and_enqueue(url: str, start: Barrier, results: Any) -> None:
 
 def hold_claim_open(url: str, holding: Event, never: Event) -> None:
     """Claim inside a write transaction, then wait to be killed before it commits."""
-    from rota.store.sqlite import SQLiteStore, _sql, _us
+    from rota.store.sqlite import SQLiteStore
+    from rota.store.sqlite.schema import sql as _sql
+    from rota.store.sqlite.schema import us as _us
 
     store = SQLiteStore.from_url(url)
     # Private API on purpose: the test needs a claim caught between UPDATE and COMMIT.

@@ -22,9 +22,9 @@ import pytest
 
 import rota
 from rota.core.jobs import JobState, NewJob
-from rota.store import sqlite as sqlite_module
-from rota.store import sqlite_wake
 from rota.store.sqlite import SQLiteStore
+from rota.store.sqlite import wake as sqlite_module
+from rota.store.sqlite import wake as sqlite_wake
 from tests.store import sqlite_processes
 
 T0 = sqlite_processes.T0

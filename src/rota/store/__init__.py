@@ -6,9 +6,8 @@ Adapters are imported lazily so that, say, psycopg is needed only for PostgreSQL
 
 from __future__ import annotations
 
-import re
-
 from rota.store.base import SchemaTooNew, Store, StoreConfigError, StoreError
+from rota.store.urls import mask_url
 
 EXPECTED_FORMS = (
     "expected memory://, sqlite:///relative/path.db, sqlite:////absolute/path.db or "
@@ -16,24 +15,8 @@ EXPECTED_FORMS = (
 )
 
 
-# userinfo "user:password@" right after the scheme; greedy up to the last "@", so that an
-# un-encoded "@", "/", "#" or "?" in the password is masked too (over-masking is harmless).
-_USERINFO_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^:/?#@]*):.*@")
-_QUERY_PASSWORD = re.compile(r"([?&](?:password|passwd|pwd)=)[^&#]*", re.IGNORECASE)
-
-
 # What `pip install 'rota[postgres]'` brings; a missing one means the extra is missing.
 POSTGRES_MODULES = frozenset({"psycopg", "psycopg_pool", "psycopg_binary", "psycopg_c"})
-
-
-def mask_url(url: str) -> str:
-    """`url` with any password replaced by ***, for messages and logs.
-
-    Works on malformed URLs too (an un-encoded password is exactly what makes a URL
-    malformed), and masks `password=` query parameters.
-    """
-    masked = _USERINFO_PASSWORD.sub(r"\1:***@", url)
-    return _QUERY_PASSWORD.sub(r"\1***", masked)
 
 
 def open_store(url: str, *, read_only: bool = False) -> Store:

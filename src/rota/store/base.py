@@ -31,7 +31,7 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
 - `purge` deletes only finished jobs (by `finished_at`), at most `limit` per call, and is
   safe when several processes purge at once: each row is deleted once, none waits for
   another purger, and a job that left its finished state meanwhile is never deleted.
-- Batched claims (issue 13, thousands of tenant Queues): `claim(..., limits=[...])` takes
+- Batched claims (for thousands of tenant Queues): `claim(..., limits=[...])` takes
   up to `limits[i]` due jobs from `queues[i]`, Queue after Queue in the order given, at
   most `limit` in all, in one round trip (one transaction); the Queue names must then be
   distinct. Each Queue's take is also capped by its Queue controls, as in any claim.
@@ -40,7 +40,7 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   no `queues` leases nothing. A Queue at its concurrency limit still counts as having
   due work there (a claim then finds it empty). `Claimed.controlled` names the Queues of
   the claim that are paused or limited, at least those it took fewer jobs from than asked.
-- Outcomes with the claim (issue 14, fewer commits per job): `claim(..., outcomes=[(lease,
+- Outcomes with the claim (fewer commits per job): `claim(..., outcomes=[(lease,
   outcome), ...])` first applies each outcome exactly as `complete` (`Succeeded`, its
   result), `retry` (`RetryAt`), `dead_letter`, `quarantine` or `cancel_leased` would,
   fenced by its lease the same way, then claims, all in one transaction (one commit): a
@@ -201,7 +201,7 @@ def claim_caps(
     if len(set(queues)) != len(queues):
         raise ValueError("a claim with per-Queue limits must name each Queue once")
     # Checked in C when every count is a plain int (a planner's round: one per Queue
-    # asked, issue 13); the loop below only runs to name what is wrong.
+    # asked); the loop below only runs to name what is wrong.
     if not (set(map(type, limits)) <= {int} and min(limits, default=0) >= 0):
         for count in limits:
             if not isinstance(count, int) or isinstance(count, bool):
@@ -294,7 +294,8 @@ class Store(Protocol):
         ...
 
     def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
-        """Leased jobs whose lease expired at or before `now`, oldest expiry first."""
+        """Leased jobs whose lease expired at or before `now`, oldest expiry first, at most
+        `limit` (none when `limit` <= 0)."""
         ...
 
     def expire_lease(
@@ -351,7 +352,8 @@ class Store(Protocol):
         name: str | None = None,
     ) -> list[JobRecord]:
         """Jobs in id order (`newest`: descending), optionally filtered by Queue, state and
-        job `name` (exact); `offset` skips that many matching jobs first (paging).
+        job `name` (exact); `offset` skips that many matching jobs first (paging), and at
+        most `limit` come back (none when `limit` <= 0: it is never "no limit").
         `newest` with a finished `state`: the most recently finished first (`finished_at`,
         then id, descending; `listing_statement`)."""
         ...
@@ -360,7 +362,7 @@ class Store(Protocol):
         """How many jobs each (Queue, state) pair holds; pairs with none are left out."""
         ...
 
-    # -- the dashboard's "when will it run?" (branch dashboard) --------------------------
+    # -- the dashboard's "when will it run?" ---------------------------------------------
 
     def due_position(self, job_id: int, now: datetime) -> int | None:
         """How many due jobs of its Queue a claim takes before the scheduled job `job_id`
@@ -398,7 +400,7 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
-    # -- transactional enqueue (branch integrate) -------------------------------------------
+    # -- transactional enqueue --------------------------------------------------------------
 
     def enqueue_on(
         self, connection: object, jobs: Sequence[NewJob], now: datetime
@@ -417,7 +419,7 @@ class Store(Protocol):
         ...
 
 
-    # -- worker registry (branch registry) -------------------------------------------------
+    # -- worker registry -------------------------------------------------------------------
 
     def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
         """Insert or replace `worker`'s row (its `last_seen` becomes `now`; `alive` is not
@@ -476,8 +478,7 @@ class Store(Protocol):
 class AsyncTransactionalEnqueue(Protocol):
     """A store that can also enqueue on the caller's *async* connection (PostgreSQL:
     `psycopg.AsyncConnection`), awaiting its statements on the caller's event loop.
-    `enqueue_async` with `configure(connection=...)` uses it when the store has it.
-    (branch integrate)"""
+    `enqueue_async` with `configure(connection=...)` uses it when the store has it."""
 
     async def enqueue_on_async(
         self, connection: object, jobs: Sequence[NewJob], now: datetime
@@ -533,7 +534,7 @@ class WalCheckpointing(Protocol):
         ...
 
 
-# -- Schedules (branch schedules) ---------------------------------------------------------
+# -- Schedules ----------------------------------------------------------------------------
 
 
 @runtime_checkable

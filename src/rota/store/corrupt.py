@@ -14,15 +14,23 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from typing import Protocol
 
-from rota.core.jobs import JobRecord
-from rota.store.base import Store, StoreError
+from rota.core.jobs import JobRecord, Lease
+from rota.store.base import StoreError
 
 logger = logging.getLogger("rota")
 
 
+class Quarantining(Protocol):
+    """What `quarantine_undecodable` needs of a store: its `quarantine` (the SQL stores'
+    claims part calls it, which is not a whole `Store` on its own)."""
+
+    def quarantine(self, lease: Lease, now: datetime, error: str) -> bool: ...
+
+
 def quarantine_undecodable(
-    store: Store, jobs: list[JobRecord], now: datetime
+    store: Quarantining, jobs: list[JobRecord], now: datetime
 ) -> list[JobRecord]:
     """Quarantine the claimed `jobs` whose arguments cannot be decoded; return the rest.
 

@@ -68,7 +68,7 @@ class MemoryStore:
         # that last took it; that job holds the key while it is live (LIVE_STATES).
         self._keys: dict[int, tuple[str, str]] = {}
         self._key_holder: dict[tuple[str, str], int] = {}
-        self._schedules: dict[str, ScheduleRow] = {}  # schedules (branch schedules)
+        self._schedules: dict[str, ScheduleRow] = {}
         # Worker registry: rows by worker id, history by (minute, group, Queue, outcome),
         # groups as last registered.
         self._workers: dict[str, WorkerInfo] = {}
@@ -185,8 +185,8 @@ class MemoryStore:
         it was before, to `taken`."""
         claimed = Claimed()
         controlled: list[str] = []
-        # With tenants this loop runs once per Queue asked, for about one job each (issue
-        # 13): what it reads of `self` is read once, and a Queue with no due entry costs a
+        # With many tenant Queues this loop runs once per Queue asked, for about one job
+        # each: what it reads of `self` is read once, and a Queue with no due entry costs a
         # lookup or two.
         settings_of, heap_of, jobs, leased_of = (
             self._settings.get, self._due.get, self._jobs, self._leased)
@@ -354,6 +354,8 @@ class MemoryStore:
         return Renewal(renewed, cancel_requested)
 
     def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
+        if limit <= 0:
+            return []
         with self._lock:
             expired: list[JobRecord] = []
             ended: list[int] = []
@@ -515,6 +517,8 @@ class MemoryStore:
         offset: int = 0,
         name: str | None = None,
     ) -> list[JobRecord]:
+        if limit <= 0:
+            return []
         with self._lock:
             found: list[JobRecord] = []
             skip = offset
@@ -544,7 +548,7 @@ class MemoryStore:
                 counts[(job.queue, job.state)] += 1
         return dict(counts)
 
-    # -- the dashboard's "when will it run?" (branch dashboard) --------------------------
+    # -- the dashboard's "when will it run?" ---------------------------------------------
 
     def due_position(self, job_id: int, now: datetime) -> int | None:
         with self._lock:
@@ -561,7 +565,7 @@ class MemoryStore:
     def close(self) -> None:
         pass
 
-    # -- Schedules (branch schedules) -----------------------------------------------------
+    # -- Schedules ------------------------------------------------------------------------
 
     def register_schedules(self, schedules: Sequence[ScheduleRegistration],
                            now: datetime) -> None:
@@ -600,7 +604,7 @@ class MemoryStore:
         with self._lock:
             return [self._schedules[name] for name in sorted(self._schedules)]
 
-    # -- worker registry (branch registry) -------------------------------------------------
+    # -- worker registry -------------------------------------------------------------------
 
     def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
         with self._lock:

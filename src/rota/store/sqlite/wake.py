@@ -1,38 +1,40 @@
-"""Wake-ups between processes sharing one SQLite file on one host (issue 14).
+"""Wake-ups between processes sharing one SQLite file on one host (SQLite has no
+notifications): the watcher behind `SQLiteStore.listen`, and the datagrams that wake it.
 
-SQLite has no notifications. Each waiting watcher (`SQLiteStore.listen`) binds a Unix
-datagram socket in a directory beside the database file, `<db>.rota-wake/<pid>-<token>.sock`;
-after each enqueue commits, the enqueuing store sends one datagram to every socket in that
-directory (but its own). An enqueue's datagram carries nothing (`w`): it only tells the
-watcher to look now instead of at its next `PRAGMA data_version` poll, which finds the new
-jobs by id. A change that makes existing jobs claimable again (a requeue, a resume, a limit
-change) adds no id to find, so its datagrams name the Queues (`q` and the names, one per
-line; Queue names hold no whitespace), in as many datagrams as the names need. The poll
-stays the safety net for everything the datagrams miss (a transactional enqueue on the
-caller's connection, a platform without AF_UNIX datagram sockets, a directory rota may not
-write, a path too long for a socket address, a receive buffer full): a requeue it misses
-is found by the worker's own poll (`poll_interval`).
+The watcher is a thread with its own connection that reads `PRAGMA data_version` (it
+changes only when another connection commits) and, when it changed, the Queues of the jobs
+added since: every 20 ms, and at once when a datagram comes. It binds a Unix datagram
+socket in `<db>.rota-wake/`; after a commit that adds jobs, a store sends an empty
+datagram (`w`) to every socket there but its own. A change that makes jobs claimable
+again (a requeue, a resume, a limit change) adds no id to find, so its datagrams name the
+Queues (`q`, then the names one per line).
 
-Rules that keep it an optimisation only:
-- Nothing here raises into the caller: every failure means "poll only", logged at DEBUG.
-- Sending never blocks (a full receive buffer already holds a wake-up for that watcher).
-- A socket file whose owner is gone (the process was killed) answers ECONNREFUSED: the
-  sender removes it. ENOENT (removed meanwhile) is ignored.
+An optimisation only: nothing here raises into the caller (a failure means "poll only",
+logged at DEBUG); sending never blocks (a full receive buffer already holds a wake-up); a
+socket whose owner died answers ECONNREFUSED, and the sender removes it.
 
-Imports only the standard library.
+Imports only the standard library and the SQLite statements.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import secrets
 import select
 import socket
+import sqlite3
 import threading
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING
+
+from rota.store.sqlite.schema import sql
+
+if TYPE_CHECKING:
+    from rota.store.sqlite.connection import SQLiteConnection
 
 log = logging.getLogger(__name__)
 
@@ -220,3 +222,114 @@ class WakeSender:
         self._closed = True
         if self._sock is not None:
             self._sock.close()
+
+
+class _EnqueueWatcher:
+    """The thread behind `SQLiteStore.listen`. Owns its connection and its wake-up
+    socket (None: poll only)."""
+
+    INTERVAL_S = 0.02
+    UNEXPECTED_BACKOFF_S = 1.0
+    # At most one datagram-driven check per gap: a process enqueueing thousands of single
+    # jobs a second must not make every idle worker check after each one (measured:
+    # docs/benchmarks.md). Datagrams arriving meanwhile wait in the socket, read in one go.
+    MIN_WAKE_GAP_S = 0.001
+
+    def __init__(self, store: SQLiteConnection, on_enqueue: Callable[[str], None]) -> None:
+        self._on_enqueue = on_enqueue
+        self._url = store.url
+        self._sender = store._wake  # None when read-only: it creates nothing beside the file
+        self._woken_at = -math.inf
+        self._stopping = threading.Event()
+        self._conn = store._connect_read_only(immutable=False) if store.read_only else (
+            sqlite3.connect(store.path, timeout=store._busy_timeout_s, isolation_level=None,
+                            check_same_thread=False))  # opened here, used by the thread
+        # Bound before the first read: an enqueue that commits after that read sends a
+        # datagram that wakes the first wait (one that commits before it is not new).
+        self.wake: WakeListener | None = None
+        try:
+            if self._sender is not None and (
+                    listener := WakeListener.bind(wake_directory(store.path))) is not None:
+                self._sender.add_own(listener.name)  # our own enqueues do not wake us
+                self.wake = listener
+            with store._translate("starting the enqueue watcher"):
+                self._version = self._conn.execute(sql("data_version")).fetchone()[0]
+                self._newest = int(self._conn.execute(sql("newest_job_id")).fetchone()[0])
+        except BaseException:
+            self._close_wake()
+            self._conn.close()
+            raise
+        self._thread = threading.Thread(
+            target=self._run, name="rota-sqlite-watch", daemon=True
+        )
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        wake = self.wake  # read once: the thread may close it meanwhile (a poke then misses)
+        if wake is not None:
+            wake.poke()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        elif not self._thread.is_alive() and self.wake is not None:
+            self._close_wake()  # never started: _run's finally will not do it
+
+    def _wait(self, delay_s: float) -> bool:
+        """Wait for a wake-up datagram or `delay_s`; True if stopping."""
+        if self.wake is None:
+            return self._stopping.wait(delay_s)
+        rest_s = self._woken_at + self.MIN_WAKE_GAP_S - time.monotonic()
+        if rest_s > 0:
+            if self._stopping.wait(rest_s):
+                return True
+            delay_s = max(delay_s - rest_s, 0.0)
+        if self.wake.wait(delay_s):
+            self._woken_at = time.monotonic()
+        return self._stopping.is_set()
+
+    def _close_wake(self) -> None:
+        wake, self.wake = self.wake, None
+        if wake is not None:
+            if self._sender is not None:
+                self._sender.remove_own(wake.name)
+            wake.close()
+
+    def _run(self) -> None:
+        delay_s = self.INTERVAL_S
+        try:
+            while not self._wait(delay_s):
+                delay_s = self.INTERVAL_S
+                try:
+                    self._check()
+                except sqlite3.Error as error:  # busy, or the file went away: try later
+                    log.debug("enqueue watcher on %s: %s", self._url, error)
+                except Exception:
+                    # Anything else (a bug): log it, back off, go on; hints are only an
+                    # optimisation, but a dead watcher would be silent.
+                    delay_s = self.UNEXPECTED_BACKOFF_S
+                    log.exception("enqueue watcher on %s failed unexpectedly; retrying in "
+                                  "%.0f s", self._url, delay_s)
+        finally:
+            self._close_wake()
+            self._conn.close()
+
+    def _check(self) -> None:
+        # Queues named by datagrams (requeues, resumes, limit changes: no new id to find)
+        # are hinted whatever data_version says: they were sent after their commit.
+        wake = self.wake  # read once: stop() may close it meanwhile
+        hinted = dict.fromkeys(wake.take_named() if wake is not None else ())
+        version = self._conn.execute(sql("data_version")).fetchone()[0]
+        if version != self._version:
+            self._version = version
+            rows = self._conn.execute(sql("enqueued_since"),
+                                      {"after": self._newest}).fetchall()
+            for queue, newest in rows:
+                self._newest = max(self._newest, int(newest))
+                hinted[str(queue)] = None
+        for queue in hinted:
+            try:
+                self._on_enqueue(queue)
+            except Exception:
+                log.exception("an on_enqueue callback failed; hint dropped")

@@ -1,0 +1,253 @@
+"""Claims and the outcomes written in batches on PostgreSQL: `claim` (with the outcomes
+it carries and the Queues it probes), `complete`, `release` and `heartbeat`.
+
+A claim locks due jobs with `FOR UPDATE SKIP LOCKED` on the partial index of scheduled
+jobs, so finished rows never slow it, and skips paused Queues (`queue_settings`, no
+cache). Over a Queue with a limit it is a transaction instead: lock the Queue's settings
+row, then claim with a snapshot taken after the lock (claim_limited.sql says why).
+Batched outcomes are one `UPDATE ... FROM unnest(...)`, fenced by (id, owner, attempt).
+
+Imports the core, the store contract, the PostgreSQL modules and psycopg.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from datetime import datetime
+
+import psycopg
+
+from rota.core.jobs import (
+    CANCELLED_ON_REQUEST,
+    JobRecord,
+    JobState,
+    Lease,
+    decode_stored_arguments,
+    new_record,
+)
+from rota.core.outcomes import Succeeded
+from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
+from rota.store.corrupt import quarantine_undecodable
+from rota.store.postgres.connection import PostgresConnection
+from rota.store.postgres.schema import COMPLETING, lease_columns, text_array, utc
+from rota.store.sql_base import Row
+
+
+def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at: datetime
+                   ) -> JobRecord:
+    """A row of claim.sql, which leaves out what the claim itself set."""
+    (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
+     created_at, trace_context) = row
+    # A row that cannot be decoded gives a record with `arguments_error` set instead of
+    # raising (rota.store.corrupt).
+    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
+    # Every field in order (new_record: ~5x cheaper than JobRecord's keywords): finished_at,
+    # result, cancel_requested and key are those of a job just leased.
+    return new_record(
+        job_id, name, queue, JobState.LEASED, attempt, due_at, args, kwargs, last_error,
+        created_at, None, owner, lease_expires_at, started_at, None, False, arguments_error,
+        None, trace_context,
+    )
+
+
+class PostgresClaims(PostgresConnection):
+    # A worker writes its outcomes with its outcome writer, on another pooled connection
+    # while its next claim runs, rather than in the claim (`claim(..., outcomes=...)`
+    # still works): with them, the claim every handler of the next pass waits for took
+    # longer than the two statements side by side (docs/benchmarks.md, "Carried
+    # outcomes: per store").
+    outcomes_beside_claims = True
+
+    def claim(
+        self,
+        queues: Sequence[str],
+        limit: int,
+        *,
+        now: datetime,
+        owner: str,
+        lease_expires_at: datetime,
+        limits: Sequence[int] | None = None,
+        probe: Sequence[str] = (),
+        outcomes: Sequence[LeaseOutcome] = (),
+    ) -> Claimed:
+        # A Queue named twice (without limits) would be walked twice, its rows counted
+        # twice against the limit; the first mention decides its place.
+        caps = claim_caps(queues, limit, limits)
+        check_outcomes(outcomes)
+        if limit <= 0 or not caps or all(cap <= 0 for _, cap in caps):
+            if outcomes:
+                _, found, applied = self._claim_with_outcomes(
+                    None, list(probe), outcomes, utc(now))
+                return Claimed(due=[str(row[0]) for row in found if row[1]], applied=applied)
+            if not probe:
+                return Claimed()
+            found, _ = self._run("probe", {"probe": list(probe), "now": utc(now)})
+            return Claimed(due=[str(row[0]) for row in found if row[1]])
+        params = {
+            "queues": text_array([queue for queue, _ in caps]),
+            # An int[] literal ('{20,5}'), cast in the SQL: psycopg's list-of-int dumper
+            # picks an element type per call, ~10 us a claim (docs/benchmarks.md Levers).
+            "limits": "{" + ",".join(str(min(cap, limit)) for _, cap in caps) + "}",
+            "limit": limit,
+            "now": utc(now),
+            "owner": owner,
+            "lease_expires_at": utc(lease_expires_at, "lease_expires_at"),
+        }
+        applied = 0
+        probed: list[str] = []
+        if probe or limits is not None:
+            # A planner's claim: probe its Queues (and those asked) in the same round trip.
+            probed = list(dict.fromkeys([*(queue for queue, _ in caps), *probe]))
+        if outcomes:
+            rows, found, applied = self._claim_with_outcomes(params, probed, outcomes, now)
+        elif probed:
+            rows, found = self._claim_and_probe(params, probed)
+        else:
+            rows, _ = self._run("claim", params)
+            found = []
+        if rows and rows[0][0] is None:  # a Queue has a limit: claim.sql leased nothing
+            # (With outcomes, they were committed by then: see the module doc of base.)
+            rows = self._claim_limited(params)
+            if probed:  # the probe ran before this claim: ask again what it left
+                found, _ = self._run("probe", {"probe": probed, "now": params["now"]})
+        wanted = set(probe)
+        return Claimed(
+            quarantine_undecodable(
+                self, [_leased_record(row, owner, lease_expires_at, now) for row in rows],
+                now),
+            due=[str(row[0]) for row in found if row[1] and row[0] in wanted],
+            controlled=[str(row[0]) for row in found if row[2]],
+            applied=applied,
+        )
+
+    def _claim_with_outcomes(
+        self, params: Mapping[str, object] | None, probed: list[str],
+        outcomes: Sequence[LeaseOutcome], now: datetime,
+    ) -> tuple[list[Row], list[Row], int]:
+        """The outcomes' statements, then claim.sql (unless `params` is None) and
+        probe.sql (if `probed`), in one transaction sent as one pipeline: BEGIN, the
+        statements and COMMIT go out together, one network round trip and one commit.
+        Outcomes that are all successes (a drain's usual pass) ride in the claim
+        statement itself (claim_completing); alone, that is one statement and needs no
+        BEGIN or COMMIT.
+        Returns the claim's rows, the probe's rows and how many outcomes were applied."""
+        statements = self._outcome_statements(outcomes, now)
+        claim_name, completing = "claim", False
+        if params is not None and len(statements) == 1 and statements[0][0] in COMPLETING:
+            claim_name, completing = COMPLETING[statements[0][0]], True
+            params = {**statements[0][1], **params}
+            statements = []
+            if not probed:
+                rows, _ = self._run(claim_name, params)
+                return rows[1:], [], rows[0][3]
+        with self._cursor("claim") as cursor:
+            conn = cursor.connection
+            writes: list[psycopg.Cursor[Row]] = []
+            claimed = conn.cursor() if params is not None else None
+            second = conn.cursor() if probed else None
+            try:
+                # BEGIN and COMMIT as plain statements: psycopg's transaction() syncs the
+                # pipeline as it starts and ends (four round trips instead of one, counted).
+                with conn.pipeline():
+                    cursor.execute("BEGIN")
+                    for name, statement_params in statements:
+                        write = conn.cursor()
+                        write.execute(self._query(name), statement_params)
+                        writes.append(write)
+                    if claimed is not None:
+                        claimed.execute(self._query(claim_name), params)
+                    if second is not None:
+                        second.execute(self._query("probe"), {"probe": probed, "now": now})
+                    cursor.execute("COMMIT")
+            except psycopg.Error:
+                # A failed statement aborts the transaction, and the pipeline skips the
+                # rest (COMMIT included): roll back rather than hand the pool a failed
+                # transaction.
+                with suppress(psycopg.Error):
+                    conn.rollback()
+                raise
+            applied = sum(write.rowcount for write in writes)
+            rows = claimed.fetchall() if claimed is not None else []
+            if completing:
+                applied, rows = rows[0][3], rows[1:]
+            found = second.fetchall() if second is not None else []
+            return rows, found, applied
+
+    def _outcome_statements(
+        self, outcomes: Sequence[LeaseOutcome], now: datetime
+    ) -> list[tuple[str, dict[str, object]]]:
+        """The statements that apply `outcomes`, as `complete`, `retry` and the other
+        outcome methods run them: every success in one statement."""
+        statements: list[tuple[str, dict[str, object]]] = []
+        successes = [(lease, outcome.result_json) for lease, outcome in outcomes
+                     if isinstance(outcome, Succeeded)]
+        if successes:
+            leases = [lease for lease, _ in successes]
+            results = [result for _, result in successes]
+            if all(result is None for result in results):
+                statements.append(("complete", {"now": now, **lease_columns(leases)}))
+            else:
+                statements.append(("complete_results", {
+                    "now": now, "results": results, **lease_columns(leases)}))
+        statements.extend(self._single_outcomes(outcomes, now))
+        return statements
+
+    def _claim_and_probe(
+        self, params: Mapping[str, object], probed: list[str]
+    ) -> tuple[list[Row], list[Row]]:
+        """claim.sql and probe.sql pipelined: one network round trip; the probe runs after
+        the claim (each its own transaction), so it sees what the claim left."""
+        with self._cursor("claim") as cursor:
+            conn = cursor.connection
+            with conn.pipeline(), conn.cursor() as second:
+                cursor.execute(self._query("claim"), params)
+                second.execute(self._query("probe"), {"probe": probed, "now": params["now"]})
+                rows = cursor.fetchall()
+                found = second.fetchall()
+            return rows, found
+
+    def _claim_limited(self, params: Mapping[str, object]) -> list[Row]:
+        """A claim over Queues of which some have a concurrency limit: lock their settings
+        rows, then claim with a snapshot taken after the lock (claim_limited.sql says why),
+        in one transaction."""
+        with self._cursor("claim") as cursor, cursor.connection.transaction():
+            cursor.execute(self._query("claim_limited_plan"))
+            cursor.execute(self._query("lock_queue_limits"), {"queues": params["queues"]})
+            cursor.execute(self._query("claim_limited"), params)
+            return cursor.fetchall()
+
+    def complete(
+        self, leases: Sequence[Lease], now: datetime,
+        results: Sequence[str | None] | None = None,
+    ) -> int:
+        if not leases:
+            return 0
+        if results is None or all(result is None for result in results):
+            _, count = self._run("complete", {"now": now, **lease_columns(leases)})
+            return count
+        if len(results) != len(leases):
+            raise ValueError(f"complete got {len(leases)} leases but {len(results)} results")
+        _, count = self._run("complete_results", {
+            "now": now, "results": list(results), **lease_columns(leases),
+        })
+        return count
+
+    def release(self, leases: Sequence[Lease], now: datetime) -> int:
+        if not leases:
+            return 0
+        _, count = self._run("release", {
+            "now": utc(now), "cancelled_error": CANCELLED_ON_REQUEST, **lease_columns(leases),
+        })
+        return count
+
+    def heartbeat(
+        self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime
+    ) -> Renewal:
+        if not leases:
+            return Renewal()
+        rows, _ = self._run("heartbeat", {
+            "now": utc(now), "lease_expires_at": utc(lease_expires_at, "lease_expires_at"),
+            **lease_columns(leases),
+        })
+        return Renewal((row[0] for row in rows), (row[0] for row in rows if row[1]))

@@ -1,0 +1,302 @@
+"""Writing jobs on PostgreSQL: `enqueue` (and `enqueue_on`, inside the caller's
+transaction, sync or async), the requeues, `purge`, and the writes of schedules and of
+the worker registry (their reads are shared: rota.store.sql_base). An enqueue of
+thousands of jobs is one `INSERT ... SELECT FROM unnest(...)`, ids in input order, with
+one NOTIFY per Queue touched; a requeue sends the same hint from its statement.
+
+Imports the core, the store contract, the PostgreSQL modules and psycopg.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Generator, Mapping, Sequence
+from datetime import datetime
+
+import psycopg
+from psycopg.rows import tuple_row
+
+from rota.core.jobs import JobState, NewJob, check_new_jobs, check_requeueable
+from rota.core.retention import purgeable_states
+from rota.core.schedules import FireOutcome, ScheduleRegistration
+from rota.core.workers import ServedCount, WorkerInfo, minute_of
+from rota.store.base import StoreError
+from rota.store.postgres.connection import PostgresConnection
+from rota.store.postgres.schema import utc
+from rota.store.registry_rows import policy_columns
+from rota.store.sql_base import Row
+
+_Steps = Generator[tuple[str, dict[str, object]], list[Row], list[int]]
+
+
+def _enqueue_statement(params: Mapping[str, object]) -> str:
+    """enqueue_traced.sql for a batch with trace contexts (enqueued inside a span), else
+    enqueue.sql."""
+    return "enqueue_traced" if "trace_contexts" in params else "enqueue"
+
+
+class PostgresJobs(PostgresConnection):
+    def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
+        if not jobs:
+            return []
+        params = self._enqueue_params(jobs, now)
+        if all(job.key is None for job in jobs):
+            rows, _ = self._run(_enqueue_statement(params), params)
+            return [row[0] for row in rows]
+        # Unique jobs: a few statements, so one transaction on the pooled connection.
+        with self._cursor("enqueue") as cursor, cursor.connection.transaction():
+            return self._enqueue_keyed(cursor, jobs, params)
+
+    def _enqueue_params(self, jobs: Sequence[NewJob], now: datetime) -> dict[str, object]:
+        """enqueue.sql's parameters, after the checks every store makes."""
+        check_new_jobs(jobs)  # the same jobs refused on every store
+        # Arguments are JSON text from encode_arguments; the statement's ::json cast checks
+        # them again, atomically (decoding them here too cost ~40% of enqueue time).
+        # Array parameters are sent in binary (%(name)b): 10x cheaper to encode than text.
+        for job in jobs:
+            utc(job.due_at, "due_at")
+        params: dict[str, object] = {
+            "now": utc(now),
+            "names": [job.name for job in jobs],
+            "queues": [job.queue for job in jobs],
+            "due_ats": [job.due_at for job in jobs],
+            "args": [job.args_json for job in jobs],
+            "kwargs": [job.kwargs_json for job in jobs],
+            "channel": self.channel,
+        }
+        if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
+            params["trace_contexts"] = [job.trace_context for job in jobs]
+        return params
+
+    def _enqueue_keyed(self, cursor: psycopg.Cursor[Row], jobs: Sequence[NewJob],
+                       params: dict[str, object]) -> list[int]:
+        """Enqueue a batch that has keys on `cursor` (inside a transaction): the
+        statements of `_keyed_steps`, run one after another."""
+        steps = self._keyed_steps(jobs, params)
+        query, query_params = next(steps)
+        while True:
+            cursor.execute(query, query_params)
+            try:
+                query, query_params = steps.send(cursor.fetchall())
+            except StopIteration as done:
+                ids: list[int] = done.value
+                return ids
+
+    async def _enqueue_keyed_async(self, cursor: psycopg.AsyncCursor[Row],
+                                   jobs: Sequence[NewJob], params: dict[str, object]
+                                   ) -> list[int]:
+        steps = self._keyed_steps(jobs, params)
+        query, query_params = next(steps)
+        while True:
+            await cursor.execute(query, query_params)
+            try:
+                query, query_params = steps.send(await cursor.fetchall())
+            except StopIteration as done:
+                ids: list[int] = done.value
+                return ids
+
+    def _keyed_steps(self, jobs: Sequence[NewJob], params: dict[str, object]) -> _Steps:
+        """The statements that enqueue a batch with keys, sans I/O: yields (query, params),
+        is sent each statement's rows, returns the ids in input order (a job not inserted
+        because a live job holds its name and key gets that job's id). The sync and the
+        async enqueue on a caller's connection both drive it.
+
+        Under READ COMMITTED each statement sees what committed before it started. The
+        INSERT waits for a concurrent enqueuer of the same key and then skips its job;
+        live_keys.sql, a later statement, sees that job. If the live job finished in
+        between (the key is free again), the job is inserted in another round."""
+        ids: list[int | None] = [None] * len(jobs)
+        pending = list(range(len(jobs)))
+        for _round in range(10):
+            batch = [jobs[index] for index in pending]
+            inserted = yield self._query("enqueue_keyed"), {
+                **params,
+                "names": [job.name for job in batch],
+                "queues": [job.queue for job in batch],
+                "due_ats": [job.due_at for job in batch],
+                "args": [job.args_json for job in batch],
+                "kwargs": [job.kwargs_json for job in batch],
+                "keys": [job.key for job in batch],
+                "trace_contexts": [job.trace_context for job in batch],
+            }  # rows (id, name, key), in input order
+            keyless = iter([row[0] for row in inserted if row[2] is None])
+            by_key = {(row[1], row[2]): row[0] for row in inserted if row[2] is not None}
+            missing: dict[tuple[str, str], list[int]] = {}
+            for index in pending:
+                job = jobs[index]
+                if job.key is None:
+                    ids[index] = next(keyless)
+                elif (job.name, job.key) in by_key:
+                    ids[index] = by_key[(job.name, job.key)]
+                else:
+                    missing.setdefault((job.name, job.key), []).append(index)
+            if missing:
+                holders = yield self._query("live_keys"), {
+                    "names": [name for name, _ in missing],
+                    "keys": [key for _, key in missing],
+                }
+                for name, key, job_id in holders:
+                    for index in missing.pop((name, key), []):
+                        ids[index] = job_id
+            pending = sorted(index for indexes in missing.values() for index in indexes)
+            if not pending:
+                return [job_id for job_id in ids if job_id is not None]
+        raise StoreError(
+            f"PostgreSQL store {self._url!r}: unique jobs kept finishing while being "
+            "enqueued (10 rounds); retry the enqueue"
+        )
+
+    def enqueue_on(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """Store `jobs` on the caller's `psycopg.Connection` (psycopg 3), inside its current
+        transaction: they exist if and only if the caller commits. The wake-up NOTIFY is
+        part of that transaction, so PostgreSQL delivers it to the workers at commit, and
+        not at all on rollback. An autocommit connection has no transaction to join: the
+        jobs commit at once, like any statement run on it.
+
+        The connection must reach the store's database; the store's schema is migrated
+        first if needed (on the store's own connection).
+
+        Raises:
+            TypeError: `connection` is not a `psycopg.Connection` (for an
+                `AsyncConnection`, see `enqueue_on_async`).
+            psycopg.Error: from the caller's connection, unchanged (the caller's
+                transaction is then aborted, as after any failed statement: roll it back).
+        """
+        if not isinstance(connection, psycopg.Connection):
+            raise TypeError(
+                f"PostgreSQL store {self._url!r} enqueues on a psycopg.Connection (psycopg "
+                f"3, sync); got {type(connection).__module__}.{type(connection).__qualname__}"
+            )
+        if not jobs:
+            return []
+        params = self._enqueue_params(jobs, now)
+        self._refuse_closed()
+        self._ensure_ready()  # migrated: the statement needs the schema
+        with connection.cursor(row_factory=tuple_row) as cursor:
+            if all(job.key is None for job in jobs):
+                cursor.execute(self._query(_enqueue_statement(params)), params)
+                return [row[0] for row in cursor.fetchall()]
+            if connection.autocommit:  # no transaction of the caller's: make one
+                with connection.transaction():
+                    return self._enqueue_keyed(cursor, jobs, params)
+            return self._enqueue_keyed(cursor, jobs, params)
+
+    async def enqueue_on_async(
+        self, connection: object, jobs: Sequence[NewJob], now: datetime
+    ) -> list[int]:
+        """`enqueue_on` for async code: on a `psycopg.AsyncConnection` the statements are
+        awaited on the caller's event loop; a sync `psycopg.Connection` is written on
+        inline, as `enqueue_on` does. The same rules otherwise.
+
+        Raises:
+            TypeError: `connection` is neither.
+            psycopg.Error: from the caller's connection, unchanged.
+        """
+        if not isinstance(connection, psycopg.AsyncConnection):
+            return self.enqueue_on(connection, jobs, now)
+        if not jobs:
+            return []
+        params = self._enqueue_params(jobs, now)
+        self._refuse_closed()
+        if not self._ready:
+            await asyncio.to_thread(self._ensure_ready)  # migrating blocks: off the loop
+        async with connection.cursor(row_factory=tuple_row) as cursor:
+            if all(job.key is None for job in jobs):
+                await cursor.execute(self._query(_enqueue_statement(params)), params)
+                return [row[0] for row in await cursor.fetchall()]
+            if connection.autocommit:  # no transaction of the caller's: make one
+                async with connection.transaction():
+                    return await self._enqueue_keyed_async(cursor, jobs, params)
+            return await self._enqueue_keyed_async(cursor, jobs, params)
+
+    def requeue(self, job_id: int, now: datetime) -> bool:
+        try:
+            _, count = self._run("requeue", {
+                "id": job_id, "now": utc(now), "channel": self.channel})
+        except StoreError as error:
+            # Unique jobs: a job of the same name and key was enqueued (committed) while
+            # this statement ran; its NOT EXISTS saw the snapshot before. Refused, as if
+            # that job had been there first.
+            if isinstance(error.__cause__, psycopg.errors.UniqueViolation):
+                return False
+            raise
+        return count == 1
+
+    def requeue_many(self, *, state: JobState, queue: str | None, now: datetime) -> int:
+        rows, _ = self._run("requeue_many", {
+            "state": check_requeueable(state).value, "queue": queue, "now": utc(now),
+            "channel": self.channel,
+        })
+        return int(rows[0][0])
+
+    def purge(
+        self, states: Sequence[JobState], finished_before: datetime, limit: int
+    ) -> int:
+        chosen = purgeable_states(states)
+        if limit <= 0:
+            return 0
+        _, count = self._run("purge", {
+            "states": [state.value for state in chosen],
+            "finished_before": utc(finished_before, "finished_before"),
+            "limit": limit,
+        })
+        return count
+
+    # -- the writes of schedules and of the worker registry (reads: sql_base) --------
+
+    def register_schedules(self, schedules: Sequence[ScheduleRegistration],
+                           now: datetime) -> None:
+        if not schedules:
+            return
+        self._run("register_schedules", {
+            "now": utc(now),
+            "names": [s.name for s in schedules],
+            "definitions": [s.definition for s in schedules],
+            "rules": [s.rule for s in schedules],
+            "timezones": [s.timezone for s in schedules],
+            "job_names": [s.job_name for s in schedules],
+            "queues": [s.queue for s in schedules],
+        })
+
+    def fire_schedule(self, name: str, definition: str, job: NewJob,
+                      now: datetime) -> FireOutcome:
+        rows, _ = self._run("fire_schedule", {
+            **self._fire_params(name, definition, job, now), "channel": self.channel})
+        job_id, stored, _hints = rows[0]
+        return FireOutcome(job_id, current=job_id is not None or stored == definition)
+
+    def register_worker(self, worker: WorkerInfo, now: datetime) -> None:
+        columns = [policy_columns(group) for group in worker.groups]
+        self._run("register_worker", {
+            **self._worker_params(worker, now),
+            "names": [group.name for group in worker.groups],
+            "kinds": [kind for kind, _, _ in columns],
+            "queue_lists": [queues for _, queues, _ in columns],
+            "weight_lists": [weights for _, _, weights in columns],
+            "pool_sizes": [group.pool_size for group in worker.groups],
+        })
+
+    def refresh_worker(
+        self,
+        worker_id: str,
+        now: datetime,
+        *,
+        dead_at: datetime,
+        in_flight: Mapping[str, int],
+        served: Sequence[ServedCount],
+        new: Sequence[ServedCount] = (),
+    ) -> bool:
+        # One INSERT may not touch a row twice: sum duplicates first.
+        summed: dict[tuple[str, str, str], int] = {}
+        for count in new:
+            key = (count.group, count.queue, count.outcome)
+            summed[key] = summed.get(key, 0) + count.count
+        rows, _ = self._run("refresh_worker", {
+            **self._refresh_params(worker_id, now, dead_at, in_flight, served),
+            "minute": minute_of(utc(now)),
+            "grps": [key[0] for key in summed], "queues": [key[1] for key in summed],
+            "outcomes": [key[2] for key in summed], "counts": list(summed.values()),
+        })
+        return bool(rows)

@@ -1,0 +1,157 @@
+"""LISTEN/NOTIFY wake-up hints: `listen` and the thread behind it.
+
+Every statement that adds jobs or makes them claimable again sends `pg_notify` on the
+channel `<schema>_enqueue` with the Queue as payload; PostgreSQL delivers it at commit.
+
+Imports the store contract, the PostgreSQL connection module and psycopg.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import socket
+import threading
+from collections.abc import Callable
+from contextlib import suppress
+from typing import Final
+
+import psycopg
+from psycopg import sql
+
+from rota.store.base import StoreError
+from rota.store.postgres.connection import Connection, PostgresConnection
+
+log = logging.getLogger(__name__)
+
+
+class PostgresListening(PostgresConnection):
+    def listen(self, on_enqueue: Callable[[str], None]) -> Callable[[], None]:
+        """Call `on_enqueue(queue)` for each enqueue hint, from a background thread.
+
+        LISTEN is in effect when this returns: every enqueue committed afterwards (by any
+        process) is reported, once per Queue per transaction. If the listening connection
+        drops, the thread reconnects with backoff; hints sent meanwhile are lost, which
+        only delays work until the next poll.
+
+        Returns:
+            A function that stops the thread and closes its connection (idempotent).
+
+        Raises:
+            StoreError: if PostgreSQL cannot be reached to start listening.
+        """
+        self._refuse_closed()
+        self._ensure_ready()
+        listener = _Listener(self, on_enqueue)
+        with self._listeners_lock:
+            self._listeners.add(listener.stop)
+
+        def stop() -> None:
+            listener.stop()
+            with self._listeners_lock:
+                self._listeners.discard(listener.stop)
+
+        return stop
+
+
+class _Listener:
+    """One LISTEN connection and the thread that reads it.
+
+    The thread waits in select() on the connection's socket and on a wake-up socket, so
+    `stop()` ends it at once, without polling or timeouts.
+    """
+
+    RECONNECT_DELAYS_S: Final = (0.1, 0.5, 1.0, 2.0, 5.0)
+
+    def __init__(self, store: PostgresConnection, on_enqueue: Callable[[str], None]) -> None:
+        self._store = store
+        self._on_enqueue = on_enqueue
+        self._stopping = threading.Event()
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        try:
+            self._conn: Connection | None = self._open()
+        except BaseException:
+            self._wake_reader.close()
+            self._wake_writer.close()
+            raise
+        self._thread = threading.Thread(
+            target=self._run, name=f"rota-listen-{store.schema}", daemon=True
+        )
+        self._thread.start()
+
+    def _open(self) -> Connection:
+        conn = self._store._connect()
+        try:
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._store.channel)))
+        except psycopg.Error as error:
+            conn.close()
+            self._store._fail("listen", error)
+        return conn
+
+    def stop(self) -> None:
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        with suppress(OSError):  # the thread may be gone already
+            self._wake_writer.send(b"\0")
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+        self._wake_writer.close()
+        self._wake_reader.close()
+
+    def _run(self) -> None:
+        failures = 0
+        try:
+            while not self._stopping.is_set():
+                if self._conn is None:
+                    delay = self.RECONNECT_DELAYS_S[
+                        min(failures, len(self.RECONNECT_DELAYS_S) - 1)
+                    ]
+                    if self._stopping.wait(delay):
+                        break
+                    try:
+                        self._conn = self._open()
+                        failures = 0
+                    except StoreError as error:
+                        failures += 1
+                        log.warning("cannot reconnect the LISTEN connection (retrying in "
+                                    "the background; polling goes on): %s", error)
+                        continue
+                try:
+                    self._read(self._conn)
+                except Exception as error:
+                    if self._stopping.is_set():
+                        break
+                    if isinstance(error, psycopg.Error | OSError | ValueError):
+                        log.warning("the LISTEN connection dropped (%s); reconnecting",
+                                    str(error).strip().splitlines()[0] if str(error) else
+                                    type(error).__name__)
+                    else:  # a bug: say so loudly, then carry on as after a drop
+                        log.exception("the LISTEN thread failed unexpectedly; reconnecting")
+                    self._conn.close()
+                    self._conn = None
+                    failures += 1
+        finally:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _read(self, conn: Connection) -> None:
+        """Wait for hints and deliver them, until stopped or the connection fails."""
+        pgconn = conn.pgconn
+        channel = self._store.channel.encode()
+        wake = self._wake_reader.fileno()
+        while not self._stopping.is_set():
+            readable, _, _ = select.select([pgconn.socket, wake], [], [])
+            if wake in readable:
+                return
+            pgconn.consume_input()
+            if pgconn.status != psycopg.pq.ConnStatus.OK:
+                raise psycopg.OperationalError("the LISTEN connection was closed")
+            while (notify := pgconn.notifies()) is not None:
+                if notify.relname != channel:
+                    continue
+                try:
+                    self._on_enqueue(notify.extra.decode())
+                except Exception:
+                    log.exception("an on_enqueue callback failed; hint dropped")

@@ -1,0 +1,436 @@
+"""What the SQLite and PostgreSQL stores share: their SQL files, the migration runner, and
+the contract methods that only run one named statement and map its rows.
+
+A dialect subclasses `SqlStore` and supplies its hooks (declared there): how a statement
+runs (connection, transaction, errors), how a time is stored, which statements end a
+lease, how other processes hear of claimable jobs, the migration steps. What differs in
+substance stays in the dialect: enqueueing, claims and the batched outcomes (complete,
+release, heartbeat), requeues, purges, the registry's and the schedules' writes,
+wake-ups, connections.
+
+Imports the core and the store contract, never an adapter.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cache
+from importlib.resources import files
+from types import MappingProxyType
+from typing import Any, ClassVar, Final, Generic, TypeVar
+
+from rota.core.jobs import (
+    CANCELLED_ON_REQUEST,
+    JobRecord,
+    JobState,
+    Lease,
+    NewJob,
+    check_new_jobs,
+    decode_result,
+    decode_stored_arguments,
+)
+from rota.core.outcomes import Cancelled, DeadLettered, RetryAt, Succeeded
+from rota.core.queue_controls import (
+    QueueInfo,
+    QueueSettings,
+    build_queue_infos,
+    validate_queue_limit,
+)
+from rota.core.queues import validate_queue_name
+from rota.core.schedules import ScheduleRow
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
+from rota.store.base import LeaseOutcome, SchemaTooNew, listing_statement
+from rota.store.registry_rows import (
+    group_from_columns,
+    groups_from_json,
+    groups_json,
+    in_flight_json,
+    served_from_json,
+    served_json,
+)
+
+Row = tuple[Any, ...]
+STATES: Final = {state.value: state for state in JobState}
+Conn = TypeVar("Conn")
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str  # the file's name without ".sql"
+    description: str
+    statements: tuple[str, ...]
+
+
+class SqlFiles:
+    """The SQL files of one dialect, `sql/<dialect>/<name>.sql` beside this module, read
+    through importlib.resources (so they load from a wheel or a zip too), each read once.
+    A migration's file name matches `migration_file`: group 1 is its version, group 2 its
+    description; `split` cuts its script into the statements the dialect runs."""
+
+    def __init__(self, dialect: str, migration_file: str,
+                 split: Callable[[str], Sequence[str]]) -> None:
+        self._dialect = dialect
+        self._folder = files("rota.store").joinpath("sql", dialect)
+        self._migration_file = re.compile(migration_file)
+        self._split = split
+        self._migrations: tuple[Migration, ...] | None = None
+        # A cache in C: the hot paths look their statement up on every call.
+        self.text: Callable[[str], str] = cache(
+            lambda name: self._folder.joinpath(f"{name}.sql").read_text(encoding="utf-8"))
+
+    def migrations(self) -> tuple[Migration, ...]:
+        """Every migration, in version order; versions run 1, 2, 3, ... with no gap."""
+        if self._migrations is None:
+            found: list[Migration] = []
+            for entry in self._folder.iterdir():
+                match = self._migration_file.fullmatch(entry.name)
+                if match is not None:
+                    script = entry.read_text(encoding="utf-8")
+                    found.append(Migration(int(match[1]), entry.name.removesuffix(".sql"),
+                                           match[2].replace("_", " "),
+                                           tuple(self._split(script))))
+            found.sort(key=lambda migration: migration.version)
+            versions = [migration.version for migration in found]
+            if versions != list(range(1, len(found) + 1)):  # a packaging mistake
+                raise RuntimeError(f"rota's {self._dialect} migrations must be numbered "
+                                   f"1, 2, 3, ...; found {versions}")
+            self._migrations = tuple(found)
+        return self._migrations
+
+    def known_version(self) -> int:
+        """The newest schema version this rota knows."""
+        return len(self.migrations())
+
+
+def fence(lease: Lease) -> dict[str, object]:
+    """The parameters every statement fenced by a lease takes."""
+    return {"id": lease.job_id, "owner": lease.owner, "attempt": lease.attempt}
+
+
+_ENDING: Final = {JobState.DEAD_LETTERED: "dead-lettering a job",
+                  JobState.QUARANTINED: "quarantining a job",
+                  JobState.CANCELLED: "cancelling a leased job"}
+
+
+class SqlStore(ABC, Generic[Conn]):
+    """The part of the `Store` contract that is the same on every SQL dialect, over the
+    hooks below that each dialect supplies. `Conn` is the dialect's connection type."""
+
+    _url: str
+    _schema_label: str  # the database and schema, as messages name them
+    _files: ClassVar[SqlFiles]
+    # The statement that ends a lease in each end state, and the two that end an expired
+    # one: (retrying it, dead-lettering it).
+    _END_LEASE: ClassVar[Mapping[JobState, str]]
+    _EXPIRE_LEASE: ClassVar[tuple[str, str]]
+    # Parameters of the statements that make jobs claimable again, for their NOTIFY.
+    _hints: Mapping[str, object] = MappingProxyType({})
+
+    # -- hooks --------------------------------------------------------------------------
+
+    @abstractmethod
+    def _run(self, name: str, params: Mapping[str, object], doing: str, *,
+             write: bool = False) -> tuple[list[Row], int]:
+        """Run the named statement; its rows (if any) and its row count. `doing` names the
+        call in SQLite's messages (PostgreSQL's name the statement); a `write` runs in
+        SQLite's write transaction."""
+
+    @abstractmethod
+    def _to_db_time(self, moment: datetime, what: str = "now") -> object:
+        """`moment` as the database stores it. Raises ValueError for a naive datetime."""
+
+    @abstractmethod
+    def _from_db_time(self, value: Any, /) -> datetime:
+        """A stored time as a timezone-aware datetime."""
+
+    def _wake_others(self, queues: Sequence[str] | None = None) -> None:
+        """After a commit that made jobs of `queues` claimable again: tell the workers of
+        other processes, when the statement did not do so itself. Never raises."""
+
+    @abstractmethod
+    def _schema_version_on(self, conn: Conn) -> int:
+        """The schema version of the database `conn` reaches (0: no schema yet)."""
+
+    @abstractmethod
+    def _migration_lock(self, conn: Conn) -> AbstractContextManager[None]:
+        """One transaction holding the lock that serialises migrators."""
+
+    @abstractmethod
+    def _apply_migration(self, conn: Conn, migration: Migration) -> None:
+        """Apply `migration` inside `_migration_lock`, recording its version."""
+
+    # -- migrations ---------------------------------------------------------------------
+
+    def _migrate_on(self, conn: Conn) -> list[int]:
+        """Bring the schema up to date; the versions applied. Safe when many processes
+        start on a fresh database at once: the version is read again under the lock, so
+        each migration runs exactly once, and an up-to-date schema takes no lock."""
+        migrations = self._files.migrations()
+        if self._checked_version(conn) == len(migrations):
+            return []
+        applied: list[int] = []
+        with self._migration_lock(conn):
+            for migration in migrations[self._checked_version(conn):]:
+                self._apply_migration(conn, migration)
+                applied.append(migration.version)
+        return applied
+
+    def _checked_version(self, conn: Conn) -> int:
+        """The schema version; SchemaTooNew if a newer rota migrated the database."""
+        version, known = self._schema_version_on(conn), self._files.known_version()
+        if version > known:
+            raise SchemaTooNew(
+                f"{self._schema_label} has schema version {version}, but this rota knows "
+                f"versions up to {known}: a newer rota migrated it. Upgrade rota to use it"
+            )
+        return version
+
+    # -- the contract -------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return self._url
+
+    def _record(self, row: Row) -> JobRecord:
+        """The record of a row in get_job.sql's columns (as every listing gives them);
+        undecodable arguments set `arguments_error` (rota.store.corrupt)."""
+        (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
+         created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
+         finished_at, key) = row
+        at = self._from_db_time
+        args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
+        return JobRecord(
+            id=job_id, name=name, queue=queue, state=STATES[state], attempt=attempt,
+            due_at=at(due_at), args=args, kwargs=kwargs, last_error=last_error,
+            created_at=at(created_at), lease_owner=lease_owner,
+            lease_expires_at=None if lease_expires_at is None else at(lease_expires_at),
+            started_at=None if started_at is None else at(started_at),
+            result=decode_result(result), cancel_requested=bool(cancel_requested),
+            arguments_error=arguments_error,
+            finished_at=None if finished_at is None else at(finished_at), key=key,
+        )
+
+    def get_job(self, job_id: int) -> JobRecord | None:
+        rows, _ = self._run("get_job", {"id": job_id}, "reading a job")
+        return self._record(rows[0]) if rows else None
+
+    def list_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        limit: int = 100,
+        newest: bool = False,
+        offset: int = 0,
+        name: str | None = None,
+    ) -> list[JobRecord]:
+        if limit <= 0:
+            return []
+        rows, _ = self._run(listing_statement(newest, state), {
+            "queue": queue, "state": None if state is None else state.value,
+            "limit": limit, "offset": offset, "name": name,
+        }, "listing jobs")
+        return [self._record(row) for row in rows]
+
+    def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
+        if limit <= 0:
+            return []
+        rows, _ = self._run("find_expired_leases", {
+            "now": self._to_db_time(now), "limit": limit}, "finding expired leases")
+        return [self._record(row) for row in rows]
+
+    def count_jobs(self) -> dict[tuple[str, JobState], int]:
+        rows, _ = self._run("count_jobs", {}, "counting jobs")
+        return {(queue, STATES[state]): count for queue, state, count in rows}
+
+    def due_position(self, job_id: int, now: datetime) -> int | None:
+        rows, _ = self._run("due_position", {"id": job_id, "now": self._to_db_time(now)},
+                            "finding a job's place among the due jobs")
+        return int(rows[0][0]) if rows else None
+
+    # -- outcomes of one job ------------------------------------------------------------
+
+    def _retry_params(self, lease: Lease, now: datetime, due_at: datetime, error: str
+                      ) -> dict[str, object]:
+        return {**fence(lease), "now": self._to_db_time(now),
+                "due_at": self._to_db_time(due_at, "due_at"), "error": error,
+                "cancelled_error": CANCELLED_ON_REQUEST}
+
+    def _end_lease_params(self, lease: Lease, now: datetime, state: JobState, error: str
+                          ) -> dict[str, object]:
+        return {**fence(lease), "state": state.value, "now": self._to_db_time(now),
+                "error": error}
+
+    def _single_outcomes(self, outcomes: Sequence[LeaseOutcome], now: datetime
+                         ) -> Iterator[tuple[str, dict[str, object]]]:
+        """The statement and parameters of each outcome but the successes (which the
+        dialects batch), as `retry`, `dead_letter`, `quarantine`, `cancel_leased` run them."""
+        for lease, outcome in outcomes:
+            if isinstance(outcome, RetryAt):
+                yield "retry", self._retry_params(lease, now, outcome.due_at, outcome.error)
+            elif not isinstance(outcome, Succeeded):
+                state = (JobState.DEAD_LETTERED if isinstance(outcome, DeadLettered) else
+                         JobState.CANCELLED if isinstance(outcome, Cancelled) else
+                         JobState.QUARANTINED)
+                yield self._END_LEASE[state], self._end_lease_params(
+                    lease, now, state, outcome.error)
+
+    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
+        return self._run("retry", self._retry_params(lease, now, due_at, error),
+                         "retrying a job", write=True)[1] == 1
+
+    def _end_lease(self, lease: Lease, now: datetime, state: JobState, error: str) -> bool:
+        return self._run(self._END_LEASE[state],
+                         self._end_lease_params(lease, now, state, error),
+                         _ENDING[state], write=True)[1] == 1
+
+    def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
+        return self._end_lease(lease, now, JobState.DEAD_LETTERED, error)
+
+    def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
+        return self._end_lease(lease, now, JobState.QUARANTINED, error)
+
+    def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
+        return self._end_lease(lease, now, JobState.CANCELLED, error)
+
+    def expire_lease(
+        self, lease: Lease, now: datetime, due_at: datetime | None, error: str
+    ) -> bool:
+        retrying, dead_lettering = self._EXPIRE_LEASE
+        return self._run(retrying if due_at is not None else dead_lettering, {
+            **fence(lease), "now": self._to_db_time(now),
+            "due_at": None if due_at is None else self._to_db_time(due_at, "due_at"),
+            "error": error, "cancelled_error": CANCELLED_ON_REQUEST,
+        }, "expiring a lease", write=True)[1] == 1
+
+    def cancel(self, job_id: int, now: datetime) -> bool:
+        return self._run("cancel", {"id": job_id, "now": self._to_db_time(now)},
+                         "cancelling a job", write=True)[1] == 1
+
+    # -- Queue controls -----------------------------------------------------------------
+
+    def _change_settings(self, name: str, params: Mapping[str, object]) -> QueueSettings:
+        rows, _ = self._run(name, {**params, **self._hints}, "changing Queue settings",
+                            write=True)
+        queue, paused, limit = rows[0]
+        if not paused:  # a resume or a new limit may leave room: other processes look now
+            self._wake_others([queue])
+        return QueueSettings(queue, paused=bool(paused), limit=limit)
+
+    def pause_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": True})
+
+    def resume_queue(self, queue: str) -> QueueSettings:
+        return self._change_settings(
+            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": False})
+
+    def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
+        return self._change_settings("set_queue_limit", {
+            "queue": validate_queue_name(queue), "limit": validate_queue_limit(limit)})
+
+    def queue_infos(self, now: datetime) -> list[QueueInfo]:
+        rows, _ = self._run("queue_infos", {"now": self._to_db_time(now)}, "reading Queues")
+        settings: list[QueueSettings] = []
+        counts: dict[tuple[str, JobState], int] = {}
+        due: dict[str, tuple[int, datetime | None]] = {}
+        for queue, state, count, due_count, oldest, paused, limit in rows:
+            if state is None:  # a settings row
+                settings.append(QueueSettings(queue, paused=bool(paused), limit=limit))
+                continue
+            counts[(queue, STATES[state])] = count
+            if due_count:
+                due[queue] = (due_count, None if oldest is None else self._from_db_time(oldest))
+        return build_queue_infos(settings, counts, due)
+
+    # -- schedules and the worker registry ----------------------------------------------
+
+    def _fire_params(self, name: str, definition: str, job: NewJob, now: datetime
+                     ) -> dict[str, object]:
+        """fire_schedule.sql's parameters, after the checks every enqueue makes."""
+        check_new_jobs([job])
+        return {"name": name, "definition": definition,
+                "fire_at": self._to_db_time(job.due_at, "due_at"), "job_name": job.name,
+                "queue": job.queue, "args": job.args_json, "kwargs": job.kwargs_json,
+                "now": self._to_db_time(now)}
+
+    def _worker_params(self, worker: WorkerInfo, now: datetime) -> dict[str, object]:
+        """register_worker.sql's parameters for the worker's own row."""
+        return {
+            "id": worker.id, "host": worker.host, "pid": worker.pid, "version": worker.version,
+            "started_at": self._to_db_time(worker.started_at, "started_at"),
+            "now": self._to_db_time(now), "dead_at": self._to_db_time(worker.dead_at, "dead_at"),
+            "groups": groups_json(worker.groups),
+            "in_flight": in_flight_json({g.name: g.in_flight for g in worker.groups}),
+            "served": served_json(worker.served),
+        }
+
+    def _refresh_params(self, worker_id: str, now: datetime, dead_at: datetime,
+                        in_flight: Mapping[str, int], served: Sequence[ServedCount]
+                        ) -> dict[str, object]:
+        """refresh_worker.sql's parameters for the worker's own row."""
+        return {"id": worker_id, "now": self._to_db_time(now),
+                "dead_at": self._to_db_time(dead_at, "dead_at"),
+                "in_flight": in_flight_json(in_flight), "served": served_json(served)}
+
+    def list_schedules(self) -> list[ScheduleRow]:
+        rows, _ = self._run("list_schedules", {}, "listing schedules")
+        at = self._from_db_time
+        return [
+            ScheduleRow(name, definition, rule, timezone, job_name, queue, at(registered_at),
+                        at(updated_at), None if last_fire_at is None else at(last_fire_at))
+            for (name, definition, rule, timezone, job_name, queue, registered_at,
+                 updated_at, last_fire_at) in rows
+        ]
+
+    def unregister_worker(self, worker_id: str) -> bool:
+        return self._run("unregister_worker", {"id": worker_id}, "unregistering a worker",
+                         write=True)[1] == 1
+
+    def remove_dead_workers(self, dead_before: datetime) -> int:
+        return self._run("remove_dead_workers", {
+            "dead_before": self._to_db_time(dead_before, "dead_before")},
+            "removing dead workers", write=True)[1]
+
+    def prune_served(self, before: datetime) -> int:
+        return self._run("prune_served", {"before": self._to_db_time(before, "before")},
+                         "pruning the served history", write=True)[1]
+
+    def list_workers(self, now: datetime) -> list[WorkerInfo]:
+        self._to_db_time(now)  # refuses a naive `now`, as every call taking a time does
+        rows, _ = self._run("list_workers", {}, "listing workers")
+        at = self._from_db_time
+        return [
+            WorkerInfo(
+                id=worker_id, host=host, pid=pid, version=version, started_at=at(started_at),
+                last_seen=at(last_seen), dead_at=at(dead_at),
+                groups=groups_from_json(groups, in_flight), served=served_from_json(served),
+                alive=now < at(dead_at),
+            )
+            for (worker_id, host, pid, version, started_at, last_seen, dead_at, groups,
+                 in_flight, served) in rows
+        ]
+
+    def served_counts(self, since: datetime) -> list[ServedCount]:
+        rows, _ = self._run("served_counts", {
+            "since": self._to_db_time(minute_of(since), "since")},
+            "reading the served history")
+        return [
+            ServedCount(group=group, queue=queue, outcome=outcome, count=count,
+                        minute=self._from_db_time(minute))
+            for minute, group, queue, outcome, count in rows
+        ]
+
+    def worker_groups(self) -> list[WorkerGroupInfo]:
+        rows, _ = self._run("worker_groups", {}, "reading Worker Groups")
+        return [
+            group_from_columns(name, kind, queues, weights, pool_size,
+                               self._from_db_time(seen_at))
+            for name, kind, queues, weights, pool_size, seen_at in rows
+        ]

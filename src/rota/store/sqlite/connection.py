@@ -1,0 +1,403 @@
+"""The SQLite store's file: its URL, opening it (writable or read-only), migrating it,
+and the one connection every call shares, guarded by one lock (docs/stores.md says why),
+with its transactions and errors. Every write runs in `BEGIN IMMEDIATE`: it takes the
+single write lock up front, so a claim's read and update are one atomic step across
+threads and processes, and waiting for the lock goes through the busy timeout. Only
+transaction control is spelled in Python; every statement is a file in `sql/sqlite/`.
+
+Imports only the standard library, the core, the store contract and the shared SQL base.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import ClassVar, Final, Self
+from urllib.parse import parse_qs
+
+from rota.core.jobs import JobState
+from rota.store.base import StoreConfigError, StoreError
+from rota.store.sql_base import Migration, Row, SqlStore
+from rota.store.sqlite.schema import FILES, at, schema_version_known, sql, statements, us
+from rota.store.sqlite.wake import WakeSender, _EnqueueWatcher, wake_directory
+
+EXPECTED_FORM: Final = "expected sqlite:///relative/path.db or sqlite:////absolute/path.db"
+DEFAULT_BUSY_TIMEOUT_S: Final = 5.0
+MINIMUM_SQLITE: Final = (3, 35, 0)  # UPDATE ... RETURNING
+
+
+def _is_busy(error: sqlite3.Error) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(error) or "busy" in str(error)
+
+
+def _require_sqlite_with_returning() -> None:
+    if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
+        needed = ".".join(map(str, MINIMUM_SQLITE))
+        raise StoreError(
+            f"rota's SQLite store needs SQLite {needed} or newer (for UPDATE ... RETURNING); "
+            f"this Python uses SQLite {sqlite3.sqlite_version}. Use a newer Python build, or "
+            "a postgresql:// store"
+        )
+
+
+class SQLiteConnection(SqlStore[sqlite3.Connection]):
+    """The store's file and connection; `SQLiteStore` documents the arguments."""
+
+    _files = FILES
+    _END_LEASE: ClassVar[Mapping[JobState, str]] = {
+        JobState.DEAD_LETTERED: "dead_letter", JobState.QUARANTINED: "quarantine",
+        JobState.CANCELLED: "cancel_leased"}
+    _EXPIRE_LEASE: ClassVar[tuple[str, str]] = ("expire_lease_retry", "expire_lease_dead_letter")
+    _to_db_time = staticmethod(us)
+    _from_db_time = staticmethod(at)
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        url: str | None = None,
+        read_only: bool = False,
+    ) -> None:
+        self._path = os.fspath(path)
+        self._read_only = read_only
+        self._url = url if url is not None else f"sqlite:///{self._path}"
+        self._schema_label = f"SQLite store {self._url!r}"
+        if not isinstance(busy_timeout_s, int | float) or not (
+            math.isfinite(busy_timeout_s) and busy_timeout_s >= 0
+        ):
+            raise StoreConfigError(
+                f"store URL {self._url!r}: busy_timeout_s must be a number of seconds >= 0; "
+                f"got {busy_timeout_s!r}, e.g. ?busy_timeout_s=5 ({EXPECTED_FORM})"
+            )
+        self._busy_timeout_s = float(busy_timeout_s)
+        _require_sqlite_with_returning()
+        self._lock = threading.Lock()
+        self._applied_at_open: list[int] = []
+        self._conn: sqlite3.Connection | None = (
+            self._open_read_only() if read_only else self._open()
+        )
+        # Wake-ups of other processes (rota.store.sqlite.wake): a read-only store never
+        # makes jobs claimable, so it sends nothing.
+        self._wake: WakeSender | None = (
+            None if read_only else WakeSender(wake_directory(self._path))
+        )
+
+    @classmethod
+    def from_url(cls, url: str, *, read_only: bool = False) -> Self:
+        """Open the store `url` names: `sqlite:///relative/path.db` (relative to the working
+        directory) or `sqlite:////absolute/path.db`; optional `?busy_timeout_s=SECONDS`.
+        `read_only`: see `SQLiteStore`.
+
+        Raises:
+            StoreConfigError: the URL is malformed; the message names it and the form.
+        """
+        prefix = "sqlite:///"
+        if not isinstance(url, str) or url[: len(prefix)].lower() != prefix:
+            raise StoreConfigError(f"store URL {url!r} is not a SQLite URL; {EXPECTED_FORM}")
+        path, _, query = url[len(prefix):].partition("?")
+        if not path or path.endswith("/"):
+            raise StoreConfigError(f"store URL {url!r} names no database file; {EXPECTED_FORM}")
+        if path == ":memory:" or path.startswith("file:"):
+            raise StoreConfigError(
+                f"store URL {url!r}: in-memory and file: URIs are not supported; "
+                f"{EXPECTED_FORM}, or memory:// for a store that is not durable"
+            )
+        busy_timeout_s = DEFAULT_BUSY_TIMEOUT_S
+        try:
+            options = parse_qs(query, keep_blank_values=True, strict_parsing=bool(query))
+        except ValueError:
+            options = {"": [query]}
+        for key, values in options.items():
+            if key != "busy_timeout_s" or len(values) != 1:
+                raise StoreConfigError(
+                    f"store URL {url!r}: unknown option {key!r}; the only option is "
+                    f"?busy_timeout_s=SECONDS ({EXPECTED_FORM})"
+                )
+            try:
+                busy_timeout_s = float(values[0])
+            except ValueError:
+                raise StoreConfigError(
+                    f"store URL {url!r}: busy_timeout_s must be a number of seconds; "
+                    f"got {values[0]!r} ({EXPECTED_FORM})"
+                ) from None
+        return cls(path, busy_timeout_s=busy_timeout_s, url=url, read_only=read_only)
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    @property
+    def read_only(self) -> bool:
+        return self._read_only
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self._path!r})"
+
+    # -- opening ------------------------------------------------------------------------
+
+    def _refuse_directory(self, where: Path) -> None:
+        if where.is_dir():
+            raise StoreConfigError(
+                f"store URL {self._url!r} names a directory, not a database file; "
+                f"{EXPECTED_FORM}"
+            )
+
+    def _open(self) -> sqlite3.Connection:
+        where = Path(self._path)
+        self._refuse_directory(where)
+        parent = where.parent if str(where.parent) else Path(".")
+        if not parent.is_dir():
+            raise StoreConfigError(
+                f"store URL {self._url!r}: directory {str(parent.resolve())!r} does not exist; "
+                f"create it first ({EXPECTED_FORM})"
+            )
+        try:
+            conn = sqlite3.connect(
+                self._path, timeout=self._busy_timeout_s, isolation_level=None,
+                check_same_thread=False,  # used from many threads, always under self._lock
+            )
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open SQLite store {self._url!r}: {error}") from error
+        try:
+            with self._translate("opening"):
+                for statement in statements(sql("connection_pragmas")):
+                    result = self._pragma(conn, statement)
+                    if "journal_mode" in statement and (result is None or result[0] != "wal"):
+                        raise StoreError(
+                            f"SQLite store {self._url!r}: could not switch the file to WAL "
+                            f"mode (got {result!r}); put it on a local file system"
+                        )
+                self._applied_at_open = self._migrate_on(conn)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _pragma(self, conn: sqlite3.Connection, statement: str) -> tuple[object, ...] | None:
+        """Run one connection pragma. Switching a fresh file to WAL needs an exclusive lock,
+        and when several processes open a fresh file at once SQLite may answer "database
+        is locked" at once, without its busy handler (two lock upgrades would deadlock):
+        retry that for up to the busy timeout."""
+        deadline = time.monotonic() + self._busy_timeout_s
+        while True:
+            try:
+                row: tuple[object, ...] | None = conn.execute(statement).fetchone()
+                return row
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """A read-only connection (see `SQLiteStore`), checked to hold this rota's schema."""
+        where = Path(self._path)
+        self._refuse_directory(where)
+        if not where.exists():
+            raise StoreConfigError(
+                f"store URL {self._url!r}: file {str(where.resolve())!r} does not exist; "
+                "read-only commands never create a store. Check the path (workers and "
+                f"`rota migrate` create it) ({EXPECTED_FORM})"
+            )
+        try:
+            conn = self._connect_read_only(immutable=False)
+        except sqlite3.Error as error:
+            # In a read-only directory SQLite cannot create the -shm file it needs to read
+            # a WAL file. With no -wal file beside the database, every commit is in the
+            # database itself and nobody can be writing (a writer needs the -wal file, and
+            # cannot create it either): read the file as immutable.
+            if Path(f"{self._path}-wal").exists():
+                raise StoreError(
+                    f"cannot open SQLite store {self._url!r} read-only: {error}. Its "
+                    "directory holds a -wal file this user cannot share; read it as the "
+                    "user that runs the workers"
+                ) from error
+            try:
+                conn = self._connect_read_only(immutable=True)
+            except sqlite3.Error as second:
+                raise StoreError(
+                    f"cannot open SQLite store {self._url!r} read-only: {second}"
+                ) from second
+        try:
+            with self._translate("opening read-only"):
+                known = schema_version_known()
+                version = self._checked_version(conn)
+                if version != known:
+                    raise StoreError(
+                        f"SQLite store {self._url!r} has schema version {version}, this rota "
+                        f"reads version {known}; read-only commands do not migrate. Run "
+                        f"`rota migrate --store {self._url}` (or start a worker) first"
+                        if version else
+                        f"SQLite file {self._url!r} holds no rota store (schema version 0); "
+                        "check the path"
+                    )
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _connect_read_only(self, *, immutable: bool) -> sqlite3.Connection:
+        uri = f"{Path(self._path).resolve().as_uri()}?mode=ro"
+        conn = sqlite3.connect(
+            f"{uri}&immutable=1" if immutable else uri, uri=True,
+            timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False,
+        )
+        try:
+            conn.execute(sql("schema_version")).fetchone()  # opening is lazy: read once
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    # -- migrations ---------------------------------------------------------------------
+
+    def schema_version(self) -> int:
+        """The file's schema version (PRAGMA user_version)."""
+        with self._read("reading the schema version") as conn:
+            return self._schema_version_on(conn)
+
+    def migrate(self) -> list[int]:
+        """Apply the migrations the file lacks; return the versions applied by this store
+        object (opening the store already migrates, so this reports what opening did).
+
+        Raises:
+            SchemaTooNew: if the file was migrated by a newer rota.
+            StoreError: if the store was opened read-only and the file needs migrating.
+        """
+        with self._read("migrating") as conn:
+            applied = self._applied_at_open + self._migrate_on(conn)
+        self._applied_at_open = []
+        return applied
+
+    def _schema_version_on(self, conn: sqlite3.Connection) -> int:
+        return int(conn.execute(sql("schema_version")).fetchone()[0])
+
+    def _apply_migration(self, conn: sqlite3.Connection, migration: Migration) -> None:
+        for statement in migration.statements:
+            conn.execute(statement)
+        if self._schema_version_on(conn) != migration.version:
+            raise RuntimeError(f"migration {migration.name} must end with "
+                               f"PRAGMA user_version = {migration.version};")
+
+    # -- transactions and errors ----------------------------------------------------------
+
+    @contextmanager
+    def _translate(self, doing: str) -> Iterator[None]:
+        """Turn sqlite3 errors into StoreError naming the file and what was being done."""
+        try:
+            yield
+        except sqlite3.Error as error:
+            if _is_busy(error):
+                raise StoreError(
+                    f"SQLite store {self._url!r} was busy: another connection held its "
+                    f"write lock for longer than the busy timeout ({self._busy_timeout_s:g} s) "
+                    f"while {doing}; nothing was written. Retry, raise ?busy_timeout_s=, or "
+                    "find the process holding a long transaction"
+                ) from error
+            raise StoreError(f"SQLite store {self._url!r}: {doing} failed: {error}") from error
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError(
+                f"SQLite store {self._url!r} is closed; open a new one with open_store(url)"
+            )
+        return self._conn
+
+    @contextmanager
+    def _transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
+        """`BEGIN IMMEDIATE` ... `COMMIT`, or `ROLLBACK` on any error: every write, and
+        the migrations (the write lock serialises migrators)."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    _migration_lock = _transaction
+
+    def _refuse_read_only(self, doing: str) -> None:
+        if self._read_only:
+            raise StoreError(
+                f"SQLite store {self._url!r} was opened read-only; {doing} needs a writable "
+                "store: open it without read_only"
+            )
+
+    @contextmanager
+    def _write(self, doing: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction: all of it commits, or none of it does."""
+        self._refuse_read_only(doing)
+        with self._lock, self._translate(doing):
+            conn = self._connection()
+            with self._transaction(conn):
+                yield conn
+
+    @contextmanager
+    def _read(self, doing: str) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._translate(doing):
+            yield self._connection()
+
+    def _run(self, name: str, params: Mapping[str, object], doing: str, *,
+             write: bool = False) -> tuple[list[Row], int]:
+        with self._write(doing) if write else self._read(doing) as conn:
+            cursor = conn.execute(sql(name), params)
+            return cursor.fetchall(), cursor.rowcount
+
+    def _wake_others(self, queues: Sequence[str] | None = None) -> None:
+        """After a commit that added jobs (or, given `queues`, made jobs of those Queues
+        claimable again): wake the watchers of other processes now, not at their poll."""
+        if self._wake is not None and (queues is None or queues):
+            self._wake.send(queues or ())
+
+    def listen(self, on_enqueue: Callable[[str], None]) -> Callable[[], None]:
+        """Wake-up hints for enqueues made by other processes sharing the file.
+
+        The watcher reads `data_version` when another process's enqueue wakes it through
+        a Unix datagram socket beside the file (`<db>.rota-wake/`: about a millisecond),
+        and every 20 ms anyway, the safety net for enqueues that send no wake-up (a
+        transactional `enqueue_on`, Windows, a directory rota may not write). A requeue, a
+        resume or a limit change in another process adds no job to find: its datagram
+        names the Queues, which are hinted as they arrive (without a datagram, the
+        worker's own poll finds that work). An optimisation only: polling stays the truth.
+
+        Returns:
+            A function that stops the watcher and closes its connection.
+        """
+        watcher = _EnqueueWatcher(self, on_enqueue)
+        watcher.start()
+        return watcher.stop
+
+    # -- upkeep -------------------------------------------------------------------------
+
+    def checkpoint_wal(self) -> int:
+        """Fold the -wal file back into the database, as far as readers allow, without
+        waiting (a PASSIVE checkpoint); once all of it is folded back, the next write
+        starts the WAL over, truncated to 4 MiB. Workers call it on a cadence
+        (`rota.worker.checkpoint`); a read-only store does nothing. Returns the WAL frames
+        left to fold back because readers still use them (0: the whole WAL is folded)."""
+        if self._read_only:
+            return 0
+        with self._read("checkpointing the WAL") as conn:
+            row = conn.execute(sql("wal_checkpoint")).fetchone()
+        _busy, wal_frames, folded = row
+        return max(int(wal_frames) - int(folded), 0)
+
+    def close(self) -> None:
+        """Close the connection; idempotent. Later calls raise StoreError."""
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if self._wake is not None:
+                self._wake.close()

@@ -1,0 +1,88 @@
+"""The SQLite store's SQL and columns: its named statements and migrations
+(`sql/sqlite/`), times as INTEGER microseconds, and the job counts of migration 8.
+
+Imports only the standard library, the core and the shared SQL base.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from rota.store.sql_base import SqlFiles
+
+
+def statements(script: str) -> list[str]:
+    """Split a script into complete statements (SQLite's own tokenizer decides)."""
+    found: list[str] = []
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            found.append(pending.strip())
+            pending = ""
+    leftover = [ln for ln in pending.splitlines() if ln.strip() and not ln.strip().startswith("--")]
+    if leftover:
+        raise ValueError(f"SQL script ends with an incomplete statement: {pending.strip()!r}")
+    return found
+
+
+# Migrations are NNNN_name.sql, each ending by setting PRAGMA user_version.
+FILES: Final = SqlFiles("sqlite", r"(\d{4})_([a-z0-9_]+)\.sql", statements)
+sql: Final = FILES.text
+migrations: Final = FILES.migrations
+schema_version_known: Final = FILES.known_version
+
+
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
+
+
+def us(moment: datetime, what: str = "now") -> int:
+    """`moment` as stored: INTEGER microseconds since the Unix epoch (UTC)."""
+    if moment.tzinfo is None:
+        raise ValueError(
+            f"times must be timezone-aware UTC datetimes; got naive {moment!r} ({what}). "
+            "Use datetime(..., tzinfo=UTC) or the App's clock"
+        )
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def at(microseconds: int) -> datetime:
+    """A stored time as a UTC datetime."""
+    return _EPOCH + timedelta(microseconds=microseconds)
+
+
+# count_jobs_add.sql: at most this many (Queue, state) pairs in one statement (3 parameters
+# each, within SQLite's 999 on every version rota supports).
+_MAX_COUNTED_PAIRS: Final = 300
+
+
+@functools.cache
+def _count_jobs_sql(pairs: int) -> str:
+    return sql("count_jobs_add").replace("{rows}", ", ".join(["(?, ?, ?)"] * pairs))
+
+
+def count_jobs(conn: sqlite3.Connection | sqlite3.Cursor,
+               changes: Mapping[tuple[str, str], int]) -> None:
+    """Add `changes` (jobs per (Queue, state value)) to the counts of migration 8, in the
+    caller's write transaction, in one statement (per 300 pairs). The hot statements
+    (enqueue, claim, complete, a schedule's fire) count themselves with it, once per
+    transaction; the triggers of migration 8 count every other change."""
+    values = [value for (queue, state), jobs in changes.items() if jobs
+              for value in (queue, state, jobs)]
+    step = 3 * _MAX_COUNTED_PAIRS
+    for start in range(0, len(values), step):
+        chunk = values[start:start + step]
+        conn.execute(_count_jobs_sql(len(chunk) // 3), chunk)
+
+
+def move(changes: dict[tuple[str, str], int], queue: str, jobs: int,
+         from_state: str, to_state: str) -> None:
+    """Add to `changes` the move of `jobs` jobs of `queue` from one state to another."""
+    if jobs:
+        changes[(queue, from_state)] = changes.get((queue, from_state), 0) - jobs
+        changes[(queue, to_state)] = changes.get((queue, to_state), 0) + jobs
