@@ -29,6 +29,7 @@ import pytest
 
 import rota
 from rota.core.jobs import JobRecord, JobState
+from tests.waiting import wait_until
 from tests.worker.child_process import WorkerProcess
 
 CHAOS_APP = "tests.chaos.chaos_app:app"
@@ -148,7 +149,7 @@ class Supervisor:
     def stop(self) -> list[int]:
         """SIGTERM every worker (graceful) and return their exit codes. Waits for each to
         have started first: a SIGTERM before the signal handlers exist kills the process
-        with the default action (issue 8 defect 6), which is not what these tests test."""
+        with the default action, which is not what these tests test."""
         for worker in self.workers:
             worker.wait_ready()
         for worker in self.workers:
@@ -220,21 +221,6 @@ def executions(log: Path) -> dict[int, int]:
             n = int(line.split()[0])
             runs[n] = runs.get(n, 0) + 1
     return runs
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float, poll_s: float = 0.05,
-               tick: Callable[[], None] | None = None) -> bool:
-    """Poll `condition` until it holds or `timeout_s` passed; `tick` runs every round
-    (the supervisor's check). Returns whether the condition held."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        if tick is not None:
-            tick()
-        if condition():
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(poll_s)  # the polling interval; the deadline above is the bound
 
 
 # -- a PostgreSQL cluster of the suite's own --------------------------------------------

@@ -25,8 +25,8 @@ from tests.chaos.conftest import (
     raw_sql,
     run_cli,
     state_counts,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -22,7 +22,8 @@ import pytest
 
 import rota
 from rota.core.jobs import JobState
-from tests.chaos.conftest import Supervisor, chaos_env, raw_sql, run_cli, state_counts, wait_until
+from tests.chaos.conftest import Supervisor, chaos_env, raw_sql, run_cli, state_counts
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

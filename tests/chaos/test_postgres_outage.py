@@ -24,9 +24,9 @@ from tests.chaos.conftest import (
     chaos_env,
     executions,
     state_counts,
-    wait_until,
 )
 from tests.pg import fresh_postgres_url
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 

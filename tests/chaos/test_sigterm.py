@@ -22,8 +22,8 @@ from tests.chaos.conftest import (
     chaos_env,
     executions,
     state_counts,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,8 @@ import pytest
 
 import rota
 from rota.core.jobs import JobState
-from tests.chaos.conftest import Supervisor, chaos_env, state_counts, wait_until
+from tests.chaos.conftest import Supervisor, chaos_env, state_counts
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 

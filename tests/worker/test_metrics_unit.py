@@ -13,6 +13,7 @@ from prometheus_client import generate_latest
 
 import rota
 from rota.metrics import WorkerMetrics
+from tests.waiting import until
 
 
 def test_a_serving_app_is_measured() -> None:
@@ -29,8 +30,8 @@ def test_a_serving_app_is_measured() -> None:
 
     async def scenario() -> None:
         async with app.serve() as runtime:
-            while sum(runtime.groups[0].served.values()) < 4:
-                await asyncio.sleep(0.02)
+            await until(lambda: sum(runtime.groups[0].served.values()) >= 4, 10,
+                        off_loop=False)
             page = generate_latest(metrics.registry).decode()
             assert 'rota_jobs_total{group="g",outcome="succeeded",queue="default"} 4.0' in page
             assert 'rota_job_duration_seconds_count{group="g",queue="default"} 4.0' in page

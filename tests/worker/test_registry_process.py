@@ -10,12 +10,12 @@ import queue
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 
 import pytest
 
 import rota
+from tests.waiting import wait_until
 from tests.worker.child_process import ROOT, WorkerProcess
 
 APP = "tests.worker.process_app:app"
@@ -39,13 +39,6 @@ def start_worker() -> Iterator[Callable[..., WorkerProcess]]:
         worker.close()
 
 
-def wait_for(condition: Callable[[], bool], timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met before the deadline"
-        time.sleep(0.05)
-
-
 def rota_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "rota.cli", *args], cwd=ROOT, capture_output=True, text=True,
@@ -65,11 +58,12 @@ def test_workers_register_and_a_killed_one_turns_dead(
         second = start_worker(durable_store_url, ROTA_TEST_LEASE_S="1")
         first.wait_ready()
         second.wait_ready()
-        wait_for(lambda: sorted(w.pid for w in app.workers() if w.alive)
-                 == sorted([first.pid, second.pid]))
+        assert wait_until(lambda: sorted(w.pid for w in app.workers() if w.alive)
+                          == sorted([first.pid, second.pid]), 30)
         # When they serve jobs, their refreshes carry the served counters
         app.jobs["work"].enqueue_many([(n,) for n in range(10)])
-        wait_for(lambda: sum(c.count for w in app.workers() for c in w.served) == 10)
+        assert wait_until(lambda: sum(c.count for w in app.workers() for c in w.served) == 10,
+                          30)
         [worker] = [w for w in app.workers() if w.pid == first.pid]
         assert worker.version == rota.__version__
         assert worker.groups[0].name == "main" and worker.groups[0].pool_size == 4
@@ -77,8 +71,8 @@ def test_workers_register_and_a_killed_one_turns_dead(
         # And one is SIGKILLed: its row stays and turns dead; the other stays alive
         first.process.kill()
         first.wait()
-        wait_for(lambda: {w.pid: w.alive for w in app.workers()}
-                 == {first.pid: False, second.pid: True})
+        assert wait_until(lambda: {w.pid: w.alive for w in app.workers()}
+                          == {first.pid: False, second.pid: True}, 30)
         listed = rota_cli("workers", "--store", durable_store_url, "--json")
         assert listed.returncode == 0, listed.stderr
         shown = {entry["pid"]: entry["alive"] for entry in json.loads(listed.stdout)}
@@ -130,7 +124,7 @@ def test_metrics_port_exposes_the_workers_metrics(
         # When it served 5 jobs
         app.jobs["work"].enqueue_many([(n,) for n in range(5)])
         key = 'rota_jobs_total{group="main",outcome="succeeded",queue="default"}'
-        wait_for(lambda: scrape(url).get(key) == 5.0)
+        assert wait_until(lambda: scrape(url).get(key) == 5.0, 30)
         # Then the page has the counter, the histograms and the pool gauges
         samples = scrape(url)
         assert samples['rota_job_duration_seconds_count{group="main",queue="default"}'] == 5

@@ -6,14 +6,17 @@ for a fixed time, asserts no duration."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 
 import rota
 from rota.store import Store, open_store
 from rota.store.base import StoreError
+from tests.waiting import until
 from tests.worker.conftest import FaultyStore
+
+DEADLINE_S = 20.0  # generous: a loaded machine, every store
 
 
 @pytest.fixture
@@ -21,14 +24,6 @@ def store(store_url: str) -> Iterator[Store]:
     opened = open_store(store_url)
     yield opened
     opened.close()
-
-
-async def until(condition: Callable[[], bool], timeout_s: float = 20.0) -> None:
-    async def poll() -> None:
-        while not await asyncio.to_thread(condition):
-            await asyncio.sleep(0.02)
-
-    await asyncio.wait_for(poll(), timeout_s)
 
 
 def make_app(store: Store) -> tuple[rota.App, asyncio.Event]:
@@ -70,14 +65,14 @@ def test_a_serving_app_registers_refreshes_and_leaves(store: Store) -> None:
     async def scenario() -> None:
         async with app.serve():
             # Then the worker shows up, alive, with its group and policy
-            await until(lambda: len(app.workers()) == 1)
+            await until(lambda: len(app.workers()) == 1, DEADLINE_S)
             [worker] = app.workers()
             assert worker.alive and worker.groups[0].policy == rota.Weighted([("a", 2),
                                                                               ("b", 1)])
             assert worker.groups[0].owner.startswith("fair@")
             # And its refreshes carry the served counters and the job in flight
             await until(lambda: app.workers()[0].in_flight == 1 and sum(
-                c.count for c in app.workers()[0].served) == 8)
+                c.count for c in app.workers()[0].served) == 8, DEADLINE_S)
             assert {(c.queue, c.outcome): c.count for c in app.workers()[0].served} == {
                 ("a", "succeeded"): 6, ("b", "dead_lettered"): 2}
             release.set()
@@ -102,7 +97,7 @@ def test_a_short_life_still_leaves_its_history(store: Store) -> None:
         async with app.serve():
             await until(lambda: sum(
                 n for (_, state), n in app.store.count_jobs().items()
-                if state is rota.JobState.SUCCEEDED) == 3)
+                if state is rota.JobState.SUCCEEDED) == 3, DEADLINE_S)
 
     asyncio.run(scenario())
     assert served_by(app) == {("a", "succeeded"): 3}
@@ -126,8 +121,8 @@ def test_registry_failures_never_stop_the_worker(store: Store) -> None:
     async def scenario() -> None:
         async with app.serve():
             # Then jobs are served meanwhile and the worker registers in the end
-            await until(lambda: len(app.workers()) == 1)
-            await until(lambda: sum(c.count for c in app.workers()[0].served) == 3)
+            await until(lambda: len(app.workers()) == 1, DEADLINE_S)
+            await until(lambda: sum(c.count for c in app.workers()[0].served) == 3, DEADLINE_S)
 
     asyncio.run(scenario())
     assert served_by(app) == {("a", "succeeded"): 3}
@@ -151,8 +146,8 @@ def test_a_starting_worker_removes_rows_dead_for_over_an_hour(store: Store) -> N
     async def scenario() -> None:
         async with app.serve():
             # Then the new worker's registration cleans up only the long-dead one
-            await until(lambda: len([w for w in app.workers() if w.alive]) == 1)
-            await until(lambda: "old:1:x" not in {w.id for w in app.workers()})
+            await until(lambda: len([w for w in app.workers() if w.alive]) == 1, DEADLINE_S)
+            await until(lambda: "old:1:x" not in {w.id for w in app.workers()}, DEADLINE_S)
             assert "recent:2:y" in {w.id for w in app.workers()}
 
     asyncio.run(scenario())

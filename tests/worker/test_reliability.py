@@ -22,16 +22,10 @@ import rota
 from rota.core.jobs import JobRecord, JobState, Lease
 from rota.store import open_store
 from rota.store.base import LeaseOutcome, Renewal, Store
+from tests.waiting import until, wait_until
 from tests.worker.conftest import FaultyStore, Outcomes
 
 MakeApp = Callable[..., rota.App]
-
-
-def wait_until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        time.sleep(0.01)
 
 
 def errors_logged(caplog: pytest.LogCaptureFixture, text: str) -> int:
@@ -56,7 +50,7 @@ def test_every_duty_survives_an_unexpected_exception_and_logs_it_once(
     @app.job("work")
     def work(n: int) -> None:
         if n == 0:  # hold a lease until the heartbeats have run again after their failure
-            wait_until(lambda: faulty.calls["heartbeat"] >= 3)
+            assert wait_until(lambda: faulty.calls["heartbeat"] >= 3, 10, poll_s=0.01)
 
     ids = work.enqueue_many([(n,) for n in range(6)])
     app.add_worker_group(rota.WorkerGroupOptions(
@@ -65,11 +59,10 @@ def test_every_duty_survives_an_unexpected_exception_and_logs_it_once(
 
     async def scenario() -> None:
         async with app.serve():
-            await asyncio.to_thread(wait_until, lambda: all(
-                app.get_job(i).state is JobState.SUCCEEDED for i in ids))  # type: ignore[union-attr]
+            await until(lambda: all(
+                app.get_job(i).state is JobState.SUCCEEDED for i in ids), 10)  # type: ignore[union-attr]
             # and the sweeper swept again after its failure
-            await asyncio.to_thread(wait_until,
-                                    lambda: faulty.calls["find_expired_leases"] >= 3)
+            await until(lambda: faulty.calls["find_expired_leases"] >= 3, 10)
 
     with caplog.at_level(logging.WARNING, logger="rota"):
         asyncio.run(scenario())
@@ -90,9 +83,9 @@ def test_a_claim_raising_mid_pass_still_runs_the_jobs_claimed_before_it(
     make_worker_app: MakeApp, caplog: pytest.LogCaptureFixture
 ) -> None:
     # Given a Weighted group over a and b whose second claim raises something that is not
-    # a StoreError, and 60 s leases. (A round of claims is one store call since issue 13:
-    # a has 1 job, so the first round finds it short and the pass's second call is a
-    # reflow round that asks b alone.)
+    # a StoreError, and 60 s leases. (A round of claims is one store call: a has 1 job,
+    # so the first round finds it short and the pass's second call is a reflow round that
+    # asks b alone.)
     faulty: FaultyStore = make_worker_app.faulty_store(  # type: ignore[attr-defined]
         lambda method, n: method == "claim" and n == 1, RuntimeError)
     app = make_worker_app(faulty)
@@ -184,7 +177,7 @@ class CompleteRacesHeartbeat:
 
     def claim(self, queues: Sequence[str], limit: int, *,
               outcomes: Sequence[LeaseOutcome] = (), **kwargs: Any) -> list[JobRecord]:
-        # A pass writes finished jobs' outcomes with its claim (issue 14): the same race.
+        # A pass writes finished jobs' outcomes with its claim: the same race.
         jobs = self.inner.claim(queues, limit, outcomes=outcomes, **kwargs)
         if outcomes:
             self.completed.set()
@@ -264,8 +257,8 @@ def test_a_corrupt_row_is_quarantined_and_its_batch_runs_and_rota_jobs_shows_it(
     # When a worker drains the Queue (one claim takes all five)
     async def scenario() -> None:
         async with app.serve():
-            await asyncio.to_thread(wait_until, lambda: all(
-                app.get_job(i).state.finished for i in ids))  # type: ignore[union-attr]
+            await until(lambda: all(
+                app.get_job(i).state.finished for i in ids), 10)  # type: ignore[union-attr]
 
     try:
         asyncio.run(scenario())

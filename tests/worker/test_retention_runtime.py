@@ -17,8 +17,10 @@ import pytest
 import rota
 from rota.core.jobs import JobState
 from rota.store import Store, open_store
+from tests.waiting import until
 from tests.worker.conftest import Outcomes
 
+DEADLINE_S = 15.0  # generous: a loaded machine, every store
 QUICK_RETENTION = rota.Retention(succeeded=0.01, failed=None, interval=0.05)
 
 
@@ -40,15 +42,6 @@ def shared_store(store_url: str) -> Iterator[Callable[[], Store]]:
         store.close()
     if memory is not None:
         memory.close()
-
-
-async def until(condition: Callable[[], bool], timeout_s: float = 15.0) -> None:
-    """Poll `condition` (off the loop's thread for store reads) until true or timeout."""
-    async def poll() -> None:
-        while not await asyncio.to_thread(condition):
-            await asyncio.sleep(0.02)
-
-    await asyncio.wait_for(poll(), timeout_s)
 
 
 def make_app(store: Store, retention: rota.Retention | None) -> rota.App:
@@ -82,7 +75,8 @@ def test_a_worker_deletes_expired_finished_jobs_and_keeps_the_rest(
         async with app.serve():
             await outcomes.count(21)
             # When the retention duty has had its turns
-            await until(lambda: store.count_jobs() == {("default", JobState.DEAD_LETTERED): 1})
+            await until(lambda: store.count_jobs() == {("default", JobState.DEAD_LETTERED): 1},
+                        DEADLINE_S)
 
     # Then the successes are gone and the dead letter is kept
     asyncio.run(scenario())
@@ -144,7 +138,7 @@ def test_two_workers_prune_one_store_at_once_and_survive_a_failing_purge(
             await stack.enter_async_context(second.serve())
             await outcomes.count(40)
             # When both have had their turns
-            await until(lambda: store.count_jobs() == {})
+            await until(lambda: store.count_jobs() == {}, DEADLINE_S)
 
     with caplog.at_level(logging.WARNING, logger="rota"):
         asyncio.run(scenario())
