@@ -30,7 +30,7 @@ class RecordingStore:
         lease_expires_at: datetime, limits: Sequence[int] | None = None,
         probe: Sequence[str] = (),
     ) -> list[JobRecord]:
-        if limit == 0 and not queues:  # a probe only (issue 13): it claims nothing
+        if limit == 0 and not queues:  # a probe only: it claims nothing
             return self.inner.claim(queues, limit, now=now, owner=owner,
                                     lease_expires_at=lease_expires_at, probe=probe)
         # A batched claim (per-Queue limits, one round trip) is recorded as the one-Queue

@@ -1,4 +1,4 @@
-"""Argument check (DESIGN.md "Job lifecycle"): enqueue binds the arguments to the
+"""Argument check: enqueue binds the arguments to the
 handler's signature and raises TypeError, naming the job and what does not fit, before
 anything is stored."""
 

@@ -1,5 +1,5 @@
-"""Extreme values through the public API: clear errors, raised before anything is stored
-(issue 8, defect 6), the same on every store kind."""
+"""Extreme values through the public API: clear errors, raised before anything is stored,
+the same on every store kind."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The job API through an App on every store kind: @app.job, enqueue, configure, get_job,
-and bad input that never half-writes (DESIGN.md "Public API" and "Stores")."""
+and bad input that never half-writes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The job lifecycle through an App under `run_until_idle()`, on every store kind
-(DESIGN.md "Job lifecycle"): current_job, results, started_at, the payload limit,
-timeouts on the virtual clock, cancel and requeue."""
+"""The job lifecycle through an App under `run_until_idle()`, on every store kind:
+current_job, results, started_at, the payload limit, timeouts on the virtual clock,
+cancel and requeue."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`App.run_until_idle()`, the deterministic drive (DESIGN.md), on every store kind."""
+"""`App.run_until_idle()`, the deterministic drive, on every store kind."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Transactional enqueue through the App (DESIGN.md "Job lifecycle"):
+"""Transactional enqueue through the App:
 `job.configure(connection=conn).enqueue(...)` writes on the caller's connection, inside its
 transaction; the job exists if and only if it commits, and a worker then runs it."""
 

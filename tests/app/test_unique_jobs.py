@@ -1,4 +1,4 @@
-"""Unique jobs through the App (DESIGN.md "Job lifecycle"): configure(key=...)."""
+"""Unique jobs through the App: configure(key=...)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""`rota.cli.display.boxed_table` lays a long table out exactly as rich's `Table` does
-(issue 13: `rota simulate` over 10,000 tenant Queues spent ~4 s in rich's Table), and
-`rota simulate` uses it for the served table above 200 Queues."""
+"""`rota.cli.display.boxed_table` lays a long table out exactly as rich's `Table` does, and
+`rota simulate` uses it for the served table above 200 Queues (rich's Table is slow over
+10,000 tenant Queues)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The first-day papercuts of issue 10, each as a new user would meet it."""
+"""First-day papercuts, each as a new user would meet it."""
 
 from __future__ import annotations
 

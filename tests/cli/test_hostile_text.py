@@ -1,7 +1,7 @@
 """User text shown by the `rota` command is shown exactly: never parsed as rich markup.
 
 A Queue name, job name or error text holding `[...]` crashed `rota queues`/`rota jobs`
-with a MarkupError (`[/]`), or lost its `[bold]` to styling (issue 8, defect 4).
+with a MarkupError (`[/]`), or lost its `[bold]` to styling.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""A SIGINT/SIGTERM while `rota worker` is still starting stops it cleanly (issue 8, defect
-6): before, a SIGTERM during a slow App import killed it with the default action, a SIGINT
-ended with exit 130. Real processes, a real slow import; waits on stderr lines, never on
+"""A SIGINT/SIGTERM while `rota worker` is still starting stops it cleanly (a
+SIGTERM during a slow App import must not kill it with the default action, nor a SIGINT
+end it with exit 130). Real processes, a real slow import; waits on stderr lines, never on
 sleeps."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The pure dispatch core, driven sans-I/O with a fake backlog (no store).
 
 Spec sections "Strict", "Weighted", "Determinism", "Work conservation", "Claim sizing and
-Backpressure", and DESIGN.md "Dispatch semantics".
+Backpressure", and the dispatch rules of docs/dispatch.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""WorkerGroupOptions: keyword-only, policy required, defaults, durations (DESIGN.md)."""
+"""WorkerGroupOptions: keyword-only, policy required, defaults, durations."""
 
 from __future__ import annotations
 

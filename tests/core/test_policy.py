@@ -1,5 +1,5 @@
 """DispatchPolicy, Strict and Weighted as values: spec "The DispatchPolicy type", "Strict",
-"Weighted" and "Weight validation", as DESIGN.md maps them to Python."""
+"Weighted" and "Weight validation", in Python."""
 
 from __future__ import annotations
 
@@ -223,7 +223,7 @@ def test_reprs_name_the_nested_type_and_evaluate_back() -> None:
     assert eval(repr(weighted), namespace) == weighted
 
 
-# -- what is at fault (issue 10): the cause of the exact message -------------------------
+# -- what is at fault: the cause of the exact message -------------------------
 
 
 def test_weighted_validation_keeps_its_message_and_names_the_queue_and_weight() -> None:

@@ -1,4 +1,4 @@
-"""RetryPolicy: defaults, custom backoff, and the dead-letter decision (DESIGN.md)."""
+"""RetryPolicy: defaults, custom backoff, and the dead-letter decision."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_retry_policies_are_values() -> None:
     assert RetryPolicy(3) != RetryPolicy(4)
 
 
-# -- retries that fit the failure (issue 10, item 4) ---------------------------------------
+# -- retries that fit the failure ---------------------------------------
 
 
 class Transient(ConnectionError):

@@ -1,4 +1,4 @@
-"""The store contract for batched claims (issue 13, thousands of tenant Queues): per-Queue
+"""The store contract for batched claims (thousands of tenant Queues): per-Queue
 limits in one claim, and the probe that tells which Queues have due work. Run unchanged
 against every store.
 """

@@ -1,4 +1,4 @@
-"""The store contract, outcomes written with a claim (issue 14): `claim(..., outcomes=...)`
+"""The store contract, outcomes written with a claim: `claim(..., outcomes=...)`
 applies each outcome exactly as `complete`/`retry`/`dead_letter`/`quarantine`/
 `cancel_leased` would, fenced the same way, then claims, in one transaction. Run
 unchanged on every store (see rota/store/base.py)."""

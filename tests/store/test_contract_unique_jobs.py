@@ -1,4 +1,4 @@
-"""Unique jobs, run on every store (DESIGN.md "Job lifecycle"): while a job with the same
+"""Unique jobs, run on every store: while a job with the same
 job name and key is scheduled or leased, an enqueue stores nothing and answers that job's
 id; once it finishes, the key is free. Enforced by the store, so concurrent enqueuers
 (threads, processes) create exactly one job."""

@@ -1,4 +1,4 @@
-"""Wake-ups between processes sharing one SQLite file (issue 14, `rota.store.sqlite_wake`).
+"""Wake-ups between processes sharing one SQLite file (`rota.store.sqlite.wake`).
 
 The wake path is told apart from the 20 ms `data_version` poll by turning the poll off
 (`_EnqueueWatcher.INTERVAL_S` = an hour): a hint that arrives then came through a datagram.

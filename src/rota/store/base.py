@@ -54,8 +54,8 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   Whether rota's worker hands its outcomes to its claims is the store's call: a store
   whose class sets `outcomes_beside_claims = True` (PostgreSQL) has them written by the
   worker's outcome writer on another connection while the next claim runs, since there
-  the claim every handler waits for is faster alone (docs/benchmarks.md, "Carried
-  outcomes: per store"); any other store that takes `outcomes` gets them with claims.
+  the claim every handler waits for is faster alone (docs/decisions/0016); any other
+  store that takes `outcomes` gets them with claims.
 - Queue controls (`pause_queue`, `resume_queue`, `set_queue_limit`) are stored beside the
   jobs and read by every claim, with no cache. A claim takes nothing from a paused Queue
   (it goes on to the next one), and takes from a Queue with a limit at most

@@ -55,8 +55,7 @@ class PostgresClaims(PostgresConnection):
     # A worker writes its outcomes with its outcome writer, on another pooled connection
     # while its next claim runs, rather than in the claim (`claim(..., outcomes=...)`
     # still works): with them, the claim every handler of the next pass waits for took
-    # longer than the two statements side by side (docs/benchmarks.md, "Carried
-    # outcomes: per store").
+    # longer than the two statements side by side (docs/decisions/0016).
     outcomes_beside_claims = True
 
     def claim(
@@ -87,7 +86,7 @@ class PostgresClaims(PostgresConnection):
         params = {
             "queues": text_array([queue for queue, _ in caps]),
             # An int[] literal ('{20,5}'), cast in the SQL: psycopg's list-of-int dumper
-            # picks an element type per call, ~10 us a claim (docs/benchmarks.md Levers).
+            # picks an element type per call, ~10 us a claim (docs/decisions/0012).
             "limits": "{" + ",".join(str(min(cap, limit)) for _, cap in caps) + "}",
             "limit": limit,
             "now": utc(now),

@@ -101,8 +101,7 @@ def lease_columns(leases: Sequence[Lease]) -> dict[str, str]:
     """The leases as three array literals ('{7,8}', '{"w@h:1:ab","w@h:1:ab"}', '{1,1}'),
     cast in the SQL. psycopg's binary list dumpers run a Python loop per element (a
     `struct.pack` and two appends each, after a type survey of the list): ~4k instructions
-    a job of a drain over the three arrays of `complete` (docs/benchmarks.md, "Worker
-    instructions per job")."""
+    a job of a drain over the three arrays of `complete` (docs/decisions/0012)."""
     return {
         "ids": "{" + ",".join([str(lease.job_id) for lease in leases]) + "}",
         "owners": text_array([lease.owner for lease in leases], _quoted_owner),

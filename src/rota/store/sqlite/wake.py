@@ -232,7 +232,7 @@ class _EnqueueWatcher:
     UNEXPECTED_BACKOFF_S = 1.0
     # At most one datagram-driven check per gap: a process enqueueing thousands of single
     # jobs a second must not make every idle worker check after each one (measured:
-    # docs/benchmarks.md). Datagrams arriving meanwhile wait in the socket, read in one go.
+    # docs/decisions/0045). Datagrams arriving meanwhile wait in the socket, read in one go.
     MIN_WAKE_GAP_S = 0.001
 
     def __init__(self, store: SQLiteConnection, on_enqueue: Callable[[str], None]) -> None:

@@ -5,7 +5,7 @@
 -- Partial on finished_at IS NOT NULL: a row enters this index once, when it finishes
 -- (complete, dead letter, quarantine, cancel); enqueue, claim, heartbeat, retry and
 -- release never write to it. That is the whole drain cost of retention: one index entry
--- per finished job (docs/benchmarks.md, "Retention", has the measurement). Without it,
+-- per finished job (docs/decisions/0038 has the measurement). Without it,
 -- every purge batch would scan the table, and a purge with nothing to delete would read
 -- every finished row.
 -- (state, finished_at): one range scan per state, so `failed` retention never walks the

@@ -1,6 +1,6 @@
 -- For each Queue in the probe array: whether it has a due scheduled job and is not paused
 -- (`due`), and whether it is paused or has a concurrency limit (`controlled`). The probe
--- of a batched claim (issue 13), sent alone or pipelined right behind the claim (one
+-- of a batched claim, sent alone or pipelined right behind the claim (one
 -- network round trip for both; it runs after the claim, so it sees what the claim left).
 -- A nested loop over the Queues: one index seek each on jobs_claimable (queue, due_at,
 -- id), LIMIT 1 in the index order (with LIMIT 1 alone the planner may bet on a table scan

@@ -1,5 +1,5 @@
 -- Lease due jobs of several Queues in one statement: a batched claim with per-Queue limits
--- (issue 13). The arms placeholder below becomes one claim_many_arm.sql per Queue, joined
+-- (a round of the Weighted planner). The arms placeholder below becomes one claim_many_arm.sql per Queue, joined
 -- by UNION ALL, each an index range scan of its own Queue (rota_jobs_claimable) with its own LIMIT (that
 -- Queue's room, as in claim.sql). Used only when the per-Queue limits together fit in the
 -- claim's total (then the arms are independent); otherwise the store runs claim.sql Queue

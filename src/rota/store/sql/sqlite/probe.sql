@@ -1,5 +1,5 @@
 -- Which of the Queues in :queues (a JSON array of names) have a due scheduled job and are
--- not paused: the probe of a batched claim (issue 13). One index seek per Queue on
+-- not paused: the probe of a batched claim. One index seek per Queue on
 -- rota_jobs_claimable (queue, due_at, id), so its cost grows with the Queues probed, not
 -- with their jobs. A Queue at its concurrency limit still counts (a claim finds it empty).
 SELECT probed.value

@@ -1,5 +1,5 @@
 -- Which Queues have a due scheduled job and are not paused, found by walking the Queues
--- that have scheduled jobs at all: a probe of many Queues (issue 13: a survey or recheck
+-- that have scheduled jobs at all: a probe of many Queues (a survey or recheck
 -- of thousands of tenants, most of them empty). One index seek per Queue with scheduled
 -- jobs (the next Queue name on rota_jobs_claimable, then its due check), where probe.sql
 -- costs one per Queue probed; never a walk over the jobs.
