@@ -55,6 +55,9 @@ def test(extra: list[str]) -> int:
     steps: list[tuple[str, list[str | Path]]] = [
         ("ruff", [BIN / "ruff", "check", *_existing("src", "tests", "benchmarks"), "dev.py"]),
         ("mypy", [BIN / "mypy"]),
+        # The import contracts of pyproject.toml ([tool.importlinter]): rota's layers, what
+        # the dashboard and contrib may import, no import cycles.
+        ("imports", [BIN / "lint-imports"]),
         # The documentation site (mkdocs.yml): --strict turns a broken link between pages
         # or a docstring the API reference cannot read into a failure. Offline. Not
         # --quiet: mkdocs then stops counting warnings, and --strict passes anything.

@@ -22,10 +22,9 @@ from rota.core.workers import (
 )
 from rota.definition import ConfiguredJob, JobDefinition
 from rota.store import SchemaTooNew, Store, StoreConfigError, StoreError
+from rota.version import __version__
 from rota.worker.context import CurrentJob, current_job
 from rota.worker.events import OutcomeEvent, OutcomeKind
-
-__version__ = "0.1.0"
 
 __all__ = [
     "App",

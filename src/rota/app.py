@@ -1,90 +1,58 @@
-"""The App: the user's entry object. Registry of jobs + a store + Worker Groups.
+"""The App: the user's entry object, a facade over the modules that do the work.
 
-`App` wires the layers together: it opens the store, registers job handlers, holds the
-Worker Groups, and drives them, either deterministically inline (`run_until_idle`) or in
-real time (`run`, `serve`; see `rota.worker.runtime`).
+`App` holds what one application is made of: its store and clock, its job handlers and
+definitions, its Worker Groups (rota.app_groups), its schedules (rota.scheduling) and
+its outcome callbacks. Each public method checks its arguments and hands the work to the
+module of its concern: the inline drive `run_until_idle` (rota.inline), the real-time
+`serve` and `run` (rota.realtime, over rota.worker.runtime), the reads of what the
+workers did (rota.observability), the store for everything else. The public methods
+keep their documentation here: it is the API reference (docs/reference.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
-import logging
-import os
-import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Final, ParamSpec, TypeVar, overload
+from typing import Any, ParamSpec, TypeVar, overload
 
+from rota.app_groups import WorkerGroups
+from rota.app_jobs import JobRegistry, checked_job_options
+from rota.app_settings import (
+    DEFAULT_RETENTION,
+    FROM_ENVIRONMENT,
+    _FromEnvironment,
+    checked_max_payload_bytes,
+    checked_retention,
+    checked_store,
+    opened,
+)
+from rota.app_settings import store_location as store_location  # named as rota.app's too
 from rota.core.clock import Clock, SystemClock
-from rota.core.dispatch import PassPlan
 from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
-from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord, validate_job_name
+from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
-from rota.core.schedules import Schedule, validate_schedule_name
-from rota.core.workers import GroupFairness, ServedCount, WorkerInfo, fairness, minute_of
-from rota.definition import NO_PRIORITY, JobDefinition
-from rota.schedules import build_rule, build_schedule, check_arguments_fit
-from rota.store import Store, mask_url, open_store
-from rota.store.base import ScheduleStore
-from rota.worker.checkpoint import wal_checkpoint_duty
-from rota.worker.events import OutcomeCallback, OutcomeEvent, emit, outcome_event
-from rota.worker.execution import execute
-from rota.worker.group import (
-    GroupRunner,
-    Handler,
-    record_outcome,
-    retry_policy,
-    sweep_expired_leases,
-)
-from rota.worker.registry import RegistryDuty
-from rota.worker.retention import RetentionDuty, purge_finished
-from rota.worker.runtime import Duty, Runtime, RuntimeObserver
-from rota.worker.schedules import ScheduleDuty, fire_due_now
-from rota.worker.signals import install_stop_handlers, stop_signals
-from rota.worker.tracing import Tracing
-from rota.worker.unserved import unserved_queues_duty
-
-logger = logging.getLogger("rota")
+from rota.core.schedules import Schedule
+from rota.core.workers import GroupFairness, ServedCount, WorkerInfo
+from rota.definition import JobDefinition
+from rota.inline import InlineDrive
+from rota.observability import fairness_over, served_since
+from rota.realtime import build_runtime, run_until_signal, worker_duties
+from rota.scheduling import AppSchedules
+from rota.store import Store
+from rota.worker.events import OutcomeCallback, OutcomeEvent
+from rota.worker.group import GroupRunner
+from rota.worker.retention import purge_finished
+from rota.worker.runtime import Runtime, RuntimeObserver
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-DEFAULT_STORE_URL = "sqlite:///rota.db"
-DEFAULT_RETENTION = Retention()
-STORE_ENV = "ROTA_STORE"  # the store URL when App() is given none (the CLI reads it too)
-
-
-class _FromEnvironment(enum.Enum):
-    """The type of `App`'s default store argument (None stays a TypeError, as before)."""
-
-    TOKEN = "$ROTA_STORE, else sqlite:///rota.db"
-
-    def __repr__(self) -> str:
-        return "<$ROTA_STORE, else sqlite:///rota.db>"
-
-
-FROM_ENVIRONMENT: Final = _FromEnvironment.TOKEN
-
-
-def default_store_url() -> str:
-    """`$ROTA_STORE` if set (and not blank), else `sqlite:///rota.db`."""
-    return os.environ.get(STORE_ENV, "").strip() or DEFAULT_STORE_URL
-
-
-def store_location(store: Store) -> str:
-    """Where `store` keeps its jobs, for a start-up log line: an SQLite store's absolute
-    file path (`sqlite:////abs/path.db`), otherwise its URL; passwords masked."""
-    path = getattr(store, "path", None)
-    if isinstance(path, str) and store.url.lower().startswith("sqlite:"):
-        return f"sqlite:///{os.path.abspath(path)}"
-    return mask_url(store.url)
 
 
 def _job_id(job_id: object) -> int | None:
@@ -129,37 +97,18 @@ class App:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         retention: Retention | None = DEFAULT_RETENTION,
     ) -> None:
-        if isinstance(store, _FromEnvironment):
-            store = default_store_url()
-        if not isinstance(store, str | Store):
-            raise TypeError(
-                f"App takes a store URL (e.g. 'sqlite:///rota.db') or a Store; got {store!r}"
-            )
-        if (isinstance(max_payload_bytes, bool) or not isinstance(max_payload_bytes, int)
-                or max_payload_bytes < 1):
-            raise ValueError(
-                f"max_payload_bytes must be a whole number of bytes >= 1; got "
-                f"{max_payload_bytes!r}"
-            )
-        self.max_payload_bytes = max_payload_bytes
-        if retention is not None and not isinstance(retention, Retention):
-            raise TypeError(
-                f"retention must be a rota.Retention (or None to keep every job); got "
-                f"{retention!r}"
-            )
-        self.retention = retention
-        self.store: Store = open_store(store) if isinstance(store, str) else store
+        checked = checked_store(store)
+        self.max_payload_bytes = checked_max_payload_bytes(max_payload_bytes)
+        self.retention = checked_retention(retention)
+        self.store: Store = opened(checked)
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self._handlers: dict[str, Handler] = {}
-        self._definitions: dict[str, JobDefinition[Any, Any]] = {}
-        self._group_options: list[WorkerGroupOptions] = []
-        self._runners: dict[str, GroupRunner] = {}
-        self._running: set[str] = set()  # groups a drive is running now (event loop only)
-        # Replaced, never mutated, so enqueuing threads may iterate them without a lock.
+        self._jobs = JobRegistry()
+        self._handlers = self._jobs.handlers  # the drives read it as jobs run
+        self._definitions = self._jobs.definitions
+        self._groups = WorkerGroups()
+        # Replaced, never mutated, so enqueuing threads may iterate it without a lock.
         self._outcome_callbacks: tuple[OutcomeCallback, ...] = ()
-        self._enqueue_listeners: tuple[Callable[[str], None], ...] = ()
-        self._schedules: dict[str, Schedule] = {}  # schedules (branch schedules)
-        self._registered_schedules: set[str] = set()  # by run_until_idle (workers: the duty)
+        self._schedules = AppSchedules()
         # Told of every real-time runtime's start, stop and claims (rota.metrics).
         self._runtime_observers: tuple[RuntimeObserver, ...] = ()
 
@@ -199,15 +148,7 @@ class App:
                 a job name already registered, or a timeout that is not positive.
             TypeError: for an unknown option (rota has no per-job `priority`).
         """
-        if "priority" in unknown:
-            raise TypeError(NO_PRIORITY)
-        if unknown:
-            raise TypeError(f"job() got unknown option(s) {sorted(unknown)}; it takes name, "
-                            "queue=, retry= and timeout=")
-        validate_queue_name(queue)
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise TypeError(f"retry must be a rota.RetryPolicy; got {retry!r}")
-        limit = None if timeout is None else to_timedelta(timeout, "timeout")
+        limit = checked_job_options(queue, retry, timeout, unknown)
         if callable(name):
             return self._register(name, None, queue, retry, limit)
         if name is not None and (not isinstance(name, str) or not name):
@@ -222,19 +163,8 @@ class App:
         self, func: Callable[P, R], name: str | None, queue: str, retry: RetryPolicy | None,
         timeout: timedelta | None = None,
     ) -> JobDefinition[P, R]:
-        if not callable(func):
-            raise TypeError(f"@app.job decorates a function; got {func!r}")
-        job_name = validate_job_name(name or f"{func.__module__}.{func.__qualname__}")
-        if job_name in self._handlers:
-            raise ValueError(
-                f"job name {job_name!r} is already registered; give each handler its own name"
-            )
-        definition = JobDefinition(self, job_name, func, queue, retry)
-        self._handlers[job_name] = Handler(
-            job_name, func, retry, timeout=timeout, max_payload_bytes=self.max_payload_bytes
-        )
-        self._definitions[job_name] = definition
-        return definition
+        return self._jobs.register(func, name, queue, retry, timeout, host=self,
+                                   on_enqueued=self._notify_enqueued)
 
     @property
     def jobs(self) -> dict[str, JobDefinition[Any, Any]]:
@@ -359,58 +289,20 @@ class App:
         Raises:
             ValueError: if a group with that name was already added.
         """
-        if not isinstance(options, WorkerGroupOptions):
-            raise TypeError(f"add_worker_group takes rota.WorkerGroupOptions; got {options!r}")
-        if any(existing.name == options.name for existing in self._group_options):
-            raise ValueError(
-                f"a Worker Group named {options.name!r} already exists; group names must be "
-                "unique within an App"
-            )
-        self._group_options.append(options)
+        self._groups.add(options)
 
     @property
     def worker_groups(self) -> list[WorkerGroupOptions]:
-        return list(self._group_options)
+        return list(self._groups.options)
 
     def _start_groups(self, names: Iterable[str] | None = None) -> list[GroupRunner]:
         """The runners of the selected groups, started (policy validated) on first use.
-
-        A group's dispatch state lives as long as the App, across calls.
-        """
-        if not self._group_options:
-            raise RuntimeError(
-                "this App has no Worker Group; add one with app.add_worker_group("
-                "rota.WorkerGroupOptions(name=..., policy=...))"
-            )
-        if isinstance(names, str):
-            raise TypeError(f"groups must be a list of group names, not the str {names!r}")
-        names = None if names is None else set(names)
-        if names is not None and not names:
-            raise ValueError("groups selects no Worker Group; pass None to run them all")
-        selected = [o for o in self._group_options if names is None or o.name in names]
-        if names is not None:
-            missing = names - {o.name for o in self._group_options}
-            if missing:
-                known = ", ".join(o.name for o in self._group_options)
-                raise ValueError(f"no Worker Group named {sorted(missing)}; this App has: {known}")
-        runners: list[GroupRunner] = []
-        for options in selected:
-            runner = self._runners.get(options.name)
-            if runner is None:
-                runner = GroupRunner(options)
-                self._runners[options.name] = runner
-            runners.append(runner)
-        return runners
+        A group's dispatch state lives as long as the App, across calls."""
+        return self._groups.start(names)
 
     def _retry_policy_for(self, job: JobRecord) -> RetryPolicy:
-        """The RetryPolicy of an expired lease's job: its own, else that of the first
-        started group serving its Queue, else the default."""
-        group_policy = next(
-            (runner.options.retry for runner in self._runners.values()
-             if job.queue in runner.options.policy.queues),
-            RetryPolicy(),
-        )
-        return retry_policy(self._handlers.get(job.name), group_policy)
+        """The RetryPolicy of an expired lease's job (rota.app_groups)."""
+        return self._groups.retry_policy_for(job, self._handlers.get(job.name))
 
     # -- the deterministic drive ----------------------------------------------------------
 
@@ -439,97 +331,14 @@ class App:
     async def run_until_idle_async(self) -> int:
         """`run_until_idle` from async code: async handlers are awaited on this loop, sync
         handlers run inline (blocking it, on purpose: this drive is for tests)."""
-        runners = self._start_groups()
-        names = {runner.name for runner in runners}
-        self._take_groups(names)
-        try:
-            self._fire_schedules_inline()
-            return await self._drain_inline(runners)
-        finally:
-            self._running -= names
-
-    async def _drain_inline(self, runners: list[GroupRunner]) -> int:
-        executions = 0
-        while True:
-            now = self.clock.now()
-            sweep_expired_leases(self.store, now, self._retry_policy_for)
-            claimed_any = False
-            for runner in runners:
-                now = self.clock.now()
-                plan, jobs = runner.claim_pass(self.store, runner.options.claim_capacity, now,
-                                               raise_errors=True)
-                claimed_any = claimed_any or bool(jobs)
-                executions += await self._run_inline(runner, plan, jobs)
-            # Idle only after a round that claimed nothing and after which no group has
-            # to probe the Queues it holds for empty (rota.core.dispatch.memory).
-            if not claimed_any and not any(runner.probe_pending for runner in runners):
-                return executions
-
-    async def _run_inline(
-        self, runner: GroupRunner, plan: PassPlan[JobRecord], jobs: list[JobRecord]
-    ) -> int:
-        """Run one pass's jobs one after another in dispatch order and record each outcome.
-        If anything raises (a store call, KeyboardInterrupt, cancellation), the jobs not
-        run yet are handed back (attempt not counted) and the exception propagates."""
-        tracing = Tracing.active()
-        index = 0
-        try:
-            for index, job in enumerate(jobs):
-                plan.serve()
-                started_at = self.clock.now()
-                if tracing is None:
-                    outcome = await execute(job, self._handlers, runner, self.clock)
-                else:
-                    with tracing.attempt(job, runner.name) as span:
-                        outcome = await execute(job, self._handlers, runner, self.clock)
-                        tracing.record(span, outcome)
-                finished_at = self.clock.now()
-                index += 1  # this one ran: from here on, only the rest goes back
-                record_outcome(self.store, job, outcome, finished_at, runner.name)
-                if self._outcome_callbacks:
-                    emit(self._outcome_callbacks, outcome_event(
-                        job, runner.name, outcome, started_at, finished_at))
-        except BaseException:
-            if jobs[index:]:
-                self.store.release([j.lease for j in jobs[index:]], self.clock.now())
-            raise
-        return len(jobs)
+        runners = self._groups.start()
+        with self._groups.running(runners):
+            self._notify_enqueued(self._schedules.fire_inline(self.store, self.clock))
+            drive = InlineDrive(self.store, self.clock, self._handlers, self._retry_policy_for,
+                                lambda: self._outcome_callbacks)
+            return await drive.drain(runners)
 
     # -- the real-time runtime ------------------------------------------------------------
-
-    def _runtime(self, runners: list[GroupRunner], grace: Duration | None) -> Runtime:
-        grace_s = None if grace is None else to_timedelta(grace, "grace", allow_zero=True)
-        return Runtime(
-            store=self.store, clock=self.clock, runners=runners, handlers=self._handlers,
-            retry_for=self._retry_policy_for, outcome_callbacks=self._outcome_callbacks,
-            grace_s=None if grace_s is None else grace_s.total_seconds(),
-            duties=[*self._duties(), *self._start_duties(runners)],
-            observers=self._runtime_observers,
-        )
-
-    def _duties(self) -> list[Duty]:
-        """The housekeeping tasks a real-time runtime runs beside the groups.
-
-        `run_until_idle()` runs none of them: retention deletes by the clock, and that
-        deterministic drive must not delete the records a test is about to read after
-        advancing a VirtualClock; `app.purge(...)` deletes on demand."""
-        duties: list[Duty] = []
-        if self.retention is not None and not self.retention.keeps_everything:
-            duties.append(RetentionDuty(self.retention, self.store, self.clock))
-        if (checkpoints := wal_checkpoint_duty(self.store)) is not None:
-            duties.append(checkpoints)
-        if self._schedules:
-            duties.append(ScheduleDuty(list(self._schedules.values()),
-                                       self._schedule_store(), self.clock))
-        duties.append(RegistryDuty(self.store))
-        return duties
-
-    # -- first-day checks (issue 10) -------------------------------------------------------
-
-    def _start_duties(self, runners: list[GroupRunner]) -> list[Duty]:
-        """One-shot checks a real-time worker runs as it starts: warn about Queues with
-        due jobs that none of its groups serves (rota.worker.unserved)."""
-        return [unserved_queues_duty([runner.options for runner in runners], self.clock)]
 
     @contextlib.asynccontextmanager
     async def serve(
@@ -552,33 +361,21 @@ class App:
             ValueError: if a group's policy is invalid or a group name is unknown.
             RuntimeError: if the App has no Worker Group.
         """
-        runners = self._start_groups(groups)
-        names = {runner.name for runner in runners}
-        self._take_groups(names)
-        try:
-            runtime = self._runtime(runners, grace)
-            await runtime.start()
-            self._enqueue_listeners = (*self._enqueue_listeners, runtime.hint)
-            try:
-                yield runtime
-            finally:
-                self._enqueue_listeners = tuple(
-                    listener for listener in self._enqueue_listeners
-                    if listener != runtime.hint
-                )
-                await runtime.stop()
-        finally:
-            self._running -= names
-
-    def _take_groups(self, names: set[str]) -> None:
-        """Mark groups as running; a group's dispatch state serves one drive at a time."""
-        busy = names & self._running
-        if busy:
-            raise RuntimeError(
-                f"Worker Group(s) {', '.join(sorted(busy))} are already running in this App "
-                "(serve, run or run_until_idle); a group runs in one place at a time"
+        runners = self._groups.start(groups)
+        with self._groups.running(runners):
+            runtime = build_runtime(
+                store=self.store, clock=self.clock, runners=runners, handlers=self._handlers,
+                retry_for=self._retry_policy_for, outcome_callbacks=self._outcome_callbacks,
+                grace=grace, observers=self._runtime_observers,
+                duties=worker_duties(self.store, self.clock, self.retention, self._schedules,
+                                     runners),
             )
-        self._running |= names
+            await runtime.start()
+            try:
+                with self._groups.listening(runtime.hint):
+                    yield runtime
+            finally:
+                await runtime.stop()
 
     def run(self, groups: Iterable[str] | None = None, *, grace: Duration | None = None) -> None:
         """Run Worker Groups until SIGINT or SIGTERM, then stop gracefully. Blocking.
@@ -607,46 +404,10 @@ class App:
                 "app.run() needs the main thread to receive SIGINT/SIGTERM; from another "
                 "thread use `async with app.serve(): ...` in an event loop"
             )
-        runners = self._start_groups(groups)  # validate before anything runs
-        asyncio.run(self._run_until_signal(runners, grace))
+        runners = self._groups.start(groups)  # validate before anything runs
+        asyncio.run(run_until_signal(self.serve, runners, grace, store_location(self.store)))
 
-    async def _run_until_signal(self, runners: list[GroupRunner], grace: Duration | None) -> None:
-        loop = asyncio.get_running_loop()
-        first = asyncio.Event()
-        forced = asyncio.Event()
-        received: list[signal.Signals] = []
-
-        def on_signal(signum: signal.Signals) -> None:
-            received.append(signum)
-            if len(received) == 1:
-                logger.warning("%s received: stopping gracefully (send it again to exit at "
-                               "once)", signum.name)
-                first.set()
-            else:
-                logger.warning("%s received again: exiting at once; unfinished jobs run "
-                               "again when their leases expire", signum.name)
-                forced.set()
-
-        # loop.add_signal_handler where the loop has it; signal.signal elsewhere (Windows).
-        remove_handlers = install_stop_handlers(loop, stop_signals(), on_signal)
-        try:
-            async with self.serve([r.name for r in runners], grace=grace) as runtime:
-                logger.info("worker started: groups %s on %s; SIGINT/SIGTERM stops it",
-                            ", ".join(r.name for r in runners), store_location(self.store))
-                await first.wait()
-                stopping = asyncio.create_task(runtime.stop())
-                force = asyncio.create_task(forced.wait())
-                await asyncio.wait({stopping, force}, return_when=asyncio.FIRST_COMPLETED)
-                if forced.is_set():
-                    runtime.abort()
-                    stopping.cancel()
-                    await asyncio.gather(stopping, return_exceptions=True)
-                    raise SystemExit(128 + received[-1].value)
-                force.cancel()
-        finally:
-            remove_handlers()
-
-    # -- Schedules (branch schedules) -------------------------------------------------------
+    # -- schedules ------------------------------------------------------------------------
 
     def schedule(
         self, name: str, job: JobDefinition[Any, Any] | str, *, cron: str | None = None,
@@ -690,72 +451,16 @@ class App:
             TypeError: a job that is not one of this App's, arguments that are not JSON or
                 do not fit the handler's signature, or a store without schedules.
         """
-        validate_schedule_name(name)
-        definition = self._scheduled_job(job)
-        rule = build_rule(cron, every, timezone)
-        args = () if args is None else args
-        kwargs = {} if kwargs is None else kwargs
-        schedule = build_schedule(
-            name, definition.name, definition.queue if queue is None else queue, rule,
-            args, kwargs, self.max_payload_bytes,
+        return self._schedules.define(
+            name, job, owner=self, definitions=self._definitions, store=self.store,
+            max_payload_bytes=self.max_payload_bytes, cron=cron, every=every,
+            timezone=timezone, args=args, kwargs=kwargs, queue=queue,
         )
-        if schedule.name in self._schedules:
-            raise ValueError(
-                f"a schedule named {schedule.name!r} already exists in this App; give each "
-                "schedule its own name"
-            )
-        if isinstance(args, Sequence) and isinstance(kwargs, Mapping):
-            check_arguments_fit(definition.func, definition.name, args, kwargs)
-        self._schedule_store()  # a store without schedules fails here, not in a worker
-        self._schedules[schedule.name] = schedule
-        return schedule
-
-    def _scheduled_job(self, job: object) -> JobDefinition[Any, Any]:
-        if isinstance(job, str):
-            found = self._definitions.get(job)
-            if found is None:
-                raise ValueError(
-                    f"no job named {job!r} in this App; register it with @app.job first"
-                )
-            return found
-        if isinstance(job, JobDefinition):
-            if job.app is not self or self._definitions.get(job.name) is not job:
-                raise ValueError(
-                    f"job {job.name!r} belongs to another App; schedule this App's jobs"
-                )
-            return job
-        raise TypeError(
-            f"schedule() takes a job defined with @app.job (or its name); got {job!r}"
-        )
-
-    def _schedule_store(self) -> ScheduleStore:
-        if not isinstance(self.store, ScheduleStore):
-            raise TypeError(
-                f"the store {self.store.url!r} does not keep schedules (it lacks "
-                "register_schedules, fire_schedule and list_schedules); use a memory://, "
-                "sqlite:/// or postgresql:// store"
-            )
-        return self.store
 
     @property
     def schedules(self) -> dict[str, Schedule]:
         """The App's schedules by name."""
-        return dict(self._schedules)
-
-    def _fire_schedules_inline(self) -> None:
-        """`run_until_idle`: register (each schedule once per App), then fire what is due
-        at the clock's time. Jobs it enqueues are due at their instants, so the passes that
-        follow run them."""
-        if not self._schedules:
-            return
-        store = self._schedule_store()
-        schedules = list(self._schedules.values())
-        new = [s for s in schedules if s.name not in self._registered_schedules]
-        if new:
-            store.register_schedules([s.registration() for s in new], self.clock.now())
-            self._registered_schedules.update(s.name for s in new)
-        fired = fire_due_now(store, schedules, self.clock.now())
-        self._notify_enqueued(s.queue for s, outcome in fired if outcome.fired)
+        return dict(self._schedules.by_name)
 
     # -- observability --------------------------------------------------------------------
 
@@ -778,7 +483,7 @@ class App:
         self._outcome_callbacks = (*self._outcome_callbacks, callback)
         return callback
 
-    # -- worker registry (branch registry) -----------------------------------------------
+    # -- the worker registry --------------------------------------------------------------
 
     def workers(self) -> list[WorkerInfo]:
         """Every worker process registered in the store, as `rota.WorkerInfo` (host, pid,
@@ -795,11 +500,7 @@ class App:
         Args:
             since: the first minute wanted (aware datetime); default: the last hour.
         """
-        if since is None:
-            since = self.clock.now() - timedelta(hours=1)
-        elif not isinstance(since, datetime) or since.tzinfo is None:
-            raise TypeError(f"since must be a timezone-aware datetime; got {since!r}")
-        return self.store.served_counts(since)
+        return served_since(self.store, self.clock, since)
 
     def fairness(self, window: Duration = 600) -> list[GroupFairness]:
         """Per Worker Group, the served share of each Queue against its target share
@@ -813,13 +514,7 @@ class App:
         Raises:
             ValueError, TypeError: for a window that is not a positive duration.
         """
-        span = to_timedelta(window, "window")
-        now = self.clock.now()
-        since = minute_of(now - span)
-        return fairness(
-            self.store.worker_groups(), self.store.list_workers(now),
-            self.store.served_counts(since), since,
-        )
+        return fairness_over(self.store, self.clock, window)
 
     def _observe_runtimes(self, observer: RuntimeObserver) -> None:
         """Tell `observer` about every real-time runtime this App starts from now on
@@ -829,14 +524,7 @@ class App:
     def _notify_enqueued(self, queues: Iterable[str]) -> None:
         """Jobs were enqueued through this App: wake the running groups serving them, and
         have the groups that hold one of these Queues for empty probe it again."""
-        listeners = self._enqueue_listeners
-        runners = self._runners.values()
-        if listeners or runners:
-            for queue in set(queues):
-                for runner in runners:
-                    runner.note_work(queue)
-                for listener in listeners:
-                    listener(queue)
+        self._groups.enqueued(queues)
 
     def close(self) -> None:
         """Close the store's connections."""

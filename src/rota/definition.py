@@ -7,6 +7,10 @@ on the consumer's Dispatch Policy.
 
 Everything is checked before anything is stored: a bad Queue name, a naive datetime or an
 argument that is not JSON fails with a clear error and leaves the store untouched.
+
+A definition knows its App only as a `JobHost` (the store, the clock, the payload limit)
+plus the `on_enqueued` callback the App passes in, which wakes the App's groups: the App
+imports this module, so this module never imports the App.
 """
 
 from __future__ import annotations
@@ -15,18 +19,15 @@ import asyncio
 import inspect
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
-from rota.core.clock import ensure_utc
+from rota.core.clock import Clock, ensure_utc
 from rota.core.durations import Duration, due_after, to_timedelta
 from rota.core.jobs import NewJob, encode_arguments, validate_job_key
 from rota.core.queues import validate_queue_name
 from rota.core.retry import RetryPolicy
-from rota.store.base import AsyncTransactionalEnqueue
+from rota.store.base import AsyncTransactionalEnqueue, Store
 from rota.worker.tracing import current_trace_context
-
-if TYPE_CHECKING:
-    from rota.app import App
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -39,6 +40,19 @@ NO_PRIORITY = (
 # One entry of enqueue_many: a tuple of positional args, or an (args, kwargs) pair given
 # as a mapping {"args": [...], "kwargs": {...}}.
 ManyEntry = Sequence[Any] | Mapping[str, Any]
+
+
+class JobHost(Protocol):
+    """What a job definition needs of the App that registered it (`rota.App` is one)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def max_payload_bytes(self) -> int: ...
 
 
 class ConfiguredJob(Generic[P, R]):
@@ -63,7 +77,7 @@ class ConfiguredJob(Generic[P, R]):
         if self._connection is not None:
             return app.store.enqueue_on(self._connection, jobs, now)
         ids = app.store.enqueue(jobs, now)
-        app._notify_enqueued((self.queue,))
+        self._definition._on_enqueued((self.queue,))
         return ids
 
     def _due_at(self, now: datetime) -> datetime:
@@ -204,9 +218,12 @@ class JobDefinition(ConfiguredJob[P, R]):
     """A registered job. Call it to run the handler directly; `enqueue` to run it later."""
 
     def __init__(
-        self, app: App, name: str, func: Callable[P, R], queue: str, retry: RetryPolicy | None
+        self, app: JobHost, name: str, func: Callable[P, R], queue: str,
+        retry: RetryPolicy | None, *, on_enqueued: Callable[[Iterable[str]], None],
     ) -> None:
         self.app = app
+        # Told the Queues of the jobs this definition stored through the App's store.
+        self._on_enqueued = on_enqueued
         self.name = name
         self.func = func
         self.retry = retry

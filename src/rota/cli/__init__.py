@@ -4,6 +4,15 @@ Each subcommand lives in its own module of this package and exposes
 `register(subparsers)` (adds its argparse parser, setting `func` to a callable taking the
 parsed namespace and returning an exit code). Exit codes: 0 success, 2 usage error, 1
 anything else, with a one-line message and no traceback for expected errors.
+
+Every module `SUBCOMMANDS` names must import: one that is missing or broken fails the
+`rota` command loudly, with its ImportError, instead of the subcommand silently
+vanishing from the help. So a subcommand module imports only rota's own dependencies at
+module level, and an optional extra's package inside the function that needs it: `rota
+dashboard` checks its extra when it runs (`rota.dashboard.missing_modules`) and says
+`pip install 'rota[dashboard]'`, `rota worker --metrics-port` does the same for
+`rota[metrics]`, and a `postgresql://` store for `rota[postgres]` (rota.store.open_store).
+`import rota` and `rota --help` work without any extra.
 """
 
 from __future__ import annotations
@@ -31,8 +40,12 @@ SUBCOMMANDS = (
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `rota` parser with every subcommand, or with `command`'s alone: then the other
     subcommands' modules (and what they import, such as rich's tables) stay unloaded,
-    which was ~a fifth of a `rota worker` process's start-up (docs/benchmarks.md, "Drain
-    cost: issue 9 bought back")."""
+    about a fifth of a `rota worker` process's start-up otherwise (docs/benchmarks.md).
+
+    Raises:
+        ImportError: a subcommand's module is missing or fails to import (with a note
+            naming the subcommand).
+    """
     parser = argparse.ArgumentParser(
         prog="rota",
         description="rota: background jobs with fair, deterministic dispatch between Queues.",
@@ -43,9 +56,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name in SUBCOMMANDS if command is None else (command,):
         try:
             module = importlib.import_module(f"rota.cli.{name}")
-        except ModuleNotFoundError as error:
-            if error.name == f"rota.cli.{name}":
-                continue  # not built yet
+        except ImportError as error:
+            error.add_note(f"rota: the module of the subcommand {name!r} (rota.cli.{name}) "
+                           "failed to import")
             raise
         module.register(subparsers)
     return parser

@@ -21,10 +21,9 @@ import contextlib
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -32,6 +31,8 @@ from rich.table import Table
 
 import rota
 from rota.cli.common import UsageError
+from rota.cli.demo_live import serve_live
+from rota.cli.demo_tenants import run_tenants_demo
 from rota.cli.display import line, make_console, user_text
 from rota.store import StoreConfigError, StoreError
 
@@ -94,8 +95,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--db {args.db!r}: {error}") from None
     try:
         if args.tenants is not None:
-            from rota.cli.demo_tenants import run_tenants_demo  # it imports serve_live
-
             asyncio.run(run_tenants_demo(app, args.tenants, args.seconds, args.work_ms / 1000,
                                          console))
         else:
@@ -184,28 +183,6 @@ async def _demo(app: rota.App, seconds: float, work_s: float, console: Console) 
 
     elapsed = await serve_live(app, progress, seconds, tally, refresh)
     _report(console, tally, backlog, elapsed)
-
-
-class _Timed(Protocol):
-    began: float  # time.monotonic() when the groups started
-
-
-async def serve_live(
-    app: rota.App, progress: Progress, seconds: float, timed: _Timed,
-    refresh: Callable[[], None],
-) -> float:
-    """Run the App's groups for `seconds` with `progress` on screen, `refresh()` ten
-    times a second and once at the end; set `timed.began` as they start. Returns the
-    seconds they ran."""
-    with progress:
-        async with app.serve(grace=1):
-            timed.began = time.monotonic()
-            deadline = timed.began + seconds
-            while (left := deadline - time.monotonic()) > 0:
-                refresh()
-                await asyncio.sleep(min(0.1, left))  # the refresh rate of the bars
-            refresh()
-        return time.monotonic() - timed.began
 
 
 def _report(console: Console, tally: Tally, backlog: dict[str, int], elapsed: float) -> None:

@@ -11,7 +11,7 @@ The final table shows, for the noisy tenant and for the small ones together: wei
 backlog, jobs served, the share of the Workers while the small tenants still had work
 against their weight share, and the time to each tenant's first job.
 
-Imports the public API, rich and the plain demo's live run (rota.cli.demo.serve_live).
+Imports the public API, rich and the demos' shared live run (rota.cli.demo_live).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 import rota
-from rota.cli.demo import serve_live
+from rota.cli.demo_live import serve_live
 from rota.cli.display import line, user_text
 
 POOL_SIZE = 4

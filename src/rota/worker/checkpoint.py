@@ -12,20 +12,17 @@ A duty of its own, beside the runtime (`Runtime(duties=...)`: one task per runti
 started and cancelled by it; the App adds it for a store that keeps a WAL).
 It survives any exception: the first failure of a streak is logged at ERROR with its
 traceback, later ones at DEBUG, and it backs off (doubling, up to `MAX_BACKOFF_S`) and goes
-on. Imports asyncio, logging and the store contract only.
+on. Imports asyncio, logging, the store contract and the duty protocol only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
 
 from rota.store.base import Store, WalCheckpointing
-
-if TYPE_CHECKING:
-    from rota.worker.runtime import Runtime
+from rota.worker.duty import Duty, DutyRuntime
 
 logger = logging.getLogger("rota.worker.checkpoint")
 
@@ -39,13 +36,13 @@ StoreCall = Callable[[Callable[[], int]], Awaitable[int]]
 
 def wal_checkpoint_duty(
     store: Store,
-) -> Callable[[Runtime], Coroutine[Any, Any, None]] | None:
+) -> Duty | None:
     """The duty for `store` if it keeps a WAL (a `Runtime` duty); None otherwise."""
     if not isinstance(store, WalCheckpointing):
         return None
     checkpointing: WalCheckpointing = store
 
-    async def duty(runtime: Runtime) -> None:
+    async def duty(runtime: DutyRuntime) -> None:
         await checkpoint_forever(checkpointing, runtime.store_call, store.url)
 
     return duty

@@ -16,7 +16,7 @@ last outcomes) it sends a last refresh, so the history holds every served job, a
 removes its row. A killed process leaves its row, which turns dead at `dead_at`.
 
 State lives on the object (the supervisor may restart `__call__`). Imports the core, the
-store contract and `rota.worker.runtime` (for types only).
+store contract, the duty protocol and `rota.version`.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ import os
 import socket
 import uuid
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from rota.core.outcomes import Cancelled, DeadLettered, Quarantined, RetryAt, Succeeded
 from rota.core.workers import (
     REMOVE_DEAD_AFTER,
     SERVED_HISTORY,
@@ -40,20 +39,11 @@ from rota.core.workers import (
     dead_after,
 )
 from rota.store.base import Store, StoreError
-
-if TYPE_CHECKING:
-    from rota.worker.runtime import Runtime
+from rota.version import __version__
+from rota.worker.duty import DutyRuntime
 
 logger = logging.getLogger("rota")
 
-# The name a served count gets for each outcome type (rota.OutcomeKind's values).
-OUTCOME_NAMES: dict[type, str] = {
-    Succeeded: "succeeded",
-    RetryAt: "retried",
-    DeadLettered: "dead_lettered",
-    Quarantined: "quarantined",
-    Cancelled: "cancelled",
-}
 # Clean up dead rows and old history every this many refreshes (~10 min at 20 s).
 PRUNE_EVERY = 30
 # How long a failed registry call waits before it tries again, at most.
@@ -64,12 +54,6 @@ def new_worker_id() -> str:
     """`host:pid:token`, unique per process start (the part of a lease owner after `@`
     has the same form, with each group's own token)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def _version() -> str:
-    from rota import __version__  # imported late: rota's __init__ imports this module
-
-    return __version__
 
 
 class RegistryDuty:
@@ -90,28 +74,28 @@ class RegistryDuty:
     # -- what the row says ------------------------------------------------------------------
 
     @staticmethod
-    def _interval_s(runtime: Runtime) -> float:
+    def _interval_s(runtime: DutyRuntime) -> float:
         return min(group.options.heartbeat_interval.total_seconds() for group in runtime.groups)
 
-    def _dead_after(self, runtime: Runtime) -> timedelta:
+    def _dead_after(self, runtime: DutyRuntime) -> timedelta:
         by_lease = dead_after(group.options.lease_duration for group in runtime.groups)
         return max(by_lease, timedelta(seconds=3 * self._interval_s(runtime)))
 
     @staticmethod
-    def _totals(runtime: Runtime) -> dict[tuple[str, str, str], int]:
+    def _totals(runtime: DutyRuntime) -> dict[tuple[str, str, str], int]:
         return {
             (group.name, queue, outcome): count
             for group in runtime.groups
             for (queue, outcome), count in group.served.items()
         }
 
-    def _info(self, runtime: Runtime, now: datetime) -> WorkerInfo:
+    def _info(self, runtime: DutyRuntime, now: datetime) -> WorkerInfo:
         if self._started_at is None:
             self._started_at = now
         host, pid, _ = self.worker_id.rsplit(":", 2)
         totals = self._totals(runtime)
         return WorkerInfo(
-            id=self.worker_id, host=host, pid=int(pid), version=_version(),
+            id=self.worker_id, host=host, pid=int(pid), version=__version__,
             started_at=self._started_at, last_seen=now, dead_at=now + self._dead_after(runtime),
             groups=tuple(
                 WorkerGroupInfo(
@@ -126,7 +110,7 @@ class RegistryDuty:
 
     # -- store calls ------------------------------------------------------------------------
 
-    async def _call(self, runtime: Runtime, call: Any, *args: Any, **kwargs: Any) -> Any:
+    async def _call(self, runtime: DutyRuntime, call: Any, *args: Any, **kwargs: Any) -> Any:
         future = asyncio.ensure_future(runtime.store_call(call, *args, **kwargs))
         self._pending = future
         try:
@@ -135,7 +119,7 @@ class RegistryDuty:
             if future.done():
                 self._pending = None
 
-    async def _register(self, runtime: Runtime) -> None:
+    async def _register(self, runtime: DutyRuntime) -> None:
         now = runtime.clock.now()
         info = self._info(runtime, now)
         await self._call(runtime, self.store.register_worker, info, now)
@@ -143,7 +127,7 @@ class RegistryDuty:
         logger.debug("registered as worker %s", self.worker_id)
         await self._clean_up(runtime, now)
 
-    async def _refresh(self, runtime: Runtime) -> None:
+    async def _refresh(self, runtime: DutyRuntime) -> None:
         now = runtime.clock.now()
         totals = self._totals(runtime)
         new = [
@@ -170,13 +154,13 @@ class RegistryDuty:
         if self._refreshes % PRUNE_EVERY == 0:
             await self._clean_up(runtime, now)
 
-    async def _clean_up(self, runtime: Runtime, now: datetime) -> None:
+    async def _clean_up(self, runtime: DutyRuntime, now: datetime) -> None:
         await self._call(runtime, self.store.remove_dead_workers, now - REMOVE_DEAD_AFTER)
         await self._call(runtime, self.store.prune_served, now - SERVED_HISTORY)
 
     # -- the duty ---------------------------------------------------------------------------
 
-    async def __call__(self, runtime: Runtime) -> None:
+    async def __call__(self, runtime: DutyRuntime) -> None:
         interval_s = self._interval_s(runtime)
         delay_s = 0.0
         while True:
@@ -202,7 +186,7 @@ class RegistryDuty:
             self._failing = False
             delay_s = interval_s
 
-    async def at_stop(self, runtime: Runtime) -> None:
+    async def at_stop(self, runtime: DutyRuntime) -> None:
         """Graceful stop (after the groups wrote their outcomes): a last refresh so the
         history holds every served job, then the row is removed."""
         if self._pending is not None:

@@ -16,7 +16,7 @@ its traceback, later ones as one-line warnings, and the next try backs off (doub
 
 `purge_finished` is the same batching for `App.purge` and `rota purge`, on demand.
 
-Imports the core, the store contract and the runtime (for its type only).
+Imports the core, the store contract and the duty protocol (rota.worker.duty).
 """
 
 from __future__ import annotations
@@ -25,15 +25,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from rota.core.clock import Clock
 from rota.core.jobs import JobState
 from rota.core.retention import PurgeRule, Retention
 from rota.store.base import Store
-
-if TYPE_CHECKING:
-    from rota.worker.runtime import Runtime
+from rota.worker.duty import DutyRuntime
 
 logger = logging.getLogger("rota")
 
@@ -79,7 +77,7 @@ class RetentionDuty:
         self.batch_size = batch_size
         self.failures = 0  # failed sweeps in a row; owned by the task running the duty
 
-    async def __call__(self, runtime: Runtime) -> None:
+    async def __call__(self, runtime: DutyRuntime) -> None:
         """Run as a duty of `runtime` (see `Runtime(duties=...)`) until it stops."""
         await self.run_forever(
             runtime.store_call, runtime.sleep_unless_stopping, lambda: runtime.stopping

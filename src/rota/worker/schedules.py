@@ -24,7 +24,7 @@ twice (the store's compare-and-set).
 `fire_due_now` is the same firing for `run_until_idle()`: at the clock's time, once,
 before its passes.
 
-Imports the core, the store contract and the runtime (for its type only).
+Imports the core, the store contract and the duty protocol (rota.worker.duty).
 """
 
 from __future__ import annotations
@@ -32,14 +32,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rota.core.clock import Clock
 from rota.core.schedules import FireOutcome, Schedule, due_instant
 from rota.store.base import ScheduleStore
-
-if TYPE_CHECKING:
-    from rota.worker.runtime import Runtime
+from rota.worker.duty import DutyRuntime
 
 logger = logging.getLogger("rota")
 
@@ -74,7 +72,7 @@ class ScheduleDuty:
         self.stale: set[str] = set()  # schedules another App's definition owns (warned)
         self.fired = 0
 
-    async def __call__(self, runtime: Runtime) -> None:
+    async def __call__(self, runtime: DutyRuntime) -> None:
         """Run as a duty of `runtime` (see `Runtime(duties=...)`) until it stops."""
         cap_s = min(
             (group.runner.options.poll_interval.total_seconds() for group in runtime.groups),

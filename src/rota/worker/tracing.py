@@ -19,11 +19,12 @@ Without the package, or with no provider set, nothing here costs anything per jo
 `Tracing.active()` is read when a runtime starts (and by `run_until_idle`): set the tracer
 provider before starting the worker.
 
-Imports the core, and opentelemetry only when the process uses it: a process that never
-imported `opentelemetry.trace` can have set no tracer provider and entered no span, so
-rota asks OpenTelemetry nothing then (importing it cost every worker ~15 ms of start-up,
-docs/benchmarks.md "Levers"). The one way to get a provider without importing the package,
-the `OTEL_PYTHON_TRACER_PROVIDER` environment variable, is honoured: rota imports it then.
+Imports the core and rota's leaf modules, and opentelemetry only when the process uses
+it: a process that never imported `opentelemetry.trace` can have set no tracer provider
+and entered no span, so rota asks OpenTelemetry nothing then (importing it cost every
+worker ~15 ms of start-up, docs/benchmarks.md "Levers"). The one way to get a provider
+without importing the package, the `OTEL_PYTHON_TRACER_PROVIDER` environment variable, is
+honoured: rota imports it then.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from typing import Any
 
 from rota.core.jobs import JobRecord
 from rota.core.outcomes import DeadLettered, Outcome, Quarantined, RetryAt
+from rota.version import __version__
+from rota.worker.outcome_names import OUTCOME_NAMES
 
 __all__ = ["Tracing", "current_trace_context"]
 
@@ -108,8 +111,6 @@ class Tracing:
         provider = trace.get_tracer_provider()
         if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
             return None
-        from rota import __version__  # late: rota's __init__ imports the runtime
-
         return cls(provider.get_tracer("rota", __version__))
 
     @contextmanager
@@ -133,8 +134,6 @@ class Tracing:
     @staticmethod
     def record(span: Any, outcome: Outcome | None) -> None:
         """Put the attempt's outcome on its span (None: handed back unfinished)."""
-        from rota.worker.registry import OUTCOME_NAMES
-
         if outcome is None:
             span.set_attribute("rota.outcome", "handed_back")
             return

@@ -7,36 +7,33 @@ groups serves. It is a hint, not a guarantee: another worker process may serve t
 (the worker registry will let it tell). A store error here is logged at DEBUG and ignored.
 
 A duty of its own (`Runtime(duties=...)`, started by the runtime under `supervise`).
-Imports the core, the store contract and logging only.
+Imports the core, the store contract, the duty protocol and logging only.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
 from rota.core.clock import Clock
 from rota.core.groups import WorkerGroupOptions
 from rota.core.queue_controls import QueueInfo
 from rota.core.serving import served_by, unserved_with_due_jobs
 from rota.store.base import StoreError
-
-if TYPE_CHECKING:
-    from rota.worker.runtime import Runtime
+from rota.worker.duty import Duty, DutyRuntime
 
 logger = logging.getLogger("rota")
 
 
 def unserved_queues_duty(
     groups: Iterable[WorkerGroupOptions], clock: Clock
-) -> Callable[[Runtime], Coroutine[Any, Any, None]]:
+) -> Duty:
     """The duty that warns once about Queues with due jobs that `groups` do not serve."""
     selected = list(groups)
     serving = served_by(selected)
     names = ", ".join(options.name for options in selected)
 
-    async def duty(runtime: Runtime) -> None:
+    async def duty(runtime: DutyRuntime) -> None:
         store = runtime.store
         now = clock.now()
 

@@ -1,0 +1,101 @@
+"""The inline drive behind `App.run_until_idle`: every group, deterministically, in turn.
+
+Rounds until idle: each round first sweeps expired leases, then gives every group, in
+registration order, one pass at the clock's current time (never advanced): a claim into
+the group's free capacity, then the claimed jobs run one after another in dispatch order,
+each outcome recorded as it is known. Idle means a round that claimed nothing and after
+which no group has to probe the Queues it holds for empty (`GroupRunner.probe_pending`,
+rota.core.dispatch.memory): a Queue found empty stays held until a probe finds it so.
+
+It is the test drive, so an exception that is not a job's own failure propagates: a
+claim's (`raise_errors=True`: the pass hands back what it had claimed first), and
+anything raised while a pass's jobs run (a store call, KeyboardInterrupt, a cancellation),
+after the jobs not run yet are handed back (attempt not counted). A test must see a broken
+store, where a real worker logs, backs off and goes on. No duty runs here and no heartbeat
+is sent (docs/decisions/0009).
+Imports the core, the store contract and the worker's shared pieces; no real time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from rota.core.clock import Clock
+from rota.core.dispatch import PassPlan
+from rota.core.jobs import JobRecord
+from rota.core.retry import RetryPolicy
+from rota.store import Store
+from rota.worker.events import OutcomeCallback, emit, outcome_event
+from rota.worker.execution import execute
+from rota.worker.group import GroupRunner, Handler, record_outcome, sweep_expired_leases
+from rota.worker.tracing import Tracing
+
+
+class InlineDrive:
+    """Runs started groups inline until idle (see the module docstring).
+
+    Args:
+        store: the App's store.
+        clock: the App's clock.
+        handlers: job name -> handler (the App's, read as jobs run).
+        retry_for: the RetryPolicy of an expired lease's job (the sweep's retries).
+        outcome_callbacks: the App's current outcome callbacks, read per outcome.
+    """
+
+    def __init__(
+        self, store: Store, clock: Clock, handlers: Mapping[str, Handler],
+        retry_for: Callable[[JobRecord], RetryPolicy],
+        outcome_callbacks: Callable[[], Sequence[OutcomeCallback]],
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.handlers = handlers
+        self.retry_for = retry_for
+        self.outcome_callbacks = outcome_callbacks
+
+    async def drain(self, runners: Sequence[GroupRunner]) -> int:
+        """Round after round until idle; returns the number of job executions."""
+        executions = 0
+        while True:
+            now = self.clock.now()
+            sweep_expired_leases(self.store, now, self.retry_for)
+            claimed_any = False
+            for runner in runners:
+                now = self.clock.now()
+                plan, jobs = runner.claim_pass(self.store, runner.options.claim_capacity, now,
+                                               raise_errors=True)
+                claimed_any = claimed_any or bool(jobs)
+                executions += await self._run(runner, plan, jobs)
+            if not claimed_any and not any(runner.probe_pending for runner in runners):
+                return executions
+
+    async def _run(
+        self, runner: GroupRunner, plan: PassPlan[JobRecord], jobs: list[JobRecord]
+    ) -> int:
+        """Run one pass's jobs one after another in dispatch order and record each outcome.
+        If anything raises, the jobs not run yet are handed back and the exception
+        propagates."""
+        tracing = Tracing.active()
+        index = 0
+        try:
+            for index, job in enumerate(jobs):
+                plan.serve()
+                started_at = self.clock.now()
+                if tracing is None:
+                    outcome = await execute(job, self.handlers, runner, self.clock)
+                else:
+                    with tracing.attempt(job, runner.name) as span:
+                        outcome = await execute(job, self.handlers, runner, self.clock)
+                        tracing.record(span, outcome)
+                finished_at = self.clock.now()
+                index += 1  # this one ran: from here on, only the rest goes back
+                record_outcome(self.store, job, outcome, finished_at, runner.name)
+                callbacks = self.outcome_callbacks()
+                if callbacks:
+                    emit(callbacks, outcome_event(
+                        job, runner.name, outcome, started_at, finished_at))
+        except BaseException:
+            if jobs[index:]:
+                self.store.release([j.lease for j in jobs[index:]], self.clock.now())
+            raise
+        return len(jobs)

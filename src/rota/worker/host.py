@@ -1,0 +1,102 @@
+"""What a running group needs of the runtime that runs it, as protocols.
+
+`GroupLoop`, its heartbeats and its outcome writer are given their `Runtime` as a
+`GroupHost`: the shared settings (store, clock, handlers, observers), the store threads,
+the stop signal and the process-wide suspect isolation. The runtime builds the groups,
+so the groups' modules name it by this protocol instead of importing it: the runtime
+sits above them and the imports go one way only. Imports the core, the store contract
+and the worker's own leaf modules.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+from rota.core.clock import Clock
+from rota.core.outcomes import Outcome
+from rota.store.base import Store
+from rota.worker.events import OutcomeCallback
+from rota.worker.group import Handler
+from rota.worker.held import Held
+from rota.worker.tracing import Tracing
+
+T = TypeVar("T")
+
+
+class JobObserver(Protocol):
+    """Told after every pass's claims how long they took (store round trips included)
+    and how many jobs they returned, and after every handler how long it ran
+    (perf_counter seconds). Called on the loop thread, per job for `job_ran`: keep them
+    quick. Without observers the groups read no timer at all."""
+
+    def claimed(self, group: str, round_trip_s: float, jobs: int, /) -> None: ...
+
+    def job_ran(self, group: str, queue: str, ran_s: float, /) -> None: ...
+
+
+class SuspectOwner(Protocol):
+    """The group that claimed the process's suspect job (rota.core.suspects): the
+    runtime starts the suspect on it once every group is idle."""
+
+    @property
+    def name(self) -> str: ...
+
+    def holds(self, held: Held, /) -> bool: ...
+
+    def start_job(self, held: Held, /) -> None: ...
+
+
+class GroupHost(Protocol):
+    """The runtime, as its groups see it (`rota.worker.runtime.Runtime` is one)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def handlers(self) -> Mapping[str, Handler]: ...
+
+    @property
+    def observers(self) -> Sequence[JobObserver]: ...
+
+    @property
+    def outcome_callbacks(self) -> Sequence[OutcomeCallback]: ...
+
+    @property
+    def tracing(self) -> Tracing | None: ...
+
+    @property
+    def claims_take_outcomes(self) -> bool: ...
+
+    @property
+    def stop_flag(self) -> threading.Event:
+        """Set once shutdown begins; read by store threads mid-pass."""
+        ...
+
+    @property
+    def stopping(self) -> bool: ...
+
+    @property
+    def isolating(self) -> bool:
+        """A suspect waits to run alone, or runs alone: no group claims meanwhile."""
+        ...
+
+    async def store_call(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+    async def sleep_unless_stopping(self, delay_s: float) -> None: ...
+
+    def adopt_suspect(self, group: SuspectOwner, held: Held) -> None: ...
+
+    def start_suspect_if_idle(self) -> None: ...
+
+    def after_outcomes_written(self) -> None: ...
+
+    def forget_suspect(self, handed_back: Sequence[Held]) -> None: ...
+
+    def report(self, group: str, held: Held, outcome: Outcome, finished_at: datetime) -> None:
+        ...

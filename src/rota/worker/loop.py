@@ -1,0 +1,456 @@
+"""One Worker Group running in real time: its passes, its job tasks and its shutdown.
+
+A `GroupLoop` owns four tasks, each started under `supervise` (it survives any exception):
+
+- the **pass task** waits for a trigger, then runs one pass: free capacity = pool_size -
+  jobs held by running handlers - claims in flight, capped by `max_claim_batch`; with none
+  free it claims nothing (Backpressure). Otherwise `GroupRunner.claim_pass` (the pure
+  core's plan, in a store thread) claims, and the jobs are dispatched in slot order, each
+  charged to the plan (`plan.serve()`) as it is handed to a Worker. Triggers: the poll
+  interval, a job finishing (refill its slot at once), a wake-up hint (an enqueue through
+  the App, or the store's `WakeupSource`), a sweep that returned jobs. They set one
+  `asyncio.Event`, so a burst of triggers coalesces into one pass.
+- one **job task** per running job: an async handler is awaited in it; a sync handler runs
+  on one of the group's `pool_size` Worker threads, so a long handler never blocks the loop.
+- the **heartbeat task** (rota.worker.heartbeats) renews the leases of the held jobs.
+- the **outcome writer** (rota.worker.outcome_writer) writes finished jobs' outcomes;
+  when the store's claim takes them, a pass hands them to its claim instead.
+
+**Suspects** (rota.core.suspects): a claimed job whose previous attempt ended with an
+expired lease may be what killed its last worker, so it runs alone. The pass keeps it
+waiting (`Held.waiting`) as the process's one suspect (the runtime's; a second one is
+handed back unserved); while there is a suspect no group claims (free capacity 0); the
+runtime starts it once no group runs, claims or has an outcome unwritten, and the
+isolation ends when its own outcome is written.
+
+Shutdown: claiming stops at once (a pass in progress is cut short between claims and
+whatever it claimed but had not started is released); running jobs get the grace period;
+then every job still running is handed back (`release`, its attempt not counted) and the
+outcomes still pending are flushed. `abort` skips all that.
+
+Per-job shortcuts and the invariants they rely on: docs/decisions/0026. All state here
+lives on the loop's thread. The runtime is reached through `GroupHost`, never imported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from datetime import datetime
+from typing import Any
+
+from rota.core.dispatch import PassPlan
+from rota.core.jobs import JobRecord
+from rota.core.outcomes import Outcome
+from rota.core.suspects import is_suspect
+from rota.store.base import StoreError
+from rota.worker.backoff import STORE_RETRY_FIRST_S, Backoff
+from rota.worker.context import CurrentJob
+from rota.worker.execution import execute, execute_async
+from rota.worker.group import GroupRunner
+from rota.worker.heartbeats import Heartbeats
+from rota.worker.held import Held, lease_outcomes
+from rota.worker.host import GroupHost
+from rota.worker.outcome_writer import OutcomeWriter
+from rota.worker.supervision import supervise
+from rota.worker.threads import DaemonPool
+
+logger = logging.getLogger("rota")
+
+
+def _task_starter(
+    loop: asyncio.AbstractEventLoop,
+) -> Callable[[Coroutine[Any, Any, Outcome | None]], asyncio.Task[Outcome | None]]:
+    """What starts a job's task on `loop`: `loop.create_task`, or for an asyncio loop without
+    a task factory, what its `create_task` would call, `asyncio.Task(coro, loop=loop)`,
+    without its two Python calls per job (itself and `_check_closed`, which the task's own
+    `call_soon` makes again). `asyncio.create_task` would add two more (the running loop's
+    lookup, and naming the task even without a name)."""
+    if isinstance(loop, asyncio.BaseEventLoop) and loop.get_task_factory() is None and (
+        type(loop).create_task is asyncio.BaseEventLoop.create_task
+    ):
+        return functools.partial(asyncio.Task, loop=loop)
+    return loop.create_task
+
+
+class GroupLoop:
+    """One Worker Group running in real time (see the module docstring)."""
+
+    def __init__(self, runtime: GroupHost, runner: GroupRunner) -> None:
+        self.runtime = runtime
+        self.runner = runner
+        self.options = runner.options
+        self._workers = DaemonPool(self.options.pool_size, f"rota-{runner.name}")
+        # Loop thread. Entries added by the pass task, marked by job and heartbeat tasks,
+        # removed by the outcome writer (after the write) or by shutdown.
+        self._held: dict[int, Held] = {}
+        self.outcomes = OutcomeWriter(runner.name, self._held, runtime)
+        self.heartbeats = Heartbeats(runner.name, self.options, self._held,
+                                     self.outcomes.writing, runtime)
+        # Loop thread. Jobs whose handlers occupy a Worker (held.running), counted as they
+        # change so that a pass need not walk every held job.
+        self._running = 0
+        # Loop thread. Jobs asked for by the pass in progress (claims in flight).
+        self._claiming = 0
+        self._wake = asyncio.Event()  # set by any trigger; cleared by the pass task
+        # Loop thread. True once a finished job set `_wake` since the pass task last
+        # cleared it (so `_wake` is still set): the jobs finishing after it need not call.
+        # Whoever clears `_wake` resets it.
+        self._refill_asked = False
+        # Created by start(), cancelled or awaited by shutdown()/abort().
+        self._pass_task: asyncio.Task[None] | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
+        self._writer_task: asyncio.Task[None] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.runner.name
+
+    @property
+    def running(self) -> int:
+        """Jobs whose handlers are running now (Workers busy)."""
+        return self._running
+
+    @property
+    def served(self) -> dict[tuple[str, str], int]:
+        """Attempts whose outcomes were written since the group started, per (Queue,
+        outcome name): read by the worker registry's refresh (rota.worker.registry) and by
+        metrics, from any thread."""
+        return self.outcomes.served
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs the group holds: running, waiting to run alone, or outcome unwritten."""
+        return len(self._held)
+
+    def start(self) -> None:
+        self._pass_task = self._spawn(self._pass_forever, "passes",
+                                      self.runtime.sleep_unless_stopping)
+        self._heartbeat_task = self._spawn(self.heartbeats.run_forever, "heartbeats")
+        self._writer_task = self._spawn(self.outcomes.run_forever, "outcomes")
+        self._wake.set()  # first pass at once
+
+    def _spawn(
+        self, duty: Callable[[], Coroutine[Any, Any, None]], what: str,
+        sleep: Callable[[float], Coroutine[Any, Any, None]] = asyncio.sleep,
+    ) -> asyncio.Task[None]:
+        """Start a duty of this group under `supervise`: it survives any exception."""
+        return asyncio.create_task(
+            supervise(f"group {self.name}: {what}", duty, sleep=sleep),
+            name=f"rota-{self.name}-{what}",
+        )
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    @property
+    def busy(self) -> bool:
+        """Whether a handler runs, a claim is in flight or an outcome is unwritten."""
+        return bool(self._running or self._claiming or self.outcomes.busy)
+
+    def holds(self, held: Held) -> bool:
+        return self._held.get(held.job.id) is held
+
+    def free_capacity(self) -> int:
+        if self.runtime.isolating:
+            return 0  # a suspect waits to run alone, or runs alone: nothing else starts
+        free = self.options.pool_size - self._running - self._claiming
+        return max(0, min(free, self.options.claim_capacity))
+
+    # -- passes ---------------------------------------------------------------------------
+
+    async def _wait_for_trigger(self, timeout_s: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout_s)
+        self._wake.clear()
+        self._refill_asked = False
+
+    async def _pass_forever(self) -> None:
+        poll_s = self.options.poll_interval.total_seconds()
+        backoff = Backoff()
+        stopping = self.runtime.stop_flag
+        self._wake.set()  # (re)started: pass at once
+        while True:
+            await self._wait_for_trigger(poll_s)
+            if stopping.is_set():
+                return
+            free = self.free_capacity()
+            if free == 0:
+                if self.runtime.isolating:
+                    self.runtime.start_suspect_if_idle()  # e.g. after a claim that failed
+                else:
+                    logger.debug("group %s: pool full (%d running), no claim", self.name,
+                                 self.running)
+                continue
+            claimed = await self._pass(free, stopping)
+            if self.runner.last_pass_failed:
+                delay_s = backoff.next_delay_s()
+                logger.warning("group %s: claims failing; next pass in %.2f s", self.name,
+                               delay_s)
+                await self.runtime.sleep_unless_stopping(delay_s)
+                self._wake.set()
+            else:
+                backoff.reset()
+                if claimed and self.free_capacity() > 0:
+                    self._wake.set()  # capped by max_claim_batch, or reflow left room
+                elif self.runner.probe_pending:
+                    self._wake.set()  # found nothing: probe the Queues held for empty
+
+    async def _pass(self, free: int, stopping: threading.Event) -> int:
+        """One pass: claim up to `free` jobs, handing the claim the outcomes waiting to be
+        written when the store's claim takes them, then dispatch what it claimed.
+        Returns how many jobs it claimed."""
+        runtime = self.runtime
+        now = runtime.clock.now()
+        self._claiming = free
+        observers = runtime.observers
+        began = time.perf_counter() if observers else 0.0
+        writer = self.outcomes
+        carried = writer.take() if runtime.claims_take_outcomes else []
+        try:
+            # Whatever a claim raises, claim_pass returns (or, for an error outside the
+            # claims, hands back) what it had claimed; an exception that gets out is
+            # logged by the supervisor, which starts this duty again.
+            plan, jobs = await runtime.store_call(
+                self.runner.claim_pass, runtime.store, free, now,
+                stop=stopping.is_set,
+                outcomes=lease_outcomes(carried),
+            )
+        finally:
+            self._claiming = 0
+            if carried:
+                writer.carried_written(carried, self.runner.outcomes_applied)
+        if observers:
+            round_trip_s = time.perf_counter() - began
+            for observer in observers:
+                observer.claimed(self.name, round_trip_s, len(jobs))
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("group %s: pass claimed %d of %d free", self.name, len(jobs), free)
+        await self._dispatch(plan, jobs, now)
+        return len(jobs)
+
+    async def _dispatch(
+        self, plan: PassPlan[JobRecord], jobs: list[JobRecord], now: datetime
+    ) -> None:
+        """Hand the jobs to Workers in slot order, charging the plan for each. Once
+        shutdown has begun, the jobs not yet started are released instead.
+
+        `now` is the pass's time, read once for the whole batch: a job's `started_at`
+        (the start of its OutcomeEvent's duration) is read per job only when someone
+        listens to outcomes. Per-job costs here are paid ~10,000 times a second in a
+        busy drain, hence also no task names and no debug formatting unless enabled."""
+        runtime = self.runtime
+        clock = runtime.clock
+        timed = bool(runtime.outcome_callbacks)
+        debug = logger.isEnabledFor(logging.DEBUG)
+        held_jobs = self._held
+        create_task = _task_starter(asyncio.get_running_loop())
+        held_back: list[JobRecord] = []
+        run_job = self._run_job if runtime.tracing is None else self._run_job_traced
+        # Shutdown is decided on this thread (the stop flag is set by stop()/abort(), on
+        # the loop) and nothing below awaits before the release that ends the loop: asked
+        # once, the answer holds for every job of the batch.
+        if runtime.stop_flag.is_set():
+            await self._release(jobs, "claimed but not started at shutdown")
+            return
+        index = 0
+        try:
+            for index, job in enumerate(jobs):  # noqa: B007 (the except clause reads it)
+                if job.last_error is not None and is_suspect(job):
+                    # Runs alone, later; a second suspect goes back to its Queue unserved.
+                    if runtime.isolating:
+                        plan.skip()
+                        held_back.append(job)
+                    else:
+                        plan.serve()
+                        held = Held(job, now, running=False, waiting=True)
+                        held_jobs[job.id] = held
+                        runtime.adopt_suspect(self, held)
+                    continue
+                plan.serve()
+                held = Held(job, clock.now() if timed else now)
+                held_jobs[job.id] = held
+                self._running += 1
+                held.task = create_task(run_job(held))
+                if debug:
+                    logger.debug("group %s: job %s (%s) attempt %s started from %s",
+                                 self.name, job.id, job.name, job.attempt, job.queue)
+        except Exception:
+            # A bug between claim and start: hand back what did not start, then let the
+            # supervisor log it.
+            await self._release(jobs[index:] + held_back, "not started after an error")
+            raise
+        if held_back:
+            await self._release(held_back, "another suspect runs alone first")
+        if runtime.isolating:
+            runtime.start_suspect_if_idle()
+
+    # -- job tasks ------------------------------------------------------------------------
+
+    def start_job(self, held: Held) -> None:
+        """Start a waiting suspect's handler (the runtime decided it may run now)."""
+        held.waiting = False
+        held.running = True
+        held.started_at = self.runtime.clock.now()
+        self._running += 1
+        run_job = self._run_job if self.runtime.tracing is None else self._run_job_traced
+        held.task = asyncio.create_task(run_job(held))
+
+    async def _run_job_traced(self, held: Held) -> Outcome | None:
+        """`_run_job` inside the attempt's span (rota.worker.tracing)."""
+        tracing = self.runtime.tracing
+        assert tracing is not None
+        with tracing.attempt(held.job, self.name) as span:
+            outcome = None
+            try:
+                outcome = await self._run_job(held)
+            finally:
+                tracing.record(span, outcome)
+        return outcome
+
+    async def _run_job(self, held: Held) -> Outcome | None:
+        """Run the job's handler and queue its outcome for the writer; returns the
+        outcome (None if the job was handed back)."""
+        job = held.job
+        held.current = current = CurrentJob(job)
+        runtime = self.runtime
+        observers = runtime.observers
+        began = time.perf_counter() if observers else 0.0
+        try:
+            handler = runtime.handlers.get(job.name)
+            if handler is not None and handler.timeout is None and handler.is_async and (
+                job.arguments_error is None
+            ):  # the common case, without execute's checks and keywords
+                outcome = await execute_async(job, handler, self.runner, runtime.clock,
+                                               current)
+            else:
+                outcome = await execute(
+                    job, runtime.handlers, self.runner, runtime.clock, self._workers.run,
+                    current=current, realtime=True,
+                    on_overrun=functools.partial(self._overran, held),
+                )
+        except asyncio.CancelledError:
+            raise  # handed back at shutdown; nothing to record
+        except BaseException as error:  # SystemExit & co. from a handler: still a failure
+            handler = runtime.handlers.get(job.name)
+            outcome = self.runner.outcome_of_error(job, handler, error, runtime.clock.now())
+        held.running = False
+        if observers:
+            ran_s = time.perf_counter() - began
+            for observer in observers:
+                observer.job_ran(self.name, job.queue, ran_s)
+        if not held.overran:  # _worker_freed, inline (per job)
+            self._running -= 1
+            if not self._refill_asked:  # refill this Worker's slot at once
+                self._refill_asked = True
+                self._wake.set()
+        if held.handed_back:
+            return None
+        held.outcome = outcome
+        # The writer's event is set whenever its list holds anything (the writer clears
+        # it only just before it takes them all), so only the first one in sets it.
+        writer = self.outcomes
+        finished = writer.finished
+        if not finished:
+            writer.ready.set()
+        finished.append(held)
+        if runtime.outcome_callbacks:
+            runtime.report(self.name, held, outcome, runtime.clock.now())
+        return outcome
+
+    def _overran(self, held: Held, thread: asyncio.Future[object]) -> None:
+        """A sync handler past its timeout: its attempt fails now, but its Worker stays
+        occupied (counted in _running) until the thread returns."""
+        held.overran = True
+        thread.add_done_callback(self._worker_freed)
+
+    def _worker_freed(self, _thread: object = None) -> None:
+        self._running -= 1
+        self._wake.set()  # refill this Worker's slot at once
+
+    async def _release(self, jobs: Sequence[JobRecord], why: str) -> None:
+        """Hand jobs back to their Queues at once (attempt not counted). A few quick
+        retries on StoreError; after that the leases expire and the jobs run again."""
+        if not jobs:
+            return
+        leases = [job.lease for job in jobs]
+        store = self.runtime.store
+        for attempt in range(3):
+            now = self.runtime.clock.now()
+            try:
+                released = await self.runtime.store_call(store.release, leases, now)
+            except StoreError as error:
+                logger.warning("group %s: releasing %d jobs failed (try %d of 3): %s",
+                               self.name, len(leases), attempt + 1, error)
+                await asyncio.sleep(STORE_RETRY_FIRST_S * 2**attempt)
+                continue
+            logger.debug("group %s: released %d jobs (%s)", self.name, released, why)
+            return
+        logger.warning("group %s: %d jobs not released; they run again when their leases "
+                       "expire", self.name, len(leases))
+
+    # -- shutdown -------------------------------------------------------------------------
+
+    async def shutdown(self, grace_override_s: float | None) -> None:
+        grace_s = (
+            self.options.grace_period.total_seconds() if grace_override_s is None
+            else grace_override_s
+        )
+        self._wake.set()
+        if self._pass_task is not None:
+            # Ends after the pass in progress (cut short; unstarted jobs released).
+            await asyncio.gather(self._pass_task, return_exceptions=True)
+        await self._hand_back_waiting()
+        running = [h.task for h in self._held.values() if h.running and h.task is not None]
+        if running:
+            logger.debug("group %s: waiting up to %.1f s for %d running jobs", self.name,
+                         grace_s, len(running))
+            await asyncio.wait(running, timeout=grace_s)
+        unfinished = [h for h in self._held.values() if h.running]
+        for held in unfinished:
+            held.handed_back = True
+            if held.task is not None:
+                held.task.cancel()
+        if unfinished:
+            logger.warning("group %s: %d jobs still running after the %.1f s grace period "
+                           "are handed back to their Queues", self.name, len(unfinished),
+                           grace_s)
+            await self._release([h.job for h in unfinished], "unfinished after the grace period")
+            for held in unfinished:
+                self._held.pop(held.job.id, None)
+        await self.outcomes.flush()
+        self._cancel_tasks()
+        tasks: list[asyncio.Task[Any]] = [
+            t for t in (self._heartbeat_task, self._writer_task) if t is not None]
+        tasks += [h.task for h in unfinished if h.task is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._workers.close()
+
+    async def _hand_back_waiting(self) -> None:
+        """Shutdown: a suspect claimed but not started goes back to its Queue."""
+        waiting = [h for h in self._held.values() if h.waiting]
+        if not waiting:
+            return
+        for held in waiting:
+            held.handed_back = True
+            self._held.pop(held.job.id, None)
+        await self._release([h.job for h in waiting], "a suspect not started at shutdown")
+        self.runtime.forget_suspect(waiting)
+
+    def _cancel_tasks(self) -> None:
+        for task in (self._pass_task, self._heartbeat_task, self._writer_task):
+            if task is not None:
+                task.cancel()
+
+    def abort(self) -> None:
+        self._cancel_tasks()
+        for held in self._held.values():
+            held.handed_back = True
+            if held.task is not None:
+                held.task.cancel()
+        self._workers.close()
