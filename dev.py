@@ -2,7 +2,7 @@
 """Developer entry point: the README's two commands, with nothing but python3 installed.
 
     python3 dev.py demo    # the main job: `rota demo` on an embedded SQLite file
-    python3 dev.py test    # the whole suite: ruff, mypy --strict, the docs site, pytest
+    python3 dev.py test    # the whole suite: ruff, mypy, import contracts, the docs site, pytest
     python3 dev.py rota ARGS...   # any `rota` command inside the project's virtualenv
 
 The first run creates `.venv/` beside this file and installs the package in editable mode

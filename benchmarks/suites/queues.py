@@ -156,7 +156,7 @@ class PlannerLog:
     def replay(self, policy: rota.Weighted) -> float:
         """Seconds the planner takes to make the logged calls again on a fresh dispatcher
         (the loop's own dispatch included: an upper bound)."""
-        dispatcher = dispatch.Dispatcher.for_policy(policy, remember_empty=True)
+        dispatcher = dispatch.for_policy(policy, remember_empty=True)
         start = time.perf_counter()
         orders = replay_calls(dispatcher, self.calls)
         seconds = time.perf_counter() - start

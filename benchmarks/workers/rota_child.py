@@ -190,7 +190,7 @@ def replay(path: str, queues: int, run: bool) -> None:
     # The queues suite's policy (policy_for), spelled out: this imports nothing but rota.
     policy = rota.Weighted([(f"t{i:05d}", 1 + i % 5) for i in range(queues)])
     gc.freeze()
-    dispatcher = dispatch.Dispatcher.for_policy(policy, remember_empty=True)
+    dispatcher = dispatch.for_policy(policy, remember_empty=True)
     if run and replay_calls(dispatcher, calls) != orders:
         raise SystemExit("the replay did not dispatch what the drain dispatched")
 

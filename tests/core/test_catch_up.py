@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rota import Weighted
-from rota.core.dispatch import Dispatcher, WeightedDispatcher
+from rota.core.dispatch import WeightedDispatcher, for_policy
 from tests.core.backlog import UNLIMITED, Backlog, Job, drive, drive_pass
 
 NAMES = "abcdef"
@@ -62,7 +62,7 @@ def catch_up(weights: list[int], idle: int, pool: int, idle_passes: int, partial
     """Idle Queue `idle` for `idle_passes` passes of `pool` and a pass of `partial` (0:
     none) while the others are backlogged, then give it work: its turns over its weight in
     the next weight-sum window, and the largest |credit| when it returned."""
-    dispatcher = Dispatcher.for_policy(
+    dispatcher = for_policy(
         Weighted(list(zip(NAMES, weights, strict=False))), remember_empty=remember)
     assert isinstance(dispatcher, WeightedDispatcher)
     name = NAMES[idle]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import rota.core
 from rota import Strict, Weighted
-from rota.core.dispatch import ClaimRequest, Dispatcher, PassPlan, WeightedDispatcher
+from rota.core.dispatch import ClaimRequest, PassPlan, WeightedDispatcher, for_policy
 from rota.core.simulation import simulate
 from tests.core.backlog import (
     UNLIMITED,
@@ -43,7 +43,7 @@ def weighted(*weights: int) -> Weighted:
 @pytest.fixture
 def make_dispatcher() -> Callable[..., WeightedDispatcher]:
     def factory(*weights: int) -> WeightedDispatcher:
-        dispatcher = Dispatcher.for_policy(weighted(*weights))
+        dispatcher = for_policy(weighted(*weights))
         assert isinstance(dispatcher, WeightedDispatcher)
         return dispatcher
 
@@ -109,7 +109,7 @@ def test_concatenated_passes_of_any_sizes_give_the_nginx_sequence(
     weights: list[int], sizes: list[int]
 ) -> None:
     # Given any weights, all backlogged, and passes of arbitrary sizes
-    dispatcher = Dispatcher.for_policy(weighted(*weights))
+    dispatcher = for_policy(weighted(*weights))
     count = 3 * sum(weights)
     # When jobs are served pass after pass
     served = drive(dispatcher, backlogged(len(weights)), sizes, count)
@@ -127,7 +127,7 @@ def test_counts_are_exact_per_window_and_every_prefix_stays_near_its_share(
     weights: list[int], windows: int, pool: int
 ) -> None:
     # Given random weights, all backlogged
-    dispatcher = Dispatcher.for_policy(weighted(*weights))
+    dispatcher = for_policy(weighted(*weights))
     total = sum(weights)
     # When k x total-weight slots are served
     served = [NAMES.index(q) for q in queues_of(
@@ -169,7 +169,7 @@ def catch_up_turns(
 ) -> tuple[int, int]:
     """Idle one Queue while `idle_jobs` are served, then give it work; return its turns in the
     next total-weight window of served jobs, and its weight."""
-    dispatcher = Dispatcher.for_policy(weighted(*weights))
+    dispatcher = for_policy(weighted(*weights))
     idle = NAMES[idle_index]
     backlog = backlogged(len(weights), idle=frozenset(idle))
     served = drive(dispatcher, backlog, pool, idle_jobs)
@@ -335,7 +335,7 @@ def test_every_pass_of_a_long_run_fills_while_due_work_remains(
     # Given random weights and a finite backlog per Queue, some Queues running dry early
     due = data.draw(st.lists(st.integers(0, 60), min_size=len(weights), max_size=len(weights)))
     backlog = Backlog({NAMES[i]: n for i, n in enumerate(due)})
-    dispatcher = Dispatcher.for_policy(weighted(*weights))
+    dispatcher = for_policy(weighted(*weights))
     # When passes of varying sizes run until the backlog is drained (each pass serves at
     # least one job while any is due, so total + 1 passes always suffice)
     for free in itertools.islice(itertools.cycle(sizes), sum(due) + 1):
@@ -359,7 +359,7 @@ def test_a_pass_fills_free_capacity_with_bounded_claims(data: st.DataObject, fre
         st.one_of(st.integers(0, 12), st.just(UNLIMITED)),
         min_size=len(weights), max_size=len(weights)))
     backlog = Backlog({NAMES[i]: n for i, n in enumerate(due)})
-    dispatcher = Dispatcher.for_policy(weighted(*weights))
+    dispatcher = for_policy(weighted(*weights))
     # When one pass runs
     result = drive_pass(dispatcher, free, backlog)
     # Then it dispatched min(free, total due) jobs: no free Worker idles beside due work
@@ -499,7 +499,7 @@ def test_cut_short_between_rounds_keeps_the_first_rounds_jobs(
 @pytest.mark.parametrize("pool", [1, 10, 20])
 def test_failing_every_fourth_claim_keeps_the_split_and_loses_nothing(pool: int) -> None:
     # Given 6:3:1, all backlogged, and a store whose every fourth claim fails
-    dispatcher = Dispatcher.for_policy(weighted(6, 3, 1))
+    dispatcher = for_policy(weighted(6, 3, 1))
     backlog = Backlog(
         {"a": UNLIMITED, "b": UNLIMITED, "c": UNLIMITED}, fail=lambda n: n % 4 == 3)
     # When 5000 jobs are served
@@ -518,7 +518,7 @@ def test_failing_every_fourth_claim_keeps_the_split_and_loses_nothing(pool: int)
 
 
 def test_strict_issues_one_claim_over_the_ordered_queues_sized_to_free() -> None:
-    dispatcher = Dispatcher.for_policy(Strict("critical", "normal", "bulk"))
+    dispatcher = for_policy(Strict("critical", "normal", "bulk"))
     backlog = Backlog({"critical": 2, "normal": 3, "bulk": UNLIMITED})
     result = drive_pass(dispatcher, 7, backlog)
     assert [(r.queues, r.limit) for r, _ in result.claims] == [
@@ -527,14 +527,14 @@ def test_strict_issues_one_claim_over_the_ordered_queues_sized_to_free() -> None
 
 
 def test_strict_starves_the_tail_while_the_head_has_work() -> None:
-    dispatcher = Dispatcher.for_policy(Strict("head", "tail"))
+    dispatcher = for_policy(Strict("head", "tail"))
     backlog = Backlog({"head": UNLIMITED, "tail": UNLIMITED})
     served = drive(dispatcher, backlog, 5, 500)
     assert set(queues_of(served)) == {"head"}
 
 
 def test_strict_failed_claim_dispatches_nothing_and_claims_nothing_more() -> None:
-    dispatcher = Dispatcher.for_policy(Strict("a", "b"))
+    dispatcher = for_policy(Strict("a", "b"))
     result = drive_pass(dispatcher, 5, Backlog({"a": 9}, fail=lambda n: True))
     assert len(result.claims) == 1 and result.dispatched == []
 
@@ -544,7 +544,7 @@ def test_strict_failed_claim_dispatches_nothing_and_claims_nothing_more() -> Non
 
 @pytest.mark.parametrize("policy", [Strict("a", "b"), weighted(6, 3, 1)], ids=repr)
 def test_no_free_capacity_means_no_claim_at_all(policy: Strict | Weighted) -> None:
-    dispatcher = Dispatcher.for_policy(policy)
+    dispatcher = for_policy(policy)
     plan = dispatcher.begin_pass(0)
     assert plan.next_claims() == []
     assert plan.dispatch_order() == []
@@ -568,13 +568,13 @@ def test_claims_never_exceed_free_capacity(
     names = [NAMES[i] for i in range(len(weights))]
     policy = Strict(names) if strict else weighted(*weights)
     backlog = Backlog(dict(zip(names, due, strict=False)))
-    result = drive_pass(Dispatcher.for_policy(policy), free, backlog)
+    result = drive_pass(for_policy(policy), free, backlog)
     assert_within_free_capacity(result.rounds, free)
     assert len(result.dispatched) <= free
 
 
 def test_a_store_returning_more_than_asked_is_refused() -> None:
-    plan = Dispatcher.for_policy(weighted(1, 1)).begin_pass(1)
+    plan = for_policy(weighted(1, 1)).begin_pass(1)
     (request,) = plan.next_claims()
     with pytest.raises(ValueError, match="claim contract"):
         plan.claimed(request, [("a", 0), ("a", 1)])
@@ -582,16 +582,16 @@ def test_a_store_returning_more_than_asked_is_refused() -> None:
 
 def test_for_policy_validates_the_policy() -> None:
     with pytest.raises(ValueError, match=r"^Weighted dispatch needs at least one queue, all"):
-        Dispatcher.for_policy(Weighted([("a", 0)]))
+        for_policy(Weighted([("a", 0)]))
     with pytest.raises(ValueError, match=r"^Strict dispatch needs at least one queue\.$"):
-        Dispatcher.for_policy(Strict())
+        for_policy(Strict())
 
 
 # -- determinism ---------------------------------------------------------------------------------
 
 
 def scenario() -> tuple[list[tuple[ClaimRequest, int | None]], list[Job]]:
-    dispatcher = Dispatcher.for_policy(weighted(7, 4, 2, 1))
+    dispatcher = for_policy(weighted(7, 4, 2, 1))
     counter = itertools.count()
     backlog = Backlog({"a": 40, "b": UNLIMITED, "c": 3, "d": UNLIMITED},
                       fail=lambda n: next(counter) % 5 == 4)

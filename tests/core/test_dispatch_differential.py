@@ -18,7 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from rota import Weighted
-from rota.core.dispatch import ClaimRequest, Dispatcher, PassPlan, WeightedDispatcher
+from rota.core.dispatch import ClaimRequest, PassPlan, WeightedDispatcher, for_policy
 from tests.core.reference_dispatch import ReferenceDispatcher, ReferencePass
 
 UNLIMITED = 10**9
@@ -186,7 +186,7 @@ def assert_matches_the_reference(
     planner holds for empty, and every third Queue is limited to one job a claim (a short
     claim of one finds it empty for that pass only, never held)."""
     policy = policy_of(weights)
-    new = Dispatcher.for_policy(policy, remember_empty=remember)
+    new = for_policy(policy, remember_empty=remember)
     assert isinstance(new, WeightedDispatcher)
     old = ReferenceDispatcher(policy)
     new_supply, old_supply = Supply(list(due)), Supply(list(due))
@@ -256,7 +256,7 @@ def test_many_queues_with_few_jobs_remembered_empty_match_the_reference(
 def test_one_step_costs_nothing_per_queue_with_ten_thousand_queues() -> None:
     # Given 10,000 backlogged Queues in five weight tiers
     policy = Weighted([(f"t{i}", 1 + i % 5) for i in range(10_000)])
-    dispatcher = Dispatcher.for_policy(policy)
+    dispatcher = for_policy(policy)
     assert isinstance(dispatcher, WeightedDispatcher)
     supply = Supply([UNLIMITED] * 10_000)
     # When 200 passes of 20 run

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rota import JobState, Strict, Weighted
-from rota.core.dispatch import Dispatcher, WeightedDispatcher
+from rota.core.dispatch import WeightedDispatcher, for_policy
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,
@@ -117,7 +117,7 @@ def test_strict_skips_a_paused_queue_and_takes_a_limited_one_s_room() -> None:
 
 def test_a_paused_queue_s_credit_stands_still_and_it_is_charged_nothing() -> None:
     # Given 6:3:1 where b is paused: its claims find nothing
-    dispatcher = Dispatcher.for_policy(W631)
+    dispatcher = for_policy(W631)
     assert isinstance(dispatcher, WeightedDispatcher)
     paused = {"b"}
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from rota.core.dispatch import Dispatcher
+from rota.core.dispatch import for_policy
 from rota.core.policy import Weighted
 
 
 def test_one_free_slot_behind_two_empty_queues_still_reaches_the_third() -> None:
     # Given a 6:3:1 group with one free slot, whose Queues a and b are empty
-    dispatcher = Dispatcher.for_policy(Weighted([("a", 6), ("b", 3), ("c", 1)]))
+    dispatcher = for_policy(Weighted([("a", 6), ("b", 3), ("c", 1)]))
     backlog = {"a": 0, "b": 0, "c": 5}
     for _ in range(3):
         plan = dispatcher.begin_pass(1)

@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rota.core.dispatch import Dispatcher, PassPlan, RoundTrip
+from rota.core.dispatch import PassPlan, RoundTrip, for_policy
 from rota.core.policy import DispatchPolicy, Weighted
 from rota.core.queue_controls import QueueSettings, room, validate_queue_limit
 
@@ -105,7 +105,7 @@ def simulate(
         raise ValueError(f"pool size must be at least 1; got {pool_size}")
     if passes < 0:
         raise ValueError(f"passes must be zero or more; got {passes}")
-    dispatcher = Dispatcher.for_policy(policy, remember_empty=True)
+    dispatcher = for_policy(policy, remember_empty=True)
     remaining: dict[str, int | None] = dict.fromkeys(policy.queues)
 
     def served(queue: str, what: str) -> str:

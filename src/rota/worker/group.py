@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from rota.core.dispatch import Dispatcher, PassPlan, RoundTrip
+from rota.core.dispatch import PassPlan, RoundTrip, for_policy
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord
 from rota.core.outcomes import (
@@ -79,7 +79,7 @@ class GroupRunner:
         # passes (rota.core.dispatch.memory); it probes them again at least every poll
         # interval (`_recheck_at`), so work that becomes due by the clock is found.
         try:
-            self.dispatcher = Dispatcher.for_policy(options.policy, remember_empty=True)
+            self.dispatcher = for_policy(options.policy, remember_empty=True)
         except ValueError as error:
             # The message may be exact by specification: the group is named in its cause.
             where = f"in Worker Group {options.name!r}: {options.policy!r}"

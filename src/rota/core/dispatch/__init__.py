@@ -1,6 +1,6 @@
 """Dispatch planning: which Queues a pass claims from, how many jobs each, in what order.
 
-A Worker Group owns one dispatcher for its life (`Dispatcher.for_policy`). Each pass asks
+A Worker Group owns one dispatcher for its life (`for_policy`). Each pass asks
 it for a `PassPlan` sized to the group's free capacity, drives the plan's claims against
 the store (`PassPlan` says how), then dispatches the claimed jobs in the plan's slot order,
 charging the dispatcher one step per job served.
@@ -18,6 +18,7 @@ from __future__ import annotations
 from rota.core.dispatch.plan import ClaimRequest, Dispatcher, PassPlan, RoundTrip
 from rota.core.dispatch.strict import StrictDispatcher
 from rota.core.dispatch.weighted import WeightedDispatcher
+from rota.core.policy import DispatchPolicy, Strict, Weighted
 
 __all__ = [
     "ClaimRequest",
@@ -26,4 +27,20 @@ __all__ = [
     "RoundTrip",
     "StrictDispatcher",
     "WeightedDispatcher",
+    "for_policy",
 ]
+
+
+def for_policy(policy: DispatchPolicy, *, remember_empty: bool = False) -> Dispatcher:
+    """The dispatcher for `policy`, after validating it (`remember_empty`: see
+    `rota.core.dispatch.memory`; Strict keeps no state, so it ignores it).
+
+    Raises:
+        ValueError: if the policy's values are invalid (see `DispatchPolicy.validate`).
+    """
+    policy.validate()
+    if isinstance(policy, Strict):
+        return StrictDispatcher(policy)
+    if isinstance(policy, Weighted):
+        return WeightedDispatcher(policy, remember_empty=remember_empty)
+    raise TypeError(f"unknown dispatch policy {policy!r}")  # pragma: no cover

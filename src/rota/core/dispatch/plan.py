@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.policy import DispatchPolicy
 
 T = TypeVar("T")
 
@@ -188,22 +188,3 @@ class Dispatcher:
         interval). `queue_of`: the Queue of a claimed item; a Weighted pass needs it to
         answer a claim over several Queues."""
         raise NotImplementedError  # pragma: no cover
-
-    @staticmethod
-    def for_policy(policy: DispatchPolicy, *, remember_empty: bool = False) -> Dispatcher:
-        """The dispatcher for `policy`, after validating it (`remember_empty`: see
-        `rota.core.dispatch.memory`; Strict keeps no state, so it ignores it).
-
-        Raises:
-            ValueError: if the policy's values are invalid (see `DispatchPolicy.validate`).
-        """
-        # (Imported here: the two dispatchers subclass this one.)
-        from rota.core.dispatch.strict import StrictDispatcher
-        from rota.core.dispatch.weighted import WeightedDispatcher
-
-        policy.validate()
-        if isinstance(policy, Strict):
-            return StrictDispatcher(policy)
-        if isinstance(policy, Weighted):
-            return WeightedDispatcher(policy, remember_empty=remember_empty)
-        raise TypeError(f"unknown dispatch policy {policy!r}")  # pragma: no cover
