@@ -29,12 +29,10 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Collection
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager
+from typing import Protocol
 
 from rota.store.sqlite.schema import sql
-
-if TYPE_CHECKING:
-    from rota.store.sqlite.connection import SQLiteConnection
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +222,27 @@ class WakeSender:
             self._sock.close()
 
 
+class WatchedStore(Protocol):
+    """What the enqueue watcher needs of the SQLite store it watches (the store imports
+    this module, so it is described here rather than imported)."""
+
+    _wake: WakeSender | None
+    _busy_timeout_s: float
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    def _connect_read_only(self, *, immutable: bool) -> sqlite3.Connection: ...
+
+    def _translate(self, doing: str) -> AbstractContextManager[None]: ...
+
+
 class _EnqueueWatcher:
     """The thread behind `SQLiteStore.listen`. Owns its connection and its wake-up
     socket (None: poll only)."""
@@ -235,7 +254,7 @@ class _EnqueueWatcher:
     # docs/decisions/0045). Datagrams arriving meanwhile wait in the socket, read in one go.
     MIN_WAKE_GAP_S = 0.001
 
-    def __init__(self, store: SQLiteConnection, on_enqueue: Callable[[str], None]) -> None:
+    def __init__(self, store: WatchedStore, on_enqueue: Callable[[str], None]) -> None:
         self._on_enqueue = on_enqueue
         self._url = store.url
         self._sender = store._wake  # None when read-only: it creates nothing beside the file
