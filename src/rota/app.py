@@ -30,7 +30,7 @@ from rota.app_settings import (
     opened,
 )
 from rota.app_settings import store_location as store_location  # named as rota.app's too
-from rota.core.clock import Clock, SystemClock
+from rota.core.clock import Clock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord
@@ -45,7 +45,7 @@ from rota.inline import InlineDrive
 from rota.observability import fairness_over, served_since
 from rota.realtime import build_runtime, run_until_signal, worker_duties
 from rota.scheduling import AppSchedules
-from rota.store import Store
+from rota.store import Store, store_clock_for
 from rota.worker.events import OutcomeCallback, OutcomeEvent
 from rota.worker.group import GroupRunner
 from rota.worker.retention import purge_finished
@@ -78,8 +78,10 @@ class App:
             `Store` object. Default: the `ROTA_STORE` environment variable (as the `rota`
             command reads it), else `sqlite:///rota.db`, a file in the working directory
             (`rota worker` logs the absolute path it opened).
-        clock: where "now" comes from; `rota.VirtualClock(start)` in tests. Default: the
-            system clock.
+        clock: where "now" comes from; `rota.VirtualClock(start)` in tests. Default (and
+            for a `rota.SystemClock`): the store's clock, as this machine's clock corrected
+            by its measured offset to the store's (on PostgreSQL, the database server's;
+            on SQLite and memory stores, this machine's own).
         max_payload_bytes: the most UTF-8 bytes of JSON a job's arguments (at enqueue) or
             its handler's result may take. Default 1 MiB (1,048,576).
         retention: how long workers keep finished jobs (`rota.Retention`; default: 1 day
@@ -101,7 +103,7 @@ class App:
         self.max_payload_bytes = checked_max_payload_bytes(max_payload_bytes)
         self.retention = checked_retention(retention)
         self.store: Store = opened(checked)
-        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.clock: Clock = store_clock_for(self.store, clock)
         self._jobs = JobRegistry()
         self._handlers = self._jobs.handlers  # the drives read it as jobs run
         self._definitions = self._jobs.definitions

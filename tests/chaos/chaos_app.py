@@ -8,6 +8,7 @@ Configured per child by environment variables:
   ROTA_CHAOS_MAX_ATTEMPTS  the group's RetryPolicy max_attempts (default 10; no backoff)
   ROTA_CHAOS_JOB_S         how long a `work` job sleeps (default 0.01)
   ROTA_CHAOS_LOG           file every finished `work` execution appends one line to
+  ROTA_CHAOS_RETENTION_S   how long succeeded jobs are kept (default: rota's, 1 day)
 
 Jobs:
   work(n)   sleeps ROTA_CHAOS_JOB_S, then appends "n pid" to ROTA_CHAOS_LOG (one O_APPEND
@@ -23,11 +24,14 @@ one write(2)), so the supervisor in the test waits on lines instead of sleeping.
 from __future__ import annotations
 
 import os
-import time
+import threading
 
 import rota
 
-app = rota.App(os.environ["ROTA_CHAOS_STORE"])
+_RETENTION_S = os.environ.get("ROTA_CHAOS_RETENTION_S")
+_RETENTION = (rota.Retention(succeeded=float(_RETENTION_S), interval=1) if _RETENTION_S
+              else rota.Retention())
+app = rota.App(os.environ["ROTA_CHAOS_STORE"], retention=_RETENTION)
 _JOB_S = float(os.environ.get("ROTA_CHAOS_JOB_S", "0.01"))
 _LOG = os.environ.get("ROTA_CHAOS_LOG")
 
@@ -40,7 +44,8 @@ def say(line: str) -> None:
 def work(n: int) -> None:
     say(f"start {n}")
     if _JOB_S > 0:
-        time.sleep(_JOB_S)
+        # Not time.sleep: under libfaketime (the clock-skew scenarios) it fails with EINVAL.
+        threading.Event().wait(_JOB_S)
     if _LOG:
         fd = os.open(_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:

@@ -91,4 +91,6 @@ def test_unreadable_policy_parts_are_refused() -> None:
 
 def test_minute_buckets_and_the_dead_after_rule() -> None:
     assert minute_of(T0 + timedelta(seconds=59, microseconds=5)) == T0
-    assert dead_after([timedelta(seconds=2), timedelta(seconds=10)]) == timedelta(seconds=30)
+    # Two refreshes missed in a row, and half an interval's grace: 50 s at the default 20 s.
+    assert dead_after(timedelta(seconds=20)) == timedelta(seconds=50)
+    assert dead_after(timedelta(seconds=1)) == timedelta(seconds=2.5)

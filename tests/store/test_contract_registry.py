@@ -3,6 +3,7 @@ the groups table), run unchanged against every store."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import rota
@@ -221,3 +222,21 @@ def test_a_keyed_enqueue_keeps_the_trace_context_too(store: Store) -> None:
     claimed = store.claim(["q"], 10, now=T0, owner="w", lease_expires_at=T0 + DEAD_AFTER)
     assert [(job.id, job.trace_context) for job in claimed] == [
         (ids[0], carrier), (ids[1], None)]
+
+
+def test_a_workers_clock_offset_is_stored_and_refreshed(store: Store) -> None:
+    # Given a worker whose machine ran 2 minutes ahead of the store's clock at registration
+    store.register_worker(replace(worker(), clock_offset=timedelta(seconds=120.25)), T0)
+    [listed] = store.list_workers(T0)
+    assert listed.clock_offset == timedelta(seconds=120.25)
+    # When a refresh measures it 10 minutes behind
+    later = T0 + timedelta(seconds=20)
+    assert store.refresh_worker("host:1:tok", later, dead_at=later + DEAD_AFTER,
+                                in_flight={}, served=[],
+                                clock_offset=timedelta(minutes=-10, microseconds=-500))
+    # Then the registry says so
+    [listed] = store.list_workers(later)
+    assert listed.clock_offset == timedelta(minutes=-10, microseconds=-500)
+    # And a worker registered without one has none
+    store.register_worker(worker("host:2:tok"), T0)
+    assert store.list_workers(later)[1].clock_offset == timedelta(0)

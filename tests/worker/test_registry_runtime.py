@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from datetime import timedelta as timedelta
 
 import pytest
 
@@ -149,6 +150,43 @@ def test_a_starting_worker_removes_rows_dead_for_over_an_hour(store: Store) -> N
             await until(lambda: len([w for w in app.workers() if w.alive]) == 1, DEADLINE_S)
             await until(lambda: "old:1:x" not in {w.id for w in app.workers()}, DEADLINE_S)
             assert "recent:2:y" in {w.id for w in app.workers()}
+
+    asyncio.run(scenario())
+    app.close()
+
+
+def test_a_new_worker_reports_its_first_work_at_once_not_a_heartbeat_later(
+        store: Store) -> None:
+    # Given a group whose heartbeat interval (and so the registry's refresh) is 30 s,
+    # longer than this test may wait
+    app = rota.App(store, retention=None)
+    release = asyncio.Event()
+
+    @app.job("work")
+    def work() -> None:
+        pass
+
+    @app.job("hold")
+    async def hold() -> None:
+        await release.wait()
+
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="slow-heartbeat", policy=rota.Strict("a"), pool_size=4, poll_interval=0.05,
+        lease_duration=90, heartbeat_interval=30))
+    app.jobs["work"].configure(queue="a").enqueue_many([()] * 3)
+    app.jobs["hold"].configure(queue="a").enqueue()
+
+    async def scenario() -> None:
+        async with app.serve():
+            # When it starts on them, then its row shows the job in flight and the
+            # jobs served, long before its first heartbeat interval is over
+            await until(lambda: bool(app.workers()) and app.workers()[0].in_flight == 1
+                        and sum(c.count for c in app.workers()[0].served) == 3, DEADLINE_S)
+            [worker] = app.workers()
+            # And it counts as dead once two refreshes in a row are missed (2.5 intervals)
+            assert worker.dead_at - worker.last_seen == timedelta(seconds=75)
+            assert abs(worker.clock_offset) < timedelta(seconds=1)
+            release.set()
 
     asyncio.run(scenario())
     app.close()

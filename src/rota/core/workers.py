@@ -46,18 +46,19 @@ __all__ = [
 # The outcome names a served count can carry (rota.OutcomeKind's values).
 OUTCOMES = ("succeeded", "retried", "dead_lettered", "quarantined", "cancelled")
 
-# A worker row not refreshed for this many lease periods (its groups' longest lease) is
-# shown as dead; it is removed REMOVE_DEAD_AFTER after that.
-DEAD_AFTER_LEASES = 3
+# A worker row not refreshed for this many of its refresh intervals (its groups' shortest
+# heartbeat interval) is shown as dead: it missed two refreshes in a row, with half an
+# interval's grace for a slow store. It is removed REMOVE_DEAD_AFTER after that.
+DEAD_AFTER_INTERVALS = 2.5
 REMOVE_DEAD_AFTER = timedelta(hours=1)
 # Per-minute served history older than this is pruned by the workers' refreshes.
 SERVED_HISTORY = timedelta(hours=24)
 
 
-def dead_after(lease_durations: Iterable[timedelta]) -> timedelta:
-    """How long after its last refresh a worker counts as dead: a few of its longest lease
-    (its heartbeats, and so its refreshes, come at least three times per lease)."""
-    return DEAD_AFTER_LEASES * max(lease_durations, default=timedelta(seconds=60))
+def dead_after(refresh_interval: timedelta) -> timedelta:
+    """How long after its last refresh a worker counts as dead (`DEAD_AFTER_INTERVALS` of
+    its refresh interval: 50 s with the default 60 s lease and 20 s heartbeat)."""
+    return DEAD_AFTER_INTERVALS * refresh_interval
 
 
 def minute_of(moment: datetime) -> datetime:
@@ -155,6 +156,9 @@ class WorkerInfo:
         groups: its Worker Groups, with jobs in flight as of the last refresh.
         served: per group, Queue and outcome, the attempts it served since it started.
         alive: whether `dead_at` was still ahead at the time of the read.
+        clock_offset: how far the worker's machine's clock ran ahead of the store's
+            (negative: behind), as measured at its last refresh; rota's times follow the
+            store's clock, so this is for the operator (a machine without time sync).
     """
 
     id: str
@@ -167,6 +171,7 @@ class WorkerInfo:
     groups: tuple[WorkerGroupInfo, ...] = ()
     served: tuple[ServedCount, ...] = ()
     alive: bool = True
+    clock_offset: timedelta = timedelta(0)
 
     @property
     def in_flight(self) -> int:

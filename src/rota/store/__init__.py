@@ -7,6 +7,7 @@ Adapters are imported lazily so that, say, psycopg is needed only for PostgreSQL
 from __future__ import annotations
 
 from rota.store.base import SchemaTooNew, Store, StoreConfigError, StoreError
+from rota.store.clock import StoreClock, store_clock_for
 from rota.store.urls import mask_url
 
 EXPECTED_FORMS = (
@@ -64,8 +65,10 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
 __all__ = [
     "SchemaTooNew",
     "Store",
+    "StoreClock",
     "StoreConfigError",
     "StoreError",
     "mask_url",
     "open_store",
+    "store_clock_for",
 ]

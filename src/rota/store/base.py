@@ -1,7 +1,10 @@
 """The storage contract: one Protocol every store implements, and the errors it raises.
 
 Rules every store follows (the contract suite in tests/store/ checks each one):
-- Time is an input. Every call that depends on time takes `now`; no store reads a clock.
+- Time is an input. Every call that depends on time takes `now`; no store reads a clock,
+  except `store_time()`, which answers the store's own clock (the database server's) so
+  that callers on machines whose clocks disagree take `now` from one clock
+  (`rota.store.clock.StoreClock`).
 - `claim(queues, limit, ...)` leases up to `limit` due jobs (`due_at <= now`, state
   scheduled), taking the first Queue's due jobs first, then the next Queue's (Strict
   order); within a Queue, due-time order, ties in enqueue order (ascending id). Each claimed
@@ -77,7 +80,7 @@ Imports only the pure core.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from rota.core.jobs import JobRecord, JobState, Lease, NewJob
@@ -228,6 +231,12 @@ class Store(Protocol):
     @property
     def url(self) -> str:
         """The store's URL with any password masked, for messages."""
+        ...
+
+    def store_time(self) -> datetime | None:
+        """The store's own clock now (PostgreSQL: the database server's), or None for a
+        store whose callers share one clock with it (memory: one process; SQLite: the
+        processes of one host)."""
         ...
 
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
@@ -436,9 +445,11 @@ class Store(Protocol):
         in_flight: Mapping[str, int],
         served: Sequence[ServedCount],
         new: Sequence[ServedCount] = (),
+        clock_offset: timedelta = timedelta(0),
     ) -> bool:
         """Refresh a registered worker: `last_seen` = `now`, `dead_at`, jobs in flight per
-        group, `served` (its totals since start, replacing the stored ones); add `new`
+        group, `served` (its totals since start, replacing the stored ones), its
+        `clock_offset`; add `new`
         (served since the previous refresh; their `minute` is ignored) to the history
         bucket of `now`'s minute. One transaction.
 

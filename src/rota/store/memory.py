@@ -13,7 +13,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
@@ -81,6 +81,9 @@ class MemoryStore:
 
     def __repr__(self) -> str:
         return "MemoryStore()"
+
+    def store_time(self) -> None:
+        return None  # one process, one clock
 
     # -- writes -------------------------------------------------------------------------
 
@@ -624,6 +627,7 @@ class MemoryStore:
         in_flight: Mapping[str, int],
         served: Sequence[ServedCount],
         new: Sequence[ServedCount] = (),
+        clock_offset: timedelta = timedelta(0),
     ) -> bool:
         with self._lock:
             worker = self._workers.get(worker_id)
@@ -636,6 +640,7 @@ class MemoryStore:
             self._workers[worker_id] = replace(
                 worker, last_seen=now, dead_at=dead_at, groups=groups,
                 served=tuple(replace(count, minute=None) for count in served),
+                clock_offset=clock_offset,
             )
             minute = minute_of(now)
             for count in new:

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 from importlib.resources import files
 from types import MappingProxyType
@@ -369,15 +369,17 @@ class SqlStore(ABC, Generic[Conn]):
             "groups": groups_json(worker.groups),
             "in_flight": in_flight_json({g.name: g.in_flight for g in worker.groups}),
             "served": served_json(worker.served),
+            "clock_offset": worker.clock_offset.total_seconds(),
         }
 
     def _refresh_params(self, worker_id: str, now: datetime, dead_at: datetime,
-                        in_flight: Mapping[str, int], served: Sequence[ServedCount]
-                        ) -> dict[str, object]:
+                        in_flight: Mapping[str, int], served: Sequence[ServedCount],
+                        clock_offset: timedelta) -> dict[str, object]:
         """refresh_worker.sql's parameters for the worker's own row."""
         return {"id": worker_id, "now": self._to_db_time(now),
                 "dead_at": self._to_db_time(dead_at, "dead_at"),
-                "in_flight": in_flight_json(in_flight), "served": served_json(served)}
+                "in_flight": in_flight_json(in_flight), "served": served_json(served),
+                "clock_offset": clock_offset.total_seconds()}
 
     def list_schedules(self) -> list[ScheduleRow]:
         rows, _ = self._run("list_schedules", {}, "listing schedules")
@@ -411,10 +413,10 @@ class SqlStore(ABC, Generic[Conn]):
                 id=worker_id, host=host, pid=pid, version=version, started_at=at(started_at),
                 last_seen=at(last_seen), dead_at=at(dead_at),
                 groups=groups_from_json(groups, in_flight), served=served_from_json(served),
-                alive=now < at(dead_at),
+                alive=now < at(dead_at), clock_offset=timedelta(seconds=clock_offset),
             )
             for (worker_id, host, pid, version, started_at, last_seen, dead_at, groups,
-                 in_flight, served) in rows
+                 in_flight, served, clock_offset) in rows
         ]
 
     def served_counts(self, since: datetime) -> list[ServedCount]:

@@ -2,9 +2,12 @@
 
 Theory of operation: `RegistryDuty` runs beside the groups (a `Duty`, one per runtime).
 It registers the process first thing (id `host:pid:token`, host, pid, rota version,
-start time, each group's policy, pool size and lease owner), then every heartbeat interval
-(the shortest of its groups') it refreshes the row: liveness (`dead_at` = now + 3 x the
-longest lease), jobs in flight per group, and its served counters. The counters are
+start time, each group's policy, pool size and lease owner), refreshes the row as soon as
+the groups have jobs in flight or outcomes written (so a new worker does not read "0 in
+flight, served 0" for a whole interval), then every heartbeat interval (the shortest of its
+groups'): liveness (`dead_at` = now + 2.5 intervals, `rota.core.workers.dead_after`), jobs
+in flight per group, its served counters and its clock's offset to the store's, measured
+again before each write (`StoreClock.measure`, on the store's thread). The counters are
 counted by the groups' outcome writers (`GroupLoop.served`, one dict increment per job on
 the loop thread); the refresh sends the totals and, for the per-minute history, what was
 served since the refresh before. One store call per interval per process, never per job.
@@ -39,6 +42,7 @@ from rota.core.workers import (
     dead_after,
 )
 from rota.store.base import Store, StoreError
+from rota.store.clock import StoreClock
 from rota.version import __version__
 from rota.worker.duty import DutyRuntime
 
@@ -48,6 +52,8 @@ logger = logging.getLogger("rota")
 PRUNE_EVERY = 30
 # How long a failed registry call waits before it tries again, at most.
 RETRY_CAP_S = 5.0
+# Until its first report of work, how often the duty looks (in memory) for jobs in flight.
+FIRST_REPORT_CHECK_S = 0.25
 
 
 def new_worker_id() -> str:
@@ -69,7 +75,9 @@ class RegistryDuty:
         self._pending: asyncio.Future[Any] | None = None
         self._sent: dict[tuple[str, str, str], int] = {}  # totals the store has seen
         self._refreshes = 0
+        self._reported_work = False
         self._failing = False
+        self._clock_offset = timedelta(0)
 
     # -- what the row says ------------------------------------------------------------------
 
@@ -78,8 +86,11 @@ class RegistryDuty:
         return min(group.options.heartbeat_interval.total_seconds() for group in runtime.groups)
 
     def _dead_after(self, runtime: DutyRuntime) -> timedelta:
-        by_lease = dead_after(group.options.lease_duration for group in runtime.groups)
-        return max(by_lease, timedelta(seconds=3 * self._interval_s(runtime)))
+        return dead_after(timedelta(seconds=self._interval_s(runtime)))
+
+    @staticmethod
+    def _working(runtime: DutyRuntime) -> bool:
+        return any(group.in_flight or group.served for group in runtime.groups)
 
     @staticmethod
     def _totals(runtime: DutyRuntime) -> dict[tuple[str, str, str], int]:
@@ -106,6 +117,7 @@ class RegistryDuty:
                 for group in runtime.groups
             ),
             served=tuple(ServedCount(g, q, o, n) for (g, q, o), n in totals.items()),
+            clock_offset=self._clock_offset,
         )
 
     # -- store calls ------------------------------------------------------------------------
@@ -119,7 +131,14 @@ class RegistryDuty:
             if future.done():
                 self._pending = None
 
+    async def _measure_clock(self, runtime: DutyRuntime) -> None:
+        clock = runtime.clock
+        if isinstance(clock, StoreClock):
+            await runtime.store_call(clock.measure)
+            self._clock_offset = clock.offset
+
     async def _register(self, runtime: DutyRuntime) -> None:
+        await self._measure_clock(runtime)
         now = runtime.clock.now()
         info = self._info(runtime, now)
         await self._call(runtime, self.store.register_worker, info, now)
@@ -128,6 +147,7 @@ class RegistryDuty:
         await self._clean_up(runtime, now)
 
     async def _refresh(self, runtime: DutyRuntime) -> None:
+        await self._measure_clock(runtime)
         now = runtime.clock.now()
         totals = self._totals(runtime)
         new = [
@@ -140,7 +160,7 @@ class RegistryDuty:
             dead_at=now + self._dead_after(runtime),
             in_flight={group.name: group.in_flight for group in runtime.groups},
             served=[ServedCount(g, q, o, n) for (g, q, o), n in totals.items()],
-            new=new,
+            new=new, clock_offset=self._clock_offset,
         )
         if not refreshed:
             # Removed as dead meanwhile (this process was cut off for long): register
@@ -160,20 +180,32 @@ class RegistryDuty:
 
     # -- the duty ---------------------------------------------------------------------------
 
+    async def _wait(self, runtime: DutyRuntime, delay_s: float) -> None:
+        """Sleep `delay_s`; until the first report of work, end early once there is some."""
+        if self._reported_work or not self._registered:
+            await asyncio.sleep(delay_s)
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + delay_s
+        while not self._working(runtime) and loop.time() < until:
+            await asyncio.sleep(min(FIRST_REPORT_CHECK_S, until - loop.time()))
+
     async def __call__(self, runtime: DutyRuntime) -> None:
         interval_s = self._interval_s(runtime)
         delay_s = 0.0
         while True:
             if delay_s:
-                await asyncio.sleep(delay_s)
+                await self._wait(runtime, delay_s)
             try:
                 if self._pending is not None:  # restarted while a call was in flight
                     await asyncio.shield(self._pending)
                     self._pending = None
+                working = self._working(runtime)
                 if self._registered:
                     await self._refresh(runtime)
                 else:
                     await self._register(runtime)
+                self._reported_work = self._reported_work or working
             except StoreError as error:
                 if not self._failing:
                     logger.warning("worker registry: writing this worker's row failed "

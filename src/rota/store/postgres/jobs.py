@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Generator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -36,6 +36,10 @@ def _enqueue_statement(params: Mapping[str, object]) -> str:
 
 
 class PostgresJobs(PostgresConnection):
+    def store_time(self) -> datetime:
+        rows, _ = self._run("store_time", {})
+        return self._from_db_time(rows[0][0])
+
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
@@ -287,6 +291,7 @@ class PostgresJobs(PostgresConnection):
         in_flight: Mapping[str, int],
         served: Sequence[ServedCount],
         new: Sequence[ServedCount] = (),
+        clock_offset: timedelta = timedelta(0),
     ) -> bool:
         # One INSERT may not touch a row twice: sum duplicates first.
         summed: dict[tuple[str, str, str], int] = {}
@@ -294,7 +299,7 @@ class PostgresJobs(PostgresConnection):
             key = (count.group, count.queue, count.outcome)
             summed[key] = summed.get(key, 0) + count.count
         rows, _ = self._run("refresh_worker", {
-            **self._refresh_params(worker_id, now, dead_at, in_flight, served),
+            **self._refresh_params(worker_id, now, dead_at, in_flight, served, clock_offset),
             "minute": minute_of(utc(now)),
             "grps": [key[0] for key in summed], "queues": [key[1] for key in summed],
             "outcomes": [key[2] for key in summed], "counts": list(summed.values()),

@@ -14,7 +14,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Final
 
@@ -80,6 +80,9 @@ def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obje
 
 
 class SQLiteJobs(SQLiteConnection):
+    def store_time(self) -> None:
+        return None  # the processes on one file share their host's clock
+
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
             return []
@@ -247,8 +250,9 @@ class SQLiteJobs(SQLiteConnection):
         in_flight: Mapping[str, int],
         served: Sequence[ServedCount],
         new: Sequence[ServedCount] = (),
+        clock_offset: timedelta = timedelta(0),
     ) -> bool:
-        params = self._refresh_params(worker_id, now, dead_at, in_flight, served)
+        params = self._refresh_params(worker_id, now, dead_at, in_flight, served, clock_offset)
         minute = us(minute_of(now))
         rows = [{"minute": minute, "grp": c.group, "queue": c.queue, "outcome": c.outcome,
                  "count": c.count} for c in new]

@@ -1,10 +1,10 @@
 -- A worker's refresh with its heartbeats, one statement: liveness, jobs in flight,
--- served totals, and what it served since its last refresh added to the minute's
+-- served totals, its clock's offset, and what it served since its last refresh added to the minute's
 -- history bucket (only if its row still exists). Returns one row per refreshed worker.
 WITH refreshed AS (
     UPDATE {schema}.workers
     SET last_seen = %(now)s, dead_at = %(dead_at)s, in_flight = %(in_flight)s,
-        served = %(served)s
+        served = %(served)s, clock_offset = %(clock_offset)s
     WHERE id = %(id)s
     RETURNING id
 ), added AS (

@@ -1,14 +1,15 @@
 -- Insert or replace a worker's row, and record its groups (the last registration wins).
 WITH worker AS (
     INSERT INTO {schema}.workers AS w
-        (id, host, pid, version, started_at, last_seen, dead_at, groups, in_flight, served)
+        (id, host, pid, version, started_at, last_seen, dead_at, groups, in_flight, served,
+         clock_offset)
     VALUES (%(id)s, %(host)s, %(pid)s, %(version)s, %(started_at)s, %(now)s, %(dead_at)s,
-            %(groups)s, %(in_flight)s, %(served)s)
+            %(groups)s, %(in_flight)s, %(served)s, %(clock_offset)s)
     ON CONFLICT (id) DO UPDATE SET
         host = excluded.host, pid = excluded.pid, version = excluded.version,
         started_at = excluded.started_at, last_seen = excluded.last_seen,
         dead_at = excluded.dead_at, groups = excluded.groups, in_flight = excluded.in_flight,
-        served = excluded.served
+        served = excluded.served, clock_offset = excluded.clock_offset
     RETURNING w.id
 )
 INSERT INTO {schema}.worker_groups AS g (name, kind, queues, weights, pool_size, seen_at)
