@@ -184,8 +184,8 @@ class App:
 
     def cancel(self, job_id: int) -> bool:
         """Cancel a job. A scheduled job is cancelled at once and never runs. A running
-        (leased) job gets a cancel request, which its worker receives with its next
-        heartbeat: an async handler is cancelled; a sync handler sees
+        (leased) job gets a cancel request, which its worker receives within about a
+        second: an async handler is cancelled; a sync handler sees
         `rota.current_job().cancel_requested` turn True and should return. Either way the
         job ends `cancelled` (never retried), its `last_error` saying it was cancelled on
         request. (`run_until_idle` has no heartbeats: there a request made while the job

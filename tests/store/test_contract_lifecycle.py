@@ -75,6 +75,24 @@ def test_heartbeat_reports_the_cancel_requests_of_the_leases_it_renewed(store: S
     assert gone == set() and gone.cancel_requested == frozenset()
 
 
+def test_cancel_requests_names_the_leased_jobs_marked_and_writes_nothing(
+        store: Store) -> None:
+    # Given three leased jobs, one of them with a cancel request, and a scheduled one
+    a, b, c, waiting = store.enqueue([new(), new(), new(), new()], T0)
+    claim(store, ["q"], 3)
+    assert store.cancel(b, T0)
+    before = [store.get_job(i) for i in (a, b, c)]
+    # Then cancel_requests names b among them, and among any ids asked about
+    assert store.cancel_requests([a, b, c]) == {b}
+    assert store.cancel_requests([c, b, b, 999_999, waiting]) == {b}
+    assert store.cancel_requests([]) == set()
+    # And it changed nothing (no lease renewed, nothing ended)
+    assert [store.get_job(i) for i in (a, b, c)] == before
+    # A job that ended (here: cancelled as asked) is no longer named
+    assert store.cancel_leased(lease_of(store, b), T0, CANCELLED_ON_REQUEST)
+    assert store.cancel_requests([a, b, c]) == set()
+
+
 def test_cancel_leased_ends_the_job_cancelled_fenced_by_its_lease(store: Store) -> None:
     (job_id,) = store.enqueue([new()], T0)
     claim(store, ["q"], 1)

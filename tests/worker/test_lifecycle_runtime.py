@@ -120,6 +120,43 @@ def test_cancel_of_a_running_sync_handler_turns_cancel_requested_true(
         JobState.CANCELLED, CANCELLED_ON_REQUEST, None)
 
 
+def test_a_cancel_reaches_a_running_handler_long_before_the_next_heartbeat(
+    make_worker_app: MakeApp,
+) -> None:
+    # Given a sync handler running under a group whose heartbeat comes every 60 s
+    app = make_worker_app()
+    started = threading.Event()
+    seen: list[bool] = []
+
+    @app.job("cooperative")
+    def cooperative() -> None:
+        job = rota.current_job()
+        started.set()
+        stop = threading.Event()
+        for _ in range(3000):  # 30 s at most: half the heartbeat interval
+            if job.cancel_requested:
+                break
+            stop.wait(0.01)
+        seen.append(job.cancel_requested)
+
+    app.add_worker_group(group(heartbeat_interval=60, lease_duration=180))
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+    job_id = cooperative.enqueue()
+
+    async def scenario() -> None:
+        async with app.serve():
+            assert await asyncio.to_thread(started.wait, 10)
+            # When its cancel is requested
+            assert await asyncio.to_thread(app.cancel, job_id)
+            await outcomes.count(1)
+
+    run(scenario())
+    # Then it saw the request (within about a second, by the cancel check) and stopped
+    assert seen == [True]
+    assert stored(app, job_id).state is JobState.CANCELLED
+
+
 # -- timeouts --------------------------------------------------------------------------
 
 

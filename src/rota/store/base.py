@@ -302,6 +302,12 @@ class Store(Protocol):
         those whose cancel was requested as `.cancel_requested`."""
         ...
 
+    def cancel_requests(self, job_ids: Sequence[int]) -> set[int]:
+        """The ids among `job_ids` of leased jobs whose cancel was requested. Reads only: a
+        worker asks about every second while it holds jobs, so a cancel reaches a running
+        handler within about a second, with no write (`heartbeat` reports them too)."""
+        ...
+
     def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
         """Leased jobs whose lease expired at or before `now`, oldest expiry first, at most
         `limit` (none when `limit` <= 0)."""
@@ -315,7 +321,8 @@ class Store(Protocol):
 
     def cancel(self, job_id: int, now: datetime) -> bool:
         """Cancel a scheduled job at once, or mark a leased one `cancel_requested` (its
-        worker learns it at its next heartbeat). False for a finished or unknown job."""
+        worker learns it within about a second, `cancel_requests`). False for a finished or
+        unknown job."""
         ...
 
     def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:

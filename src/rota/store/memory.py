@@ -356,6 +356,12 @@ class MemoryStore:
                     cancel_requested.add(job.id)
         return Renewal(renewed, cancel_requested)
 
+    def cancel_requests(self, job_ids: Sequence[int]) -> set[int]:
+        with self._lock:
+            jobs = [self._jobs.get(job_id) for job_id in job_ids]
+        return {job.id for job in jobs if job is not None and job.state is JobState.LEASED
+                and job.cancel_requested}
+
     def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:
         if limit <= 0:
             return []

@@ -4,6 +4,9 @@ Every `heartbeat_interval` one store call renews the leases of the group's held 
 (running, or finished with the outcome not yet written), so a handler may run far longer
 than its lease. The same call tells which of them had a cancel requested: the handler is
 told (an async one cancelled, a sync one sees `rota.current_job().cancel_requested`).
+Between renewals, every `CANCEL_CHECK_S` while jobs run, a read (`cancel_requests`) asks
+the same of the running ones, so a cancel reaches its handler within about a second
+whatever the interval, without a write.
 
 A lease the store did not renew is lost (it expired, or another worker took the job):
 it is no longer renewed, and its outcome is still offered to the store, which fences
@@ -23,6 +26,9 @@ from rota.worker.held import Held
 from rota.worker.host import GroupHost
 
 logger = logging.getLogger("rota")
+
+# Between renewals, how often a group with running jobs asks for their cancel requests.
+CANCEL_CHECK_S = 1.0
 
 
 class Heartbeats:
@@ -45,33 +51,58 @@ class Heartbeats:
         self._writing = writing
 
     async def run_forever(self) -> None:
-        """The heartbeat task: renew, wait the interval, until cancelled."""
+        """The heartbeat task: renew every interval and, between renewals, look for cancel
+        requests every `CANCEL_CHECK_S`, until cancelled."""
         interval_s = self.options.heartbeat_interval.total_seconds()
-        lease_duration = self.options.lease_duration
-        host = self.host
-        delay_s = interval_s
+        check_s = min(CANCEL_CHECK_S, interval_s)
+        clock = asyncio.get_running_loop().time
+        next_beat = clock() + interval_s
         while True:
-            await asyncio.sleep(delay_s)
-            delay_s = interval_s
-            mine = [h for h in self._held.values() if not (h.lost or h.handed_back)]
-            if not mine:
-                continue
-            leases = [h.job.lease for h in mine]
-            now = host.clock.now()
-            try:
-                renewed = await host.store_call(
-                    host.store.heartbeat, leases, now, now + lease_duration
-                )
-            except StoreError as error:
-                delay_s = min(interval_s, 1.0)
-                logger.warning("group %s: heartbeat failed (retrying in %.2f s): %s",
-                               self.group, delay_s, error)
-                continue
-            for held in mine:
-                if held.job.id in renewed.cancel_requested:
-                    self.deliver_cancel(held)
-                if held.job.id not in renewed and not held.handed_back:
-                    self._lost(held)
+            await asyncio.sleep(max(0.0, min(check_s, next_beat - clock())))
+            if clock() >= next_beat:
+                next_beat = clock() + await self._beat(interval_s)
+            else:
+                await self._check_cancels()
+
+    async def _beat(self, interval_s: float) -> float:
+        """Renew the held leases; returns the delay until the next renewal."""
+        mine = [h for h in self._held.values() if not (h.lost or h.handed_back)]
+        if not mine:
+            return interval_s
+        host = self.host
+        now = host.clock.now()
+        try:
+            renewed = await host.store_call(
+                host.store.heartbeat, [h.job.lease for h in mine], now,
+                now + self.options.lease_duration,
+            )
+        except StoreError as error:
+            delay_s = min(interval_s, 1.0)
+            logger.warning("group %s: heartbeat failed (retrying in %.2f s): %s",
+                           self.group, delay_s, error)
+            return delay_s
+        for held in mine:
+            if held.job.id in renewed.cancel_requested:
+                self.deliver_cancel(held)
+            if held.job.id not in renewed and not held.handed_back:
+                self._lost(held)
+        return interval_s
+
+    async def _check_cancels(self) -> None:
+        """Ask the store (a read) whether a running job's cancel was requested, so the
+        handler hears of it within about a second, not at the next renewal."""
+        running = [h for h in self._held.values() if h.running and not h.lost
+                   and h.current is not None and not h.current.cancel_requested]
+        if not running:
+            return
+        try:
+            marked = await self.host.store_call(self.host.store.cancel_requests,
+                                                [h.job.id for h in running])
+        except StoreError:
+            return  # the next renewal reports them, and says what failed
+        for held in running:
+            if held.job.id in marked:
+                self.deliver_cancel(held)
 
     def _lost(self, held: Held) -> None:
         if self._held.get(held.job.id) is not held or held.job.id in self._writing:

@@ -250,3 +250,10 @@ class PostgresClaims(PostgresConnection):
             **lease_columns(leases),
         })
         return Renewal((row[0] for row in rows), (row[0] for row in rows if row[1]))
+
+    def cancel_requests(self, job_ids: Sequence[int]) -> set[int]:
+        if not job_ids:
+            return set()
+        rows, _ = self._run("cancel_requests", {
+            "ids": "{" + ",".join([str(int(job_id)) for job_id in job_ids]) + "}"})
+        return {row[0] for row in rows}

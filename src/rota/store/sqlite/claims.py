@@ -292,3 +292,10 @@ class SQLiteClaims(SQLiteConnection):
                     if cancel:
                         cancel_requested.add(job_id)
         return Renewal(renewed, cancel_requested)
+
+    def cancel_requests(self, job_ids: Sequence[int]) -> set[int]:
+        if not job_ids:
+            return set()
+        rows, _ = self._run("cancel_requests", {"ids": json.dumps(list(job_ids))},
+                            "reading cancel requests")
+        return {job_id for (job_id,) in rows}
