@@ -130,7 +130,7 @@ def test_the_text_schedule_names_the_controls(capsys: pytest.CaptureFixture[str]
     ("argv", "message"),
     [
         (["--paused", "z"], "paused names Queue 'z'"),
-        (["--limit", "a=-1"], "must be >= 0"),
+        (["--limit", "a=-1"], "from 0 to 2147483647"),
         (["--limit", "a=many"], "is not an integer"),
         (["--limit", "z=1"], "limit names Queue 'z'"),
     ],

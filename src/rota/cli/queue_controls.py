@@ -21,6 +21,7 @@ from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
 from rota.core.queues import validate_queue_name
 from rota.core.serving import served_by
+from rota.core.settings_range import setting_range
 from rota.store import Store
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -52,7 +53,8 @@ def register_limit(subparsers: Subparsers) -> None:
     parser = _queue_command(
         subparsers, "limit", "set the most jobs of a Queue leased at once, all workers "
         "together (or 'none' for no limit)", run_limit)
-    parser.add_argument("limit", metavar="N", help="a whole number >= 0, or none")
+    parser.add_argument("limit", metavar="N", help=f"a whole number {setting_range(0)} "
+                        "(0 takes nothing), or none")
 
 
 def register_queues(subparsers: Subparsers) -> None:
@@ -75,22 +77,23 @@ def _queue_name(text: str) -> str:
 
 
 def parse_limit(text: str) -> int | None:
-    """`N` of `rota limit Q N`: a whole number >= 0, or `none`.
+    """`N` of `rota limit Q N`: a whole number in the range every Queue limit has
+    (`validate_queue_limit`), or `none`.
 
     Raises:
-        UsageError: for anything else, naming what is accepted.
+        UsageError: for anything else, naming the range.
     """
     if text.strip().lower() == "none":
         return None
     try:
         limit = int(text)
-    except ValueError:
-        raise UsageError(
-            f"N must be a whole number >= 0, or 'none' for no limit; got {text!r}") from None
-    if limit < 0:
-        raise UsageError(
-            f"N must be >= 0 (0 takes nothing), or 'none' for no limit; got {limit}")
-    return validate_queue_limit(limit)
+    except ValueError:  # not a number, or more digits than int() reads
+        raise UsageError(f"N must be a whole number {setting_range(0)}, or 'none' for no "
+                         f"limit; got {text[:40]!r}") from None
+    try:
+        return validate_queue_limit(limit)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def _describe(settings: QueueSettings) -> str:

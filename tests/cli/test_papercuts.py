@@ -1,0 +1,69 @@
+"""Small things a new user meets on the first day with the `rota` command: one clear
+message per mistake, honest output, nothing created by a command that only reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rota.cli import main
+from rota.store import open_store
+from tests.conftest import START
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items()
+           if key not in {"ROTA_STORE", "COLUMNS"}}
+    return {**env, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", **extra}
+
+
+def rota_piped(*argv: str, cwd: Path | None = None,
+               **env: str) -> subprocess.CompletedProcess[str]:
+    """`rota argv...` in a subprocess whose stdout and stderr are pipes (not a terminal)."""
+    return subprocess.run([sys.executable, "-m", "rota.cli", *argv], capture_output=True,
+                          text=True, timeout=60, check=False, cwd=cwd,
+                          env=child_env(**env))
+
+
+@pytest.fixture
+def no_rota_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROTA_STORE", raising=False)
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
+# -- one range for every numeric setting --------------------------------------------------
+
+
+@pytest.mark.parametrize("limit", ["99999999999999999999", "9223372036854775807",
+                                   "2147483648", "-1"])
+def test_an_out_of_range_limit_is_a_usage_error_on_every_durable_store(
+    durable_store_url: str, limit: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # When a limit past PostgreSQL's integer (or SQLite's 64 bits) is set from the shell
+    code = main(["limit", "images", limit, "--store", durable_store_url])
+    # Then it is one usage line naming the range, and nothing is stored
+    captured = capsys.readouterr()
+    assert code == 2, captured.err
+    assert captured.err == (
+        "rota limit: a Queue's limit must be a whole number from 0 to 2147483647, or None "
+        f"for no limit (0 takes nothing); got {int(limit)}\n")
+    store = open_store(durable_store_url)
+    try:
+        assert store.queue_infos(START) == []
+    finally:
+        store.close()
+
+
+def test_the_top_of_the_range_is_stored_from_the_shell(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["limit", "images", "2147483647", "--store", durable_store_url,
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["limit"] == 2**31 - 1
