@@ -67,3 +67,37 @@ def test_the_top_of_the_range_is_stored_from_the_shell(
     assert main(["limit", "images", "2147483647", "--store", durable_store_url,
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["limit"] == 2**31 - 1
+
+
+# -- integer options: one message for every bad value -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["jobs", "--store", "memory://", "--limit", "-1"], "--limit: expected a whole "
+         "number from 1 to 9223372036854775807; got '-1'"),
+        (["jobs", "--store", "memory://", "--limit", "0"], "--limit: expected a whole "
+         "number from 1 to 9223372036854775807; got '0'"),
+        (["jobs", "--store", "memory://", "--limit", "ten"], "--limit: expected a whole "
+         "number from 1 to 9223372036854775807; got 'ten'"),
+        (["jobs", "--store", "memory://", "--offset", "-1"], "--offset: expected a whole "
+         "number from 0 to 9223372036854775807; got '-1'"),
+        (["simulate", "--weighted", "a=1", "--pool", "0"], "--pool: expected a whole "
+         "number from 1 to 10000; got '0'"),
+        (["simulate", "--weighted", "a=1", "--pool", "100000000"], "--pool: expected a "
+         "whole number from 1 to 10000; got '100000000'"),
+        (["simulate", "--weighted", "a=1", "--passes", "-2"], "--passes: expected a whole "
+         "number from 0 to 100000; got '-2'"),
+        (["worker", "x:app", "--metrics-port", "70000"], "--metrics-port: expected a "
+         "whole number from 0 to 65535; got '70000'"),
+    ],
+)
+def test_every_bad_integer_option_gets_the_same_message(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err

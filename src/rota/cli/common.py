@@ -6,7 +6,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from rota.app import App
@@ -27,6 +27,26 @@ class UsageError(CommandError):
         super().__init__(message, exit_code=2)
 
 
+def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from `minimum` to `maximum`. Every integer option
+    uses one, so every bad value (not a number, too small, too large) gets the one
+    message `expected a whole number from 1 to 10000; got '-1'`."""
+
+    def parse(text: str) -> int:
+        stripped = text.strip()
+        digits = stripped[1:] if stripped[:1] in {"+", "-"} else stripped
+        # Checked before int(): more digits than int() reads would be its own ValueError
+        value = (int(stripped) if digits.isascii() and digits.isdigit()
+                 and len(digits) <= len(str(maximum)) else None)
+        if value is None or not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {minimum} to {maximum}; got {text[:40]!r}")
+        return value
+
+    parse.__name__ = "whole number"  # argparse names the type by it in some messages
+    return parse
+
+
 def job_id_arg(text: str) -> int:
     """argparse type of a job id: a whole number from 1 to MAX_JOB_ID (what stores hold)."""
     try:
@@ -40,17 +60,9 @@ def job_id_arg(text: str) -> int:
     return value
 
 
-def count_arg(text: str) -> int:
-    """argparse type of a count (--limit, --offset): a whole number from 0 to MAX_JOB_ID."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= MAX_JOB_ID:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number from 0 to {MAX_JOB_ID}; got {text!r}"
-        )
-    return value
+# --limit (at least one job, or the command would show nothing) and --offset of a listing.
+limit_arg = whole_number(1, MAX_JOB_ID)
+offset_arg = whole_number(0, MAX_JOB_ID)
 
 
 def load_app(spec: str) -> App:
