@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rota.cli import main
+from rota.core.jobs import NewJob
 from rota.store import open_store
 from tests.conftest import START
 
@@ -101,3 +102,31 @@ def test_every_bad_integer_option_gets_the_same_message(
     assert stopped.value.code == 2
     err = capsys.readouterr().err
     assert expected in err and "Traceback" not in err
+
+
+# -- counts in the singular and the plural -------------------------------------------------
+
+
+def test_counted_says_one_in_the_singular() -> None:
+    from rota.core.plurals import counted
+
+    assert [counted(n, "job") for n in (0, 1, 2)] == ["0 jobs", "1 job", "2 jobs"]
+    assert counted(1, "pass", "passes") == "1 pass"
+    assert counted(3, "pass", "passes") == "3 passes"
+
+
+def test_one_pass_and_one_job_are_singular_in_the_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a simulation of one pass, and a store holding one job
+    assert main(["simulate", "--weighted", "a=1", "--passes", "1"]) == 0
+    simulated = capsys.readouterr().out
+    url = f"sqlite:///{tmp_path / 'one.db'}"
+    store = open_store(url)
+    store.enqueue([NewJob("report", "q", START)], START)
+    store.close()
+    assert main(["jobs", "--store", url]) == 0
+    listed = capsys.readouterr().out
+    # Then each count reads in the singular
+    assert "1 pass" in simulated and "1 passes" not in simulated
+    assert "1 job" in listed and "1 job(s)" not in listed

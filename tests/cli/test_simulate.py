@@ -68,7 +68,7 @@ def test_strict_serves_the_head_first_then_the_tail() -> None:
 def test_table_output_names_the_policy_and_shares(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--weighted", "a=6,b=3,c=1", "--passes", "1"]) == 0
     out = capsys.readouterr().out
-    assert "Weighted 6:3:1 over a, b, c, pool 10, 1 passes" in out
+    assert "Weighted 6:3:1 over a, b, c, pool 10, 1 pass\n" in out
     assert "order  a b a a b a c a b a" in out
     assert "60.0%" in out
 
@@ -120,7 +120,7 @@ def test_the_text_schedule_names_the_controls(capsys: pytest.CaptureFixture[str]
     assert main(["simulate", "--strict", "a,b,c", "--pool", "5", "--passes", "1",
                  "--paused", "c", "--limit", "a=1"]) == 0
     out = capsys.readouterr().out
-    assert "Strict a > b > c, pool 5, 1 passes, paused c, limit a=1" in out
+    assert "Strict a > b > c, pool 5, 1 pass, paused c, limit a=1" in out
     assert "order  a b b b b" in out
 
 

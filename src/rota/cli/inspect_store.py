@@ -11,6 +11,7 @@ from rich.table import Table
 from rota.cli.common import add_store_options, limit_arg, offset_arg, opened_store
 from rota.cli.display import make_console, user_text
 from rota.core.jobs import JobRecord, JobState
+from rota.core.plurals import counted
 
 
 def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,7 +62,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([job_as_json(job) for job in jobs], indent=2))
         return 0
-    table = Table(title=f"{len(jobs)} job(s)")
+    table = Table(title=counted(len(jobs), "job"))
     for column in ("id", "name", "Queue", "state", "attempt", "due at", "last error"):
         table.add_column(column)
     for job in jobs:

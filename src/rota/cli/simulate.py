@@ -13,6 +13,7 @@ from rich.table import Table
 
 from rota.cli.common import UsageError, whole_number
 from rota.cli.display import boxed_table, line, make_console, user_text
+from rota.core.plurals import counted
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.simulation import SimulatedClaim, SimulatedPass, Simulation, simulate
 
@@ -147,7 +148,7 @@ def _probes(one: SimulatedPass) -> str:
             due = ",".join(trip.due) or "none"
             parts.append(f"{','.join(trip.probe)} (due: {due})")
         else:
-            parts.append(f"{len(trip.probe)} Queues ({len(trip.due)} with due work)")
+            parts.append(f"{counted(len(trip.probe), 'Queue')} ({len(trip.due)} with due work)")
     return "; ".join(parts)
 
 
@@ -156,8 +157,9 @@ def render(result: Simulation, console: Console) -> None:
         [f", paused {','.join(result.paused)}" if result.paused else "",
          ", limit " + ",".join(f"{q}={n}" for q, n in result.limits.items())
          if result.limits else ""])
+    passes = counted(len(result.passes), "pass", "passes")
     console.print(line(user_text(describe(result.policy), "bold"),
-                       f", pool {result.pool_size}, {len(result.passes)} passes",
+                       f", pool {result.pool_size}, {passes}",
                        user_text(controls)))
     for number, one in enumerate(result.passes, 1):
         claims = ", ".join(
