@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import rota
 from rota.cli import main
 from rota.core.jobs import NewJob
 from rota.store import open_store
@@ -130,3 +131,57 @@ def test_one_pass_and_one_job_are_singular_in_the_output(
     # Then each count reads in the singular
     assert "1 pass" in simulated and "1 passes" not in simulated
     assert "1 job" in listed and "1 job(s)" not in listed
+
+
+# -- settings before jobs -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [["pause", "nonexistent-queue"], ["resume", "nonexistent-queue"],
+                                  ["limit", "nonexistent-queue", "3"]])
+def test_a_setting_on_a_queue_without_jobs_says_so(
+    tmp_path: Path, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    # When a Queue with no jobs is paused, resumed or limited
+    assert main([*argv, "--store", url]) == 0
+    # Then it succeeds and says the Queue has no jobs yet
+    assert ("no jobs in Queue 'nonexistent-queue' yet; the setting applies when they come"
+            in capsys.readouterr().out)
+
+
+def test_a_setting_on_a_queue_with_jobs_says_nothing_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    store = open_store(url)
+    store.enqueue([NewJob("report", "reports", START)], START)
+    store.close()
+    assert main(["pause", "reports", "--store", url]) == 0
+    assert capsys.readouterr().out == "Queue 'reports': paused, no limit\n"
+
+
+# -- rota --version, and APP given as a file ------------------------------------------------
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0
+    assert capsys.readouterr().out == f"rota {rota.__version__}\n"
+
+
+@pytest.mark.parametrize(("spec", "hint"), [
+    ("myapp.py:app", "write myapp:app"),
+    ("./shop/jobs.py:app", "write shop.jobs:app"),
+    ("shop/jobs:app", "write shop.jobs:app"),
+])
+def test_a_file_path_as_app_gets_the_module_name_to_use(tmp_path: Path, spec: str,
+                                                        hint: str) -> None:
+    # Given the file exists, as a new user would have it
+    (tmp_path / "myapp.py").write_text("import rota\napp = rota.App('memory://')\n")
+    # When the worker is given its path instead of its module name
+    done = rota_piped("worker", spec, cwd=tmp_path)
+    # Then one usage line says which module name to write
+    assert done.returncode == 2, done.stderr
+    assert hint in done.stderr and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1

@@ -77,10 +77,15 @@ def load_app(spec: str) -> App:
         raise UsageError(f"APP must be module:attribute (e.g. myproject.tasks:app); got {spec!r}")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    if "/" in module_name or "\\" in module_name or module_name.startswith("."):
+        # A path, or a relative module name, which import_module cannot take without a package
+        raise UsageError(f"APP {spec!r} names no module"
+                         f"{_module_hint(module_name, attribute) or '; give the full module name'}")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
-        raise UsageError(f"cannot import {module_name!r} for APP {spec!r}: {error}") from None
+        raise UsageError(f"cannot import {module_name!r} for APP {spec!r}: {error}"
+                         f"{_module_hint(module_name, attribute)}") from None
     except StoreConfigError as error:
         # The module's `rota.App(url)` refused its URL (malformed, an unknown parameter,
         # the postgres extra missing): the same usage error as `--store URL` gives.
@@ -96,6 +101,18 @@ def load_app(spec: str) -> App:
     if not isinstance(target, App):
         raise UsageError(f"{spec!r} is a {type(target).__name__}, not a rota.App")
     return target
+
+
+def _module_hint(module_name: str, attribute: str) -> str:
+    """For a file path where a module name belongs (`myapp.py`, `src/shop/jobs.py`): the
+    module name to write instead."""
+    path = module_name.replace("\\", "/")
+    if not path.endswith(".py") and "/" not in path:
+        return ""
+    dotted = ".".join(part for part in path.removesuffix(".py").split("/")
+                      if part not in {"", "."})
+    return (f". APP names a module, not a file: write {dotted}:{attribute} (run from the "
+            "directory the module's package starts in)")
 
 
 def add_store_options(

@@ -105,11 +105,17 @@ def _describe(settings: QueueSettings) -> str:
 def _change(args: argparse.Namespace, change: Callable[[Store], QueueSettings]) -> int:
     with opened_store(args.store, args.app) as store:
         settings = change(store)
+        # Settings may precede jobs, so a Queue with none is no error; but a typo in its
+        # name would look the same, so the output says there are none.
+        has_jobs = any(queue == settings.queue for queue, _ in store.count_jobs())
     if args.json:
         print(json.dumps(
             {"queue": settings.queue, "paused": settings.paused, "limit": settings.limit}))
     else:
         print(_describe(settings))
+        if not has_jobs:
+            print(f"no jobs in Queue {settings.queue!r} yet; the setting applies when they "
+                  "come (check the name if you expected some)")
     return 0
 
 
