@@ -185,3 +185,37 @@ def test_a_file_path_as_app_gets_the_module_name_to_use(tmp_path: Path, spec: st
     assert done.returncode == 2, done.stderr
     assert hint in done.stderr and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+# -- off a terminal every column is printed whole ------------------------------------------
+
+
+def test_piped_workers_table_shows_every_column_whole(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo
+
+    # Given a worker with a long host name and groups wider than 80 columns together
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    now = datetime.now(UTC)
+    worker_id = "build-host-with-a-long-name.example.internal:4242:0123abcd"
+    store = open_store(url)
+    try:
+        store.register_worker(WorkerInfo(
+            id=worker_id, host="build-host-with-a-long-name.example.internal", pid=4242,
+            version="0.1.0", started_at=now, last_seen=now, dead_at=now + timedelta(minutes=3),
+            groups=(WorkerGroupInfo(name="tenants-fair-share",
+                                    policy=rota.Weighted([("tenant-alpha", 6),
+                                                          ("tenant-beta", 3)]),
+                                    pool_size=20, in_flight=3),),
+            served=(ServedCount("tenants-fair-share", "tenant-alpha", "succeeded", 7),),
+        ), now)
+    finally:
+        store.close()
+    # When `rota workers` writes to a pipe (no COLUMNS set)
+    done = rota_piped("workers", "--store", url)
+    # Then no value is cut or wrapped: the id (with its pid) and the policy are whole
+    assert done.returncode == 0, done.stderr
+    rows = [row for row in done.stdout.splitlines() if worker_id in row]
+    assert len(rows) == 1, done.stdout
+    assert "tenant-alpha=6" in rows[0] and "3/20" in rows[0] and "…" not in done.stdout

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([line.as_json() for line in lines], indent=2, ensure_ascii=False))
         return 0
-    console = make_console(piped_width=160)
+    console = make_console()
     if not lines:
         console.print("no schedules")
         return 0
