@@ -219,3 +219,49 @@ def test_piped_workers_table_shows_every_column_whole(tmp_path: Path) -> None:
     rows = [row for row in done.stdout.splitlines() if worker_id in row]
     assert len(rows) == 1, done.stdout
     assert "tenant-alpha=6" in rows[0] and "3/20" in rows[0] and "…" not in done.stdout
+
+
+# -- read commands never create a store, however it is named -------------------------------
+
+READ_COMMANDS = [["queues"], ["jobs"], ["job", "1"], ["workers"], ["schedules"]]
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS, ids=lambda argv: argv[0])
+@pytest.mark.parametrize("named_by", ["ROTA_STORE", "the App's own URL"])
+def test_read_commands_with_an_app_create_no_store(
+    tmp_path: Path, command: list[str], named_by: str
+) -> None:
+    # Given an App module whose store URL has a typo: from ROTA_STORE, or its own
+    url = f"sqlite:///{tmp_path / 'tpyo.db'}"
+    own = "" if named_by == "ROTA_STORE" else repr(url)
+    (tmp_path / "readapp.py").write_text(f"import rota\napp = rota.App({own})\n")
+    env = {"ROTA_STORE": url} if named_by == "ROTA_STORE" else {}
+    # When a read command loads it
+    done = rota_piped(*command, "--app", "readapp:app", cwd=tmp_path, **env)
+    # Then it names the missing file as a usage error, and creates nothing
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "does not exist; read-only commands never create a store" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()
+                  if path.name != "__pycache__") == ["readapp.py"]
+
+
+def test_read_commands_read_the_apps_existing_store(tmp_path: Path) -> None:
+    # Given an App module whose store exists and holds a job
+    url = f"sqlite:///{tmp_path / 'real.db'}"
+    store = open_store(url)
+    store.enqueue([NewJob("report", "reports", START)], START)
+    store.close()
+    (tmp_path / "readapp.py").write_text(f"import rota\napp = rota.App({url!r})\n")
+    # When `rota queues --app` reads it, Then it sees the job
+    done = rota_piped("queues", "--app", "readapp:app", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert [q["name"] for q in json.loads(done.stdout)] == ["reports"]
+
+
+def test_a_write_command_with_an_app_still_creates_its_store(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    (tmp_path / "readapp.py").write_text(f"import rota\napp = rota.App({url!r})\n")
+    done = rota_piped("pause", "reports", "--app", "readapp:app", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "new.db").exists()

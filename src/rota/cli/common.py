@@ -7,9 +7,10 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from rota.app import App
+from rota.app_settings import stores_opened_read_only
 from rota.core.jobs import MAX_JOB_ID
 from rota.store import Store, StoreConfigError, StoreError, open_store
 
@@ -65,8 +66,10 @@ limit_arg = whole_number(1, MAX_JOB_ID)
 offset_arg = whole_number(0, MAX_JOB_ID)
 
 
-def load_app(spec: str) -> App:
-    """Import `module:attribute` and return the App it names.
+def load_app(spec: str, *, read_only: bool = False) -> App:
+    """Import `module:attribute` and return the App it names. With `read_only` (the read
+    commands), an App the import makes opens its store URL read-only: a mistyped
+    `$ROTA_STORE` or path names the missing file instead of creating an empty store.
 
     Raises:
         UsageError: if the spec is malformed, the module cannot be imported, or the
@@ -82,7 +85,8 @@ def load_app(spec: str) -> App:
         raise UsageError(f"APP {spec!r} names no module"
                          f"{_module_hint(module_name, attribute) or '; give the full module name'}")
     try:
-        module = importlib.import_module(module_name)
+        with stores_opened_read_only() if read_only else nullcontext():
+            module = importlib.import_module(module_name)
     except ImportError as error:
         raise UsageError(f"cannot import {module_name!r} for APP {spec!r}: {error}"
                          f"{_module_hint(module_name, attribute)}") from None
@@ -134,13 +138,14 @@ def opened_store(
 
     Closes the store afterwards only if it opened it (an App's store stays the App's).
     Store errors inside the block become one-line `CommandError`s. Commands that only
-    read pass `read_only=True`: an SQLite file given by URL is then opened read-only
-    (works on a read-only file or directory, never migrates, never creates the file).
+    read pass `read_only=True`: an SQLite file is then opened read-only (works on a
+    read-only file or directory, never migrates, never creates the file), however it is
+    named: --store, $ROTA_STORE, or the URL the --app module gives its App.
     """
     if store_url and app_spec:
         raise UsageError("give --store or --app, not both")
     if app_spec:
-        store, owned = load_app(app_spec).store, False
+        store, owned = load_app(app_spec, read_only=read_only).store, False
     else:
         url = store_url or os.environ.get("ROTA_STORE")
         if not url:

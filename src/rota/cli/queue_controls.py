@@ -149,7 +149,7 @@ def _serving(app_spec: str | None) -> dict[str, tuple[str, ...]] | None:
     worker registry tells which live workers serve what)."""
     if not app_spec:
         return None
-    return served_by(load_app(app_spec).worker_groups)
+    return served_by(load_app(app_spec, read_only=True).worker_groups)
 
 
 def run_queues(args: argparse.Namespace) -> int:

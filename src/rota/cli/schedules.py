@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(store, ScheduleStore):
             raise CommandError(f"the store {store.url!r} does not keep schedules")
         rows = {row.name: row for row in store.list_schedules()}
-        app = load_app(args.app) if args.app else None
+        app = load_app(args.app, read_only=True) if args.app else None
         now = app.clock.now() if app is not None else SystemClock().now()
     lines: list[_Line] = []
     if app is None:
