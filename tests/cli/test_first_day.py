@@ -320,7 +320,7 @@ def test_arguments_after_double_dash_are_job_arguments(
     sqlite_url: str, capsys: pytest.CaptureFixture[str], options_first: bool
 ) -> None:
     # When a job argument looks like an option (-v) after `--`
-    options = ["--store", sqlite_url, "--json"]
+    options = ["--store", sqlite_url, "--queue", "greetings", "--json"]
     argv = (["enqueue", *options, "greet", "--", "-v", "hi", "--kwargs"] if options_first
             else ["enqueue", "greet", *options, "--", "-v", "hi", "--kwargs"])
     assert main(argv) == 0

@@ -265,3 +265,56 @@ def test_a_write_command_with_an_app_still_creates_its_store(tmp_path: Path) -> 
     done = rota_piped("pause", "reports", "--app", "readapp:app", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "new.db").exists()
+
+
+# -- rota enqueue: checked with --app, a Queue required without ----------------------------
+
+
+def test_enqueue_without_app_requires_a_queue_and_stores_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    open_store(url).close()
+    # When a job is enqueued by name alone, with no App to know its Queue
+    assert main(["enqueue", "no-such-job", "1", "--store", url]) == 2
+    # Then it is a usage error saying how to fix it, and nothing is stored
+    err = capsys.readouterr().err
+    assert err.startswith("rota enqueue: --queue is required without --app")
+    assert "--app module:attribute" in err and err.count("\n") == 1
+    store = open_store(url)
+    try:
+        assert store.count_jobs() == {}
+    finally:
+        store.close()
+
+
+def test_enqueue_without_app_says_the_name_is_not_checked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    assert main(["enqueue", "resize", "7", "--queue", "images", "--store", url]) == 0
+    captured = capsys.readouterr()
+    # Then stdout is the id alone (for scripts), and stderr says nothing checked the name
+    assert captured.out.strip().isdigit()
+    assert ("job name 'resize' not checked against any handler (no --app)"
+            in captured.err)
+
+
+def test_enqueue_with_app_uses_the_jobs_own_queue_and_refuses_unknown_names(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'e.db'}"
+    (tmp_path / "jobsapp.py").write_text(
+        f"import rota\napp = rota.App({url!r})\n"
+        "@app.job('resize', queue='images')\ndef resize(size: int) -> None: ...\n")
+    # When a registered job is enqueued with --app and no --queue
+    done = rota_piped("enqueue", "resize", "7", "--app", "jobsapp:app", "--json",
+                      cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # Then it goes to the job's own Queue, with no warning
+    assert json.loads(done.stdout)["queue"] == "images" and done.stderr == ""
+    # And an unknown name is refused, naming the known ones
+    unknown = rota_piped("enqueue", "no-such-job", "1", "--app", "jobsapp:app",
+                         cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert "registers no job named 'no-such-job' (known: resize)" in unknown.stderr
