@@ -267,11 +267,14 @@ class App:
         """At most `limit` jobs of `queue` leased at once, all workers on this store
         together; None removes the limit (the default). The store enforces it inside the
         claim, atomically. A limit below the number leased now takes nothing until
-        enough of them finish; 0 takes nothing (like a pause).
+        enough of them finish; 0 takes nothing (like a pause). A limit is a whole number
+        from 0 to 2**31 - 1 (2147483647), the range of every numeric Queue and Worker
+        Group setting, checked here before any store sees it.
 
         Raises:
             TypeError: if `limit` is not an int or None (True/False are refused too).
-            ValueError: if `limit` < 0, or `queue` breaks the Queue name rule.
+            ValueError: if `limit` is outside 0 to 2147483647 (the message names the
+                range), or `queue` breaks the Queue name rule.
         """
         checked = validate_queue_limit(limit)
         self.store.set_queue_limit(validate_queue_name(queue), checked)

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Final
 
 from rota.core.retention import Retention
@@ -61,9 +64,28 @@ def checked_store(store: object) -> str | Store:
     return store
 
 
+# Set by `stores_opened_read_only` around the import of an App's module.
+_READ_ONLY: ContextVar[bool] = ContextVar("rota_stores_opened_read_only", default=False)
+
+
+@contextmanager
+def stores_opened_read_only() -> Iterator[None]:
+    """Within this block, every App made with a store URL opens it read-only
+    (`open_store(url, read_only=True)`): an SQLite file is never created, migrated or
+    written, and a missing one is a `StoreConfigError` naming it. The `rota` command's
+    read commands import the user's App module inside it, so an App that opens
+    `$ROTA_STORE` or a path of its own cannot create a store while being read."""
+    token = _READ_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _READ_ONLY.reset(token)
+
+
 def opened(store: str | Store) -> Store:
-    """The store a checked argument names, opened if it is a URL."""
-    return open_store(store) if isinstance(store, str) else store
+    """The store a checked argument names, opened if it is a URL (read-only inside
+    `stores_opened_read_only`)."""
+    return open_store(store, read_only=_READ_ONLY.get()) if isinstance(store, str) else store
 
 
 def checked_max_payload_bytes(max_payload_bytes: object) -> int:

@@ -57,8 +57,12 @@ def test_queues_shows_settings_counts_and_what_is_due(
 
 @pytest.mark.parametrize(
     ("limit", "error", "words"),
-    [(-1, ValueError, "must be >= 0"), ("3", TypeError, "int >= 0"),
-     (True, TypeError, "int >= 0"), (1.5, TypeError, "None for no limit")],
+    [(-1, ValueError, "from 0 to 2147483647"), ("3", TypeError, "from 0 to 2147483647"),
+     (True, TypeError, "whole number"), (1.5, TypeError, "None for no limit"),
+     # Past PostgreSQL's integer column (and SQLite's 64 bits): the same error everywhere
+     (2**31, ValueError, "from 0 to 2147483647.*; got 2147483648$"),
+     (2**63 - 1, ValueError, "from 0 to 2147483647"),
+     (10**20, ValueError, "from 0 to 2147483647")],
 )
 def test_a_bad_limit_names_the_fix_and_changes_nothing(
     make_app: MakeApp, limit: object, error: type[Exception], words: str
@@ -67,6 +71,22 @@ def test_a_bad_limit_names_the_fix_and_changes_nothing(
     with pytest.raises(error, match=words):
         app.set_queue_limit("a", limit)  # type: ignore[arg-type]
     assert app.queues() == []
+
+
+def test_the_largest_limit_is_stored_on_every_store(make_app: MakeApp) -> None:
+    # Given the top of the documented range
+    app = make_app()
+    # When it is set, Then every store keeps it exactly
+    app.set_queue_limit("a", 2**31 - 1)
+    assert [(info.name, info.limit) for info in app.queues()] == [("a", 2**31 - 1)]
+
+
+def test_pool_size_and_claim_cap_have_the_same_range() -> None:
+    with pytest.raises(ValueError, match="pool_size must be a whole number from 1 to 2147483647"):
+        group("g", Strict("a"), pool_size=2**31)
+    with pytest.raises(ValueError, match="max_claim_batch must be a whole number from 1 to"):
+        group("g", Strict("a"), max_claim_batch=0)
+    assert group("g", Strict("a"), pool_size=2**31 - 1).pool_size == 2**31 - 1
 
 
 @pytest.mark.parametrize("control", ["pause_queue", "resume_queue", "set_queue_limit"])

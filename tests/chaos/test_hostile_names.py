@@ -87,7 +87,8 @@ def test_a_hostile_job_name_is_stored_and_shown_exactly_or_refused(
     # Given a store
     run_cli(capsys, "migrate", "--store", durable_store_url)
     # When a job with the hostile name is enqueued from the shell
-    code, out, err = run_cli(capsys, "enqueue", hostile.text, "--store", durable_store_url)
+    code, out, err = run_cli(capsys, "enqueue", hostile.text, "--queue", "default",
+                             "--store", durable_store_url)
     tables_intact(durable_store_url)
     if not hostile.job_name_ok:
         # Then a name breaking the job-name rule (1-200 printable characters: a NUL, or
@@ -151,7 +152,8 @@ def test_a_hostile_queue_filter_matches_nothing_or_is_refused(
     hostile: Hostile, durable_store_url: str, capsys: pytest.CaptureFixture[str],
 ) -> None:
     # Given a store holding one ordinary job
-    code, _, err = run_cli(capsys, "enqueue", "work", "--store", durable_store_url)
+    code, _, err = run_cli(capsys, "enqueue", "work", "--queue", "default", "--store",
+                           durable_store_url)
     assert code == 0, err
     # When `rota jobs --queue` filters on the hostile name
     code, out, err = run_cli(capsys, "jobs", "--queue", hostile.text, "--store",
@@ -184,8 +186,8 @@ def test_worker_refuses_a_hostile_app_or_group_cleanly(
 @pytest.mark.parametrize("argv", [
     ["cancel", "99999999999999999999"],
     ["cancel", "-5"],
-    ["enqueue", "work", "--delay", "1e12"],
-    ["enqueue", "work", "--delay", "-1"],
+    ["enqueue", "work", "--queue", "default", "--delay", "1e12"],
+    ["enqueue", "work", "--queue", "default", "--delay", "-1"],
     ["jobs", "--limit", "99999999999999999999"],
 ], ids=["cancel-huge-id", "cancel-negative-id", "enqueue-huge-delay", "enqueue-negative-delay",
         "jobs-huge-limit"])
@@ -218,7 +220,8 @@ def test_hostile_jobs_run_through_a_worker_are_quarantined_and_shown(
     names = [h.text for h in HOSTILE if h.job_name_ok]
     ids = []
     for name in names:
-        code, out, err = run_cli(capsys, "enqueue", name, "--store", durable_store_url)
+        code, out, err = run_cli(capsys, "enqueue", name, "--queue", "default", "--store",
+                                 durable_store_url)
         assert code == 0, err
         ids.append(int(out))
     code, out, err = run_cli(capsys, "cancel", str(ids[0]), "--store", durable_store_url)

@@ -45,13 +45,15 @@ def test_enqueue_key_prints_the_live_jobs_id(
 ) -> None:
     monkeypatch.delenv("ROTA_STORE", raising=False)
     store = ["--store", f"sqlite:///{tmp_path / 'rota.db'}"]
-    assert main(["enqueue", "charge", "42", "--key", "order-42", *store]) == 0
+    assert main(["enqueue", "charge", "42", "--key", "order-42", *store,
+                 "--queue", "payments"]) == 0
     first = capsys.readouterr().out
-    assert main(["enqueue", "charge", "43", "--key", "order-42", *store]) == 0
+    assert main(["enqueue", "charge", "43", "--key", "order-42", *store,
+                 "--queue", "payments"]) == 0
     assert capsys.readouterr().out == first
     assert main(["job", first.strip(), "--json", *store]) == 0
     assert json.loads(capsys.readouterr().out)["key"] == "order-42"
-    assert main(["enqueue", "charge", "--key", "", *store]) == 2
+    assert main(["enqueue", "charge", "--key", "", *store, "--queue", "payments"]) == 2
     assert "job key must be non-empty" in capsys.readouterr().err
 
 
@@ -60,10 +62,10 @@ def test_requeue_refused_for_a_taken_key_says_why(
 ) -> None:
     monkeypatch.delenv("ROTA_STORE", raising=False)
     store = ["--store", f"sqlite:///{tmp_path / 'rota.db'}"]
-    assert main(["enqueue", "charge", "--key", "k", *store]) == 0
+    assert main(["enqueue", "charge", "--key", "k", *store, "--queue", "payments"]) == 0
     first = capsys.readouterr().out.strip()
     assert main(["cancel", first, *store]) == 0
-    assert main(["enqueue", "charge", "--key", "k", *store]) == 0
+    assert main(["enqueue", "charge", "--key", "k", *store, "--queue", "payments"]) == 0
     capsys.readouterr()
     assert main(["requeue", first, *store]) == 1
     assert "a live job already holds its key 'k'" in capsys.readouterr().err

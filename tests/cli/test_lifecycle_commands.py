@@ -141,7 +141,7 @@ def test_requeue_every_job_in_a_state_of_one_queue_or_all(
     reports = dead_lettered(store, "reports", 2)
     assert main(["requeue", "--queue", "emails", "--state", "dead_lettered",
                  "--store", store.url]) == 0
-    assert capsys.readouterr().out == "requeued 3 dead_lettered job(s) of Queue 'emails'\n"
+    assert capsys.readouterr().out == "requeued 3 dead_lettered jobs of Queue 'emails'\n"
     assert {store.get_job(i).state for i in emails} == {JobState.SCHEDULED}  # type: ignore[union-attr]
     assert main(["requeue", "--state", "dead_lettered", "--store", store.url, "--json"]) == 0
     assert out_json(capsys) == {"requeued": 2, "state": "dead_lettered", "queue": None}

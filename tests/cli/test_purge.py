@@ -62,7 +62,7 @@ def test_purge_deletes_finished_jobs_older_than_the_duration(
     }
     # And without --state every finished state older than 30 minutes goes, in plain text
     assert main(["purge", "--older-than", "30m", "--store", durable_store_url]) == 0
-    assert capsys.readouterr().out.startswith("deleted 4 finished job(s) (succeeded, "
+    assert capsys.readouterr().out.startswith("deleted 4 finished jobs (succeeded, "
                                               "cancelled, dead_lettered, quarantined)")
     assert remaining(durable_store_url) == {("later", JobState.SCHEDULED): 1}
 

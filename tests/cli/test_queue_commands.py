@@ -94,8 +94,9 @@ def test_queues_of_an_empty_store_says_so(
 @pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
-        (["limit", "q", "-1"], 2, "must be >= 0"),
-        (["limit", "q", "five"], 2, "N must be a whole number >= 0, or 'none'"),
+        (["limit", "q", "-1"], 2, "a Queue's limit must be a whole number from 0 to 2147483647"),
+        (["limit", "q", "five"], 2, "N must be a whole number from 0 to 2147483647, or 'none'"),
+        (["limit", "q", "1" * 5000], 2, "N must be a whole number from 0 to 2147483647"),
         (["limit", "q", "2.5"], 2, "got '2.5'"),
         (["pause", "has space"], 2, "whitespace"),
         (["resume", ""], 2, "non-empty"),

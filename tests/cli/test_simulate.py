@@ -68,7 +68,7 @@ def test_strict_serves_the_head_first_then_the_tail() -> None:
 def test_table_output_names_the_policy_and_shares(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", "--weighted", "a=6,b=3,c=1", "--passes", "1"]) == 0
     out = capsys.readouterr().out
-    assert "Weighted 6:3:1 over a, b, c, pool 10, 1 passes" in out
+    assert "Weighted 6:3:1 over a, b, c, pool 10, 1 pass\n" in out
     assert "order  a b a a b a c a b a" in out
     assert "60.0%" in out
 
@@ -81,8 +81,6 @@ def test_table_output_names_the_policy_and_shares(capsys: pytest.CaptureFixture[
         (["--weighted", "a=0"], "Weighted dispatch needs at least one queue, all weights >= 1."),
         (["--strict", ""], "Strict dispatch needs at least one queue."),
         (["--weighted", "a=1", "--backlog", "zzz=3"], "does not serve"),
-        (["--weighted", "a=1", "--pool", "0"], "--pool must be 1..10000"),
-        (["--weighted", "a=1", "--pool", "100000000"], "--pool must be 1..10000"),
     ],
 )
 def test_bad_input_is_a_usage_error_with_one_line(
@@ -122,7 +120,7 @@ def test_the_text_schedule_names_the_controls(capsys: pytest.CaptureFixture[str]
     assert main(["simulate", "--strict", "a,b,c", "--pool", "5", "--passes", "1",
                  "--paused", "c", "--limit", "a=1"]) == 0
     out = capsys.readouterr().out
-    assert "Strict a > b > c, pool 5, 1 passes, paused c, limit a=1" in out
+    assert "Strict a > b > c, pool 5, 1 pass, paused c, limit a=1" in out
     assert "order  a b b b b" in out
 
 
@@ -130,7 +128,7 @@ def test_the_text_schedule_names_the_controls(capsys: pytest.CaptureFixture[str]
     ("argv", "message"),
     [
         (["--paused", "z"], "paused names Queue 'z'"),
-        (["--limit", "a=-1"], "must be >= 0"),
+        (["--limit", "a=-1"], "from 0 to 2147483647"),
         (["--limit", "a=many"], "is not an integer"),
         (["--limit", "z=1"], "limit names Queue 'z'"),
     ],

@@ -85,7 +85,7 @@ def test_rota_store_environment_variable_is_the_default(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.setenv("ROTA_STORE", durable_store_url)
-    assert main(["enqueue", "noop"]) == 0
+    assert main(["enqueue", "noop", "--queue", "default"]) == 0
     capsys.readouterr()
     assert main(["queues", "--json"]) == 0
     assert scheduled_per_queue(out_json(capsys)) == {"default": 1}
@@ -137,6 +137,8 @@ def test_migrate_applies_once_then_reports_the_version(
 def test_bad_input_is_one_line_with_the_right_exit_code(
     argv: list[str], code: int, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    if argv[0] == "enqueue" and "--queue" not in argv:
+        argv = [*argv, "--queue", "q"]  # without --app a Queue is required
     assert main(argv) == code
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and "hunter2" not in err
@@ -202,7 +204,7 @@ def test_worker_with_an_invalid_policy_exits_1_before_saying_it_runs(
 
 
 def test_cancel_by_id(durable_store_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["enqueue", "x", "--store", durable_store_url]) == 0
+    assert main(["enqueue", "x", "--queue", "default", "--store", durable_store_url]) == 0
     job_id = capsys.readouterr().out.strip()
     assert main(["cancel", job_id, "--store", durable_store_url]) == 0
     assert capsys.readouterr().out == f"{job_id} cancelled\n"

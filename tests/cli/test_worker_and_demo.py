@@ -47,7 +47,7 @@ def test_demo_tenants_out_of_range_is_a_usage_error(tmp_path: Path) -> None:
     result = rota_cli("demo", "--tenants", "1", "--db", str(tmp_path / "demo.db"), cwd=tmp_path)
     # Then it exits 2 naming the range, and makes no file
     assert result.returncode == 2
-    assert "--tenants must be from 2 to 10000; got 1" in result.stderr
+    assert "argument --tenants: expected a whole number from 2 to 10000; got '1'" in result.stderr
     assert not (tmp_path / "demo.db").exists()
 
 

@@ -440,6 +440,27 @@ def test_read_only_directory_with_a_live_writer_sees_its_latest_commits(
         writer.close()
 
 
+@pytest.mark.parametrize("existing", [True, False], ids=["existing-file", "new-file"])
+def test_opening_for_writing_in_a_read_only_directory_says_the_directory_must_be_writable(
+    shared_dir: Path, existing: bool,
+) -> None:
+    # Given a directory the user may not write, holding a store file it may write (or none)
+    db = shared_dir / "ro" / "rota.db"
+    db.parent.mkdir()
+    if existing:
+        open_store(f"sqlite:///{db}").close()
+        db.chmod(0o666)
+    db.parent.chmod(0o555)
+    # When a command that writes opens it as that user
+    done = read_as_unprivileged("pause", "q", "--store", f"sqlite:///{db}")
+    # Then the one-line error says the directory must be writable, and why
+    assert done.returncode == 1, done.stderr
+    assert (f"The directory {str(db.parent)!r} must be writable by this user: SQLite keeps "
+            "the store's WAL and shared-memory files beside the database file, and rota "
+            "its wake-up sockets") in done.stderr
+    assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+
+
 def test_read_commands_name_a_missing_file_and_create_nothing(tmp_path: Path) -> None:
     for command in ("queues", "jobs"):
         done = subprocess.run(

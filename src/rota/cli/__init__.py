@@ -25,6 +25,7 @@ import sys
 from collections.abc import Sequence
 
 from rota.cli.common import CommandError
+from rota.version import __version__
 
 SUBCOMMANDS = (
     "worker", "enqueue", "cancel", "queues", "jobs", "simulate", "demo", "migrate",
@@ -52,6 +53,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more logging (-v info, -vv debug)")
+    parser.add_argument("--version", action="version", version=f"rota {__version__}",
+                        help="print rota's version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS if command is None else (command,):
         try:

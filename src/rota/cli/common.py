@@ -6,10 +6,11 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 
 from rota.app import App
+from rota.app_settings import stores_opened_read_only
 from rota.core.jobs import MAX_JOB_ID
 from rota.store import Store, StoreConfigError, StoreError, open_store
 
@@ -27,6 +28,26 @@ class UsageError(CommandError):
         super().__init__(message, exit_code=2)
 
 
+def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from `minimum` to `maximum`. Every integer option
+    uses one, so every bad value (not a number, too small, too large) gets the one
+    message `expected a whole number from 1 to 10000; got '-1'`."""
+
+    def parse(text: str) -> int:
+        stripped = text.strip()
+        digits = stripped[1:] if stripped[:1] in {"+", "-"} else stripped
+        # Checked before int(): more digits than int() reads would be its own ValueError
+        value = (int(stripped) if digits.isascii() and digits.isdigit()
+                 and len(digits) <= len(str(maximum)) else None)
+        if value is None or not minimum <= value <= maximum:
+            raise argparse.ArgumentTypeError(
+                f"expected a whole number from {minimum} to {maximum}; got {text[:40]!r}")
+        return value
+
+    parse.__name__ = "whole number"  # argparse names the type by it in some messages
+    return parse
+
+
 def job_id_arg(text: str) -> int:
     """argparse type of a job id: a whole number from 1 to MAX_JOB_ID (what stores hold)."""
     try:
@@ -40,21 +61,15 @@ def job_id_arg(text: str) -> int:
     return value
 
 
-def count_arg(text: str) -> int:
-    """argparse type of a count (--limit, --offset): a whole number from 0 to MAX_JOB_ID."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= MAX_JOB_ID:
-        raise argparse.ArgumentTypeError(
-            f"expected a whole number from 0 to {MAX_JOB_ID}; got {text!r}"
-        )
-    return value
+# --limit (at least one job, or the command would show nothing) and --offset of a listing.
+limit_arg = whole_number(1, MAX_JOB_ID)
+offset_arg = whole_number(0, MAX_JOB_ID)
 
 
-def load_app(spec: str) -> App:
-    """Import `module:attribute` and return the App it names.
+def load_app(spec: str, *, read_only: bool = False) -> App:
+    """Import `module:attribute` and return the App it names. With `read_only` (the read
+    commands), an App the import makes opens its store URL read-only: a mistyped
+    `$ROTA_STORE` or path names the missing file instead of creating an empty store.
 
     Raises:
         UsageError: if the spec is malformed, the module cannot be imported, or the
@@ -65,10 +80,16 @@ def load_app(spec: str) -> App:
         raise UsageError(f"APP must be module:attribute (e.g. myproject.tasks:app); got {spec!r}")
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
+    if "/" in module_name or "\\" in module_name or module_name.startswith("."):
+        # A path, or a relative module name, which import_module cannot take without a package
+        raise UsageError(f"APP {spec!r} names no module"
+                         f"{_module_hint(module_name, attribute) or '; give the full module name'}")
     try:
-        module = importlib.import_module(module_name)
+        with stores_opened_read_only() if read_only else nullcontext():
+            module = importlib.import_module(module_name)
     except ImportError as error:
-        raise UsageError(f"cannot import {module_name!r} for APP {spec!r}: {error}") from None
+        raise UsageError(f"cannot import {module_name!r} for APP {spec!r}: {error}"
+                         f"{_module_hint(module_name, attribute)}") from None
     except StoreConfigError as error:
         # The module's `rota.App(url)` refused its URL (malformed, an unknown parameter,
         # the postgres extra missing): the same usage error as `--store URL` gives.
@@ -84,6 +105,18 @@ def load_app(spec: str) -> App:
     if not isinstance(target, App):
         raise UsageError(f"{spec!r} is a {type(target).__name__}, not a rota.App")
     return target
+
+
+def _module_hint(module_name: str, attribute: str) -> str:
+    """For a file path where a module name belongs (`myapp.py`, `src/shop/jobs.py`): the
+    module name to write instead."""
+    path = module_name.replace("\\", "/")
+    if not path.endswith(".py") and "/" not in path:
+        return ""
+    dotted = ".".join(part for part in path.removesuffix(".py").split("/")
+                      if part not in {"", "."})
+    return (f". APP names a module, not a file: write {dotted}:{attribute} (run from the "
+            "directory the module's package starts in)")
 
 
 def add_store_options(
@@ -105,13 +138,14 @@ def opened_store(
 
     Closes the store afterwards only if it opened it (an App's store stays the App's).
     Store errors inside the block become one-line `CommandError`s. Commands that only
-    read pass `read_only=True`: an SQLite file given by URL is then opened read-only
-    (works on a read-only file or directory, never migrates, never creates the file).
+    read pass `read_only=True`: an SQLite file is then opened read-only (works on a
+    read-only file or directory, never migrates, never creates the file), however it is
+    named: --store, $ROTA_STORE, or the URL the --app module gives its App.
     """
     if store_url and app_spec:
         raise UsageError("give --store or --app, not both")
     if app_spec:
-        store, owned = load_app(app_spec).store, False
+        store, owned = load_app(app_spec, read_only=read_only).store, False
     else:
         url = store_url or os.environ.get("ROTA_STORE")
         if not url:

@@ -30,7 +30,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
 import rota
-from rota.cli.common import UsageError
+from rota.cli.common import UsageError, whole_number
 from rota.cli.demo_live import serve_live
 from rota.cli.demo_tenants import run_tenants_demo
 from rota.cli.display import line, make_console, user_text
@@ -55,7 +55,7 @@ def register(subparsers: Any) -> None:
                         help="the SQLite file, recreated each run (default ./rota-demo.db)")
     parser.add_argument("--work-ms", type=float, default=4.0,
                         help="how long each demo job works, in milliseconds (default 4)")
-    parser.add_argument("--tenants", type=int, metavar="N",
+    parser.add_argument("--tenants", type=whole_number(2, MAX_TENANTS), metavar="N",
                         help="instead: N tenant Queues under one Weighted group, one noisy "
                         "tenant with a huge backlog and N-1 small ones enqueued behind it "
                         f"(N from 2 to {MAX_TENANTS:,})")
@@ -83,8 +83,6 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--seconds must be more than 0 and at most 3600; got {args.seconds}")
     if not 0 <= args.work_ms <= 1000:
         raise UsageError(f"--work-ms must be between 0 and 1000; got {args.work_ms}")
-    if args.tenants is not None and not 2 <= args.tenants <= MAX_TENANTS:
-        raise UsageError(f"--tenants must be from 2 to {MAX_TENANTS}; got {args.tenants}")
     path = Path(args.db)
     _remove_previous_demo(path)
     console = make_console()

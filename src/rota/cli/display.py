@@ -61,16 +61,17 @@ def line(*parts: str | Text | tuple[str, str]) -> Text:
 FULL_WIDTH = 100_000
 
 
-def make_console(*, stderr: bool = False, piped_width: int | None = None) -> Console:
+def make_console(*, stderr: bool = False) -> Console:
     """A Console for the command's output (stdout, or stderr): no automatic highlighting
-    of numbers and strings, no emoji codes. When the output is not a terminal and
-    COLUMNS is not set, values are printed in full (rich would otherwise assume 80
-    columns and wrap or cut them): the width is `piped_width` if given, else
-    `FULL_WIDTH`. In a terminal rich fits the output to the terminal's width."""
+    of numbers and strings, no emoji codes. When the output is not a terminal (a pipe, a
+    file, a subprocess, a CI log) and COLUMNS is not set, every column is printed whole,
+    however wide the table (rich would otherwise assume 80 columns and cut or wrap
+    values, a worker id or a timestamp included). In a terminal rich fits the output to
+    the terminal's width; COLUMNS sets a width anywhere."""
     width = None
     stream = sys.stderr if stderr else sys.stdout
     if not stream.isatty() and "COLUMNS" not in os.environ:
-        width = piped_width if piped_width is not None else FULL_WIDTH
+        width = FULL_WIDTH
     return Console(highlight=False, emoji=False, stderr=stderr, width=width)
 
 

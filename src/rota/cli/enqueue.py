@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from rota.cli.common import UsageError, add_store_options, load_app, opened_store
+from rota.cli.display import shown
 from rota.core.clock import SystemClock
 from rota.core.durations import due_after, to_timedelta
 from rota.core.jobs import (
@@ -17,7 +19,7 @@ from rota.core.jobs import (
     validate_job_key,
     validate_job_name,
 )
-from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
+from rota.core.queues import validate_queue_name
 from rota.definition import JobDefinition
 
 
@@ -26,14 +28,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "enqueue", help="enqueue one job by name",
         description=(
             "Enqueue one job by its registered name. Each ARG is parsed as JSON, and taken "
-            "as a plain string when it is not JSON (so 42 is a number, '\"42\"' a string)."
+            "as a plain string when it is not JSON (so 42 is a number, '\"42\"' a string). "
+            "With --app the name must be one the App registers, the arguments must fit its "
+            "handler and the job goes to the job's own Queue (unless --queue). Without "
+            "--app nothing knows the handler: --queue is required, and the name and "
+            "arguments are stored unchecked (a worker whose App registers no such job "
+            "quarantines it)."
         ),
     )
     parser.add_argument("name", help="the job's registered name")
     parser.add_argument("job_args", nargs="*", metavar="ARG", help="positional arguments")
     parser.add_argument("--kwargs", metavar="JSON", help="keyword arguments as a JSON object")
-    parser.add_argument("--queue", help="the Queue (default: the job's own with --app, "
-                        f"else {DEFAULT_QUEUE!r})")
+    parser.add_argument("--queue", help="the Queue (default with --app: the job's own; "
+                        "required without --app)")
     parser.add_argument("--delay", type=float, default=0.0, metavar="SECONDS",
                         help="due this many seconds from now (default 0)")
     parser.add_argument("--key", help="a unique job: while a job of this name and key is "
@@ -82,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--kwargs must be a JSON object; got {args.kwargs}")
     try:
         validate_job_name(args.name)
-        queue = validate_queue_name(queue or DEFAULT_QUEUE)
+        queue = None if queue is None else validate_queue_name(queue)
         delay = to_timedelta(args.delay, "--delay", allow_zero=True)
         job_args = [_parse_arg(a) for a in args.job_args]
         if definition is not None:  # with --app: bind to the handler's signature first
@@ -93,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
         key = None if args.key is None else validate_job_key(args.key)
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
+    if queue is None:
+        raise UsageError(
+            f"--queue is required without --app: nothing here knows job {args.name!r} or "
+            "its Queue. Give --queue QUEUE, or --app module:attribute to use the job's own "
+            "Queue and check its name and arguments")
     with opened_store(args.store, args.app) as store:
         (job_id,) = store.enqueue(
             [NewJob(args.name, queue, due_at, args_json, kwargs_json, key=key)], now)
@@ -101,4 +113,9 @@ def run(args: argparse.Namespace) -> int:
                           "due_at": due_at.isoformat()}, ensure_ascii=False))
     else:
         print(job_id)
+    if definition is None:
+        # On stderr, so that `id=$(rota enqueue ...)` still reads the id alone.
+        print(f"rota enqueue: job name {shown(args.name)!r} not checked against any handler "
+              "(no --app); a worker whose App registers no such job quarantines it",
+              file=sys.stderr)
     return 0

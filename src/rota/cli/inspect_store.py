@@ -8,9 +8,10 @@ from datetime import datetime
 
 from rich.table import Table
 
-from rota.cli.common import UsageError, add_store_options, count_arg, opened_store
+from rota.cli.common import add_store_options, limit_arg, offset_arg, opened_store
 from rota.cli.display import make_console, user_text
 from rota.core.jobs import JobRecord, JobState
+from rota.core.plurals import counted
 
 
 def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,12 +25,12 @@ def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
                         help="only jobs in this state")
     parser.add_argument("--queue", metavar="QUEUE", help="only jobs on this Queue")
     parser.add_argument("--name", metavar="NAME", help="only jobs with this job name")
-    parser.add_argument("--limit", type=count_arg, default=50, metavar="N",
+    parser.add_argument("--limit", type=limit_arg, default=50, metavar="N",
                         help="at most N jobs (default 50)")
     parser.add_argument("--newest", action="store_true",
                         help="newest jobs first (with a finished --state: latest finished "
                         "first)")
-    parser.add_argument("--offset", type=count_arg, default=0, metavar="M",
+    parser.add_argument("--offset", type=offset_arg, default=0, metavar="M",
                         help="skip the first M matching jobs (paging; default 0)")
     parser.set_defaults(func=run_jobs)
 
@@ -53,8 +54,6 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
 
 
 def run_jobs(args: argparse.Namespace) -> int:
-    if args.limit < 1:
-        raise UsageError(f"--limit must be at least 1; got {args.limit}")
     with opened_store(args.store, args.app, read_only=True) as store:
         jobs = store.list_jobs(
             queue=args.queue, state=JobState(args.state) if args.state else None,
@@ -63,7 +62,7 @@ def run_jobs(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([job_as_json(job) for job in jobs], indent=2))
         return 0
-    table = Table(title=f"{len(jobs)} job(s)")
+    table = Table(title=counted(len(jobs), "job"))
     for column in ("id", "name", "Queue", "state", "attempt", "due at", "last error"):
         table.add_column(column)
     for job in jobs:

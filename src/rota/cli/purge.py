@@ -9,6 +9,7 @@ from datetime import timedelta
 
 from rota.cli.common import UsageError, add_store_options, opened_store
 from rota.core.clock import SystemClock
+from rota.core.plurals import counted
 from rota.core.retention import PURGEABLE_STATES, purgeable_states
 from rota.worker.retention import purge_finished
 
@@ -67,6 +68,6 @@ def run(args: argparse.Namespace) -> int:
             "states": [state.value for state in states],
         }))
     else:
-        print(f"deleted {deleted} finished job(s) ({', '.join(s.value for s in states)}) "
+        print(f"deleted {counted(deleted, 'finished job')} ({', '.join(s.value for s in states)}) "
               f"that finished before {finished_before.isoformat(timespec='seconds')}")
     return 0

@@ -21,6 +21,7 @@ from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
 from rota.core.queues import validate_queue_name
 from rota.core.serving import served_by
+from rota.core.settings_range import setting_range
 from rota.store import Store
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -52,7 +53,8 @@ def register_limit(subparsers: Subparsers) -> None:
     parser = _queue_command(
         subparsers, "limit", "set the most jobs of a Queue leased at once, all workers "
         "together (or 'none' for no limit)", run_limit)
-    parser.add_argument("limit", metavar="N", help="a whole number >= 0, or none")
+    parser.add_argument("limit", metavar="N", help=f"a whole number {setting_range(0)} "
+                        "(0 takes nothing), or none")
 
 
 def register_queues(subparsers: Subparsers) -> None:
@@ -75,22 +77,23 @@ def _queue_name(text: str) -> str:
 
 
 def parse_limit(text: str) -> int | None:
-    """`N` of `rota limit Q N`: a whole number >= 0, or `none`.
+    """`N` of `rota limit Q N`: a whole number in the range every Queue limit has
+    (`validate_queue_limit`), or `none`.
 
     Raises:
-        UsageError: for anything else, naming what is accepted.
+        UsageError: for anything else, naming the range.
     """
     if text.strip().lower() == "none":
         return None
     try:
         limit = int(text)
-    except ValueError:
-        raise UsageError(
-            f"N must be a whole number >= 0, or 'none' for no limit; got {text!r}") from None
-    if limit < 0:
-        raise UsageError(
-            f"N must be >= 0 (0 takes nothing), or 'none' for no limit; got {limit}")
-    return validate_queue_limit(limit)
+    except ValueError:  # not a number, or more digits than int() reads
+        raise UsageError(f"N must be a whole number {setting_range(0)}, or 'none' for no "
+                         f"limit; got {text[:40]!r}") from None
+    try:
+        return validate_queue_limit(limit)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def _describe(settings: QueueSettings) -> str:
@@ -102,11 +105,17 @@ def _describe(settings: QueueSettings) -> str:
 def _change(args: argparse.Namespace, change: Callable[[Store], QueueSettings]) -> int:
     with opened_store(args.store, args.app) as store:
         settings = change(store)
+        # Settings may precede jobs, so a Queue with none is no error; but a typo in its
+        # name would look the same, so the output says there are none.
+        has_jobs = any(queue == settings.queue for queue, _ in store.count_jobs())
     if args.json:
         print(json.dumps(
             {"queue": settings.queue, "paused": settings.paused, "limit": settings.limit}))
     else:
         print(_describe(settings))
+        if not has_jobs:
+            print(f"no jobs in Queue {settings.queue!r} yet; the setting applies when they "
+                  "come (check the name if you expected some)")
     return 0
 
 
@@ -140,7 +149,7 @@ def _serving(app_spec: str | None) -> dict[str, tuple[str, ...]] | None:
     worker registry tells which live workers serve what)."""
     if not app_spec:
         return None
-    return served_by(load_app(app_spec).worker_groups)
+    return served_by(load_app(app_spec, read_only=True).worker_groups)
 
 
 def run_queues(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ import json
 from rota.cli.common import CommandError, UsageError, add_store_options, job_id_arg, opened_store
 from rota.core.clock import SystemClock
 from rota.core.jobs import REQUEUEABLE_STATES, JobState
+from rota.core.plurals import counted
 from rota.core.queues import validate_queue_name
 from rota.store import Store
 
@@ -53,7 +54,7 @@ def _requeue_many(store: Store, state: JobState, queue: str | None, as_json: boo
         print(json.dumps({"requeued": count, "state": state.value, "queue": queue}))
     else:
         where = f"Queue {queue!r}" if queue is not None else "every Queue"
-        print(f"requeued {count} {state.value} job(s) of {where}")
+        print(f"requeued {counted(count, f'{state.value} job')} of {where}")
     return 0
 
 

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(store, ScheduleStore):
             raise CommandError(f"the store {store.url!r} does not keep schedules")
         rows = {row.name: row for row in store.list_schedules()}
-        app = load_app(args.app) if args.app else None
+        app = load_app(args.app, read_only=True) if args.app else None
         now = app.clock.now() if app is not None else SystemClock().now()
     lines: list[_Line] = []
     if app is None:
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([line.as_json() for line in lines], indent=2, ensure_ascii=False))
         return 0
-    console = make_console(piped_width=160)
+    console = make_console()
     if not lines:
         console.print("no schedules")
         return 0

@@ -11,8 +11,9 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from rota.cli.common import UsageError
+from rota.cli.common import UsageError, whole_number
 from rota.cli.display import boxed_table, line, make_console, user_text
+from rota.core.plurals import counted
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.simulation import SimulatedClaim, SimulatedPass, Simulation, simulate
 
@@ -43,9 +44,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="Strict policy: Queues, highest priority first")
     policy.add_argument("--weighted", metavar="Q=W,...",
                         help="Weighted policy: Queue=weight pairs, e.g. a=6,b=3,c=1")
-    parser.add_argument("--pool", type=int, default=10, metavar="N",
+    parser.add_argument("--pool", type=whole_number(1, MAX_POOL), default=10, metavar="N",
                         help="free Workers per pass (default 10)")
-    parser.add_argument("--passes", type=int, default=3, metavar="N",
+    parser.add_argument("--passes", type=whole_number(0, MAX_PASSES), default=3, metavar="N",
                         help="passes to simulate (default 3)")
     parser.add_argument("--backlog", metavar="Q=N,...",
                         help="due jobs per Queue at the start (default: unlimited)")
@@ -81,11 +82,6 @@ def parse_policy(strict: str | None, weighted: str | None) -> DispatchPolicy:
 def run(args: argparse.Namespace) -> int:
     policy = parse_policy(args.strict, args.weighted)
     backlog = dict(_pairs(args.backlog, "--backlog")) if args.backlog else None
-    if not 1 <= args.pool <= MAX_POOL or not 0 <= args.passes <= MAX_PASSES:
-        raise UsageError(
-            f"--pool must be 1..{MAX_POOL} and --passes 0..{MAX_PASSES}; "
-            f"got --pool {args.pool} --passes {args.passes}"
-        )
     paused = [q.strip() for q in args.paused.split(",") if q.strip()] if args.paused else []
     limits = dict(_pairs(args.limit, "--limit")) if args.limit else {}
     try:
@@ -152,7 +148,7 @@ def _probes(one: SimulatedPass) -> str:
             due = ",".join(trip.due) or "none"
             parts.append(f"{','.join(trip.probe)} (due: {due})")
         else:
-            parts.append(f"{len(trip.probe)} Queues ({len(trip.due)} with due work)")
+            parts.append(f"{counted(len(trip.probe), 'Queue')} ({len(trip.due)} with due work)")
     return "; ".join(parts)
 
 
@@ -161,8 +157,9 @@ def render(result: Simulation, console: Console) -> None:
         [f", paused {','.join(result.paused)}" if result.paused else "",
          ", limit " + ",".join(f"{q}={n}" for q, n in result.limits.items())
          if result.limits else ""])
+    passes = counted(len(result.passes), "pass", "passes")
     console.print(line(user_text(describe(result.policy), "bold"),
-                       f", pool {result.pool_size}, {len(result.passes)} passes",
+                       f", pool {result.pool_size}, {passes}",
                        user_text(controls)))
     for number, one in enumerate(result.passes, 1):
         claims = ", ".join(

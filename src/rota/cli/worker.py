@@ -22,7 +22,7 @@ from types import FrameType
 from typing import Any
 
 from rota.app import App, store_location
-from rota.cli.common import CommandError, UsageError, load_app
+from rota.cli.common import CommandError, UsageError, load_app, whole_number
 from rota.core.policy import PolicyFault
 from rota.store import StoreConfigError, StoreError
 from rota.store.base import Migratable
@@ -60,22 +60,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--grace", type=_seconds, default=None, metavar="SECONDS",
                         help="how long running jobs may finish at shutdown (default: each "
                         "group's grace_period, 30 s unless configured)")
-    parser.add_argument("--metrics-port", type=_port, default=None, metavar="N",
+    parser.add_argument("--metrics-port", type=whole_number(0, 65535), default=None, metavar="N",
                         help="serve this process's Prometheus metrics at "
                         "http://HOST:N/metrics (needs pip install 'rota[metrics]')")
     parser.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
                         help="the address the metrics server binds (default 127.0.0.1)")
     parser.set_defaults(func=run)
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a TCP port 0-65535; got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a TCP port 0-65535; got {text!r}")
-    return value
 
 
 class _StoppedWhileStarting(BaseException):

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([worker_to_json(worker) for worker in workers], indent=2))
         return 0
-    console = make_console(piped_width=160)
+    console = make_console()
     if not workers:
         console.print("no workers registered (none running, or all stopped gracefully)")
         return 0

@@ -11,6 +11,7 @@ from datetime import timedelta
 from rota.core.durations import Duration, to_timedelta
 from rota.core.policy import DispatchPolicy
 from rota.core.retry import RetryPolicy
+from rota.core.settings_range import checked_setting
 
 DEFAULT_POOL_SIZE = 20
 
@@ -22,8 +23,9 @@ class WorkerGroupOptions:
     Args:
         name: the group's name, unique within an App.
         policy: its Dispatch Policy (required; there is no default policy).
-        pool_size: Workers in the pool (>= 1), default 20.
-        max_claim_batch: cap on jobs claimed per pass below `pool_size`; None = no cap.
+        pool_size: Workers in the pool, a whole number from 1 to 2**31 - 1; default 20.
+        max_claim_batch: cap on jobs claimed per pass below `pool_size` (1 to 2**31 - 1);
+            None = no cap.
         poll_interval: how often an idle group looks for due work (default 1 s).
         lease_duration: how long a claim holds a job without a heartbeat (default 60 s).
         heartbeat_interval: how often running jobs' leases are renewed
@@ -35,7 +37,8 @@ class WorkerGroupOptions:
 
     Raises:
         TypeError: if `policy` is missing or not a DispatchPolicy.
-        ValueError: if `pool_size` < 1, a duration is not positive, or the name is empty.
+        ValueError: if `pool_size` or `max_claim_batch` is outside 1 to 2**31 - 1, a
+            duration is not positive, or the name is empty.
     """
 
     # The normalised values __init__ stores (its signature holds the defaults).
@@ -74,13 +77,10 @@ class WorkerGroupOptions:
                 "policy must be a DispatchPolicy (DispatchPolicy.Strict(...) or "
                 f"DispatchPolicy.Weighted([...])); got {policy!r}"
             )
-        for label, value in (("pool_size", pool_size), ("max_claim_batch", max_claim_batch)):
-            if value is None and label == "max_claim_batch":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{label} must be an int; got {value!r}")
-            if value < 1:
-                raise ValueError(f"{label} must be at least 1; got {value}")
+        checked_setting(pool_size, "pool_size", minimum=1)
+        if max_claim_batch is not None:
+            checked_setting(max_claim_batch, "max_claim_batch", minimum=1,
+                            none="None for no cap")
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise TypeError(f"retry must be a rota.RetryPolicy; got {retry!r}")
         lease = to_timedelta(lease_duration, "lease_duration")

@@ -8,7 +8,7 @@ many that more than `limit` of its jobs are leased at once. The memory store and
 simulator apply `room` directly; the SQL stores spell the same rule in their claim
 statements, and the store contract suite checks that they agree.
 
-Pure: no I/O, no clock. Imports only `rota.core.jobs`.
+Pure: no I/O, no clock. Imports only `rota.core.jobs` and `rota.core.settings_range`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from rota.core.jobs import JobState
+from rota.core.settings_range import checked_setting
 
 __all__ = [
     "QueueInfo",
@@ -29,25 +30,17 @@ __all__ = [
 
 
 def validate_queue_limit(limit: object) -> int | None:
-    """Return `limit` if it is a valid concurrency limit (an int >= 0, or None: no limit).
+    """Return `limit` if it is a valid concurrency limit: a whole number from 0 to
+    `MAX_SETTING` (2**31 - 1; 0 takes nothing), or None for no limit.
 
     Raises:
         TypeError: if it is not an int or None (a bool is not a limit).
-        ValueError: if it is negative.
+        ValueError: if it is outside that range.
     """
     if limit is None:
         return None
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise TypeError(
-            f"a Queue's limit must be an int >= 0, or None for no limit; got {limit!r} "
-            f"({type(limit).__name__})"
-        )
-    if limit < 0:
-        raise ValueError(
-            f"a Queue's limit must be >= 0 (0 takes nothing; use None for no limit); "
-            f"got {limit}"
-        )
-    return limit
+    return checked_setting(limit, "a Queue's limit", minimum=0,
+                           none="None for no limit (0 takes nothing)")
 
 
 @dataclass(frozen=True, slots=True)

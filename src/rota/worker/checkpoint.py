@@ -21,6 +21,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from rota.core.plurals import counted
 from rota.store.base import Store, WalCheckpointing
 from rota.worker.duty import Duty, DutyRuntime
 
@@ -67,7 +68,8 @@ async def checkpoint_forever(store: WalCheckpointing, store_call: StoreCall, url
                              "%.0f s", url, failures, delay_s, exc_info=True)
             continue
         if failures:
-            logger.warning("WAL checkpoint of %s works again after %d failures", url, failures)
+            logger.warning("WAL checkpoint of %s works again after %s", url,
+                           counted(failures, "failure"))
         failures = 0
         delay_s = CHECKPOINT_INTERVAL_S
         if left:

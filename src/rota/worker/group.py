@@ -34,6 +34,7 @@ from rota.core.outcomes import (
     describe,
     describe_error,
 )
+from rota.core.plurals import counted
 from rota.core.policy import PolicyFault
 from rota.core.retry import RetryPolicy
 from rota.core.suspects import lease_expired_error
@@ -207,11 +208,12 @@ class GroupRunner:
         try:
             store.release([job.lease for job in jobs], now)
         except Exception:
-            logger.exception("group %s: handing back %d claimed jobs failed; they run again "
-                             "when their leases expire", self.name, len(jobs))
+            logger.exception("group %s: handing back %s failed; they run again "
+                             "when their leases expire", self.name,
+                             counted(len(jobs), "claimed job"))
         else:
-            logger.warning("group %s: pass failed; its %d claimed jobs were handed back",
-                           self.name, len(jobs))
+            logger.warning("group %s: pass failed; its %s handed back",
+                           self.name, counted(len(jobs), "claimed job was", "claimed jobs were"))
 
     def retry_policy(self, handler: Handler | None) -> RetryPolicy:
         return retry_policy(handler, self.options.retry)

@@ -47,6 +47,7 @@ from typing import Any
 from rota.core.dispatch import PassPlan
 from rota.core.jobs import JobRecord
 from rota.core.outcomes import Outcome
+from rota.core.plurals import counted
 from rota.core.suspects import is_suspect
 from rota.store.base import StoreError
 from rota.worker.backoff import STORE_RETRY_FIRST_S, Backoff
@@ -385,14 +386,14 @@ class GroupLoop:
             try:
                 released = await self.runtime.store_call(store.release, leases, now)
             except StoreError as error:
-                logger.warning("group %s: releasing %d jobs failed (try %d of 3): %s",
-                               self.name, len(leases), attempt + 1, error)
+                logger.warning("group %s: releasing %s failed (try %d of 3): %s",
+                               self.name, counted(len(leases), "job"), attempt + 1, error)
                 await asyncio.sleep(STORE_RETRY_FIRST_S * 2**attempt)
                 continue
-            logger.debug("group %s: released %d jobs (%s)", self.name, released, why)
+            logger.debug("group %s: released %s (%s)", self.name, counted(released, "job"), why)
             return
-        logger.warning("group %s: %d jobs not released; they run again when their leases "
-                       "expire", self.name, len(leases))
+        logger.warning("group %s: %s not released; they run again when their leases "
+                       "expire", self.name, counted(len(leases), "job"))
 
     # -- shutdown -------------------------------------------------------------------------
 
@@ -408,8 +409,8 @@ class GroupLoop:
         await self._hand_back_waiting()
         running = [h.task for h in self._held.values() if h.running and h.task is not None]
         if running:
-            logger.debug("group %s: waiting up to %.1f s for %d running jobs", self.name,
-                         grace_s, len(running))
+            logger.debug("group %s: waiting up to %.1f s for %s", self.name,
+                         grace_s, counted(len(running), "running job"))
             await asyncio.wait(running, timeout=grace_s)
         unfinished = [h for h in self._held.values() if h.running]
         for held in unfinished:
@@ -417,9 +418,9 @@ class GroupLoop:
             if held.task is not None:
                 held.task.cancel()
         if unfinished:
-            logger.warning("group %s: %d jobs still running after the %.1f s grace period "
-                           "are handed back to their Queues", self.name, len(unfinished),
-                           grace_s)
+            logger.warning("group %s: %s still running after the %.1f s grace period, "
+                           "handed back to their Queues", self.name,
+                           counted(len(unfinished), "job"), grace_s)
             await self._release([h.job for h in unfinished], "unfinished after the grace period")
             for held in unfinished:
                 self._held.pop(held.job.id, None)

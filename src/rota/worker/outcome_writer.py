@@ -29,6 +29,7 @@ import logging
 from datetime import datetime
 
 from rota.core.outcomes import Succeeded
+from rota.core.plurals import counted
 from rota.store.base import StoreError
 from rota.worker.backoff import Backoff
 from rota.worker.group import log_recorded, record_outcome, record_successes, warn_leases_lost
@@ -181,8 +182,9 @@ class OutcomeWriter:
                 if error is not None:
                     delay_s = backoff.next_delay_s()
                     logger.warning(
-                        "group %s: writing %d outcomes failed (retrying in %.2f s; the leases "
-                        "are kept): %s", self.group, len(batch) - len(written), delay_s, error,
+                        "group %s: writing %s failed (retrying in %.2f s; the leases "
+                        "are kept): %s", self.group, counted(len(batch) - len(written), "outcome"),
+                        delay_s, error,
                     )
                     await asyncio.sleep(delay_s)
                 else:
@@ -198,5 +200,6 @@ class OutcomeWriter:
         try:
             await asyncio.wait_for(self.all_written.wait(), FLUSH_TIMEOUT_S)
         except TimeoutError:
-            logger.warning("group %s: %d outcomes could not be written; those jobs run "
-                           "again when their leases expire", self.group, len(self.finished))
+            logger.warning("group %s: %s not written; those jobs run "
+                           "again when their leases expire", self.group,
+                           counted(len(self.finished), "outcome"))

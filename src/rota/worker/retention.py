@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 
 from rota.core.clock import Clock
 from rota.core.jobs import JobState
+from rota.core.plurals import counted
 from rota.core.retention import PurgeRule, Retention
 from rota.store.base import Store
 from rota.worker.duty import DutyRuntime
@@ -112,8 +113,8 @@ class RetentionDuty:
                                    exc_info=False)
             else:
                 if self.failures:
-                    logger.warning("retention: deleting finished jobs works again after %d "
-                                   "failed sweeps", self.failures)
+                    logger.warning("retention: deleting finished jobs works again after %s",
+                                   counted(self.failures, "failed sweep"))
                 self.failures = 0
             await pause(delay_s)
 
@@ -126,7 +127,7 @@ class RetentionDuty:
         for rule in self.retention.rules(self.clock.now()):
             total += await self._apply(rule, call, pause, stopping)
         if total:
-            logger.info("retention: deleted %d finished jobs", total)
+            logger.info("retention: deleted %s", counted(total, "finished job"))
         return total
 
     async def _apply(

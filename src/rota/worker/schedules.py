@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import Any
 
 from rota.core.clock import Clock
+from rota.core.plurals import counted
 from rota.core.schedules import FireOutcome, Schedule, due_instant
 from rota.store.base import ScheduleStore
 from rota.worker.duty import DutyRuntime
@@ -100,8 +101,8 @@ class ScheduleDuty:
                                    "in %.2f s", self.failures, delay_s)
             else:
                 if self.failures:
-                    logger.warning("schedules: firing works again after %d failures",
-                                   self.failures)
+                    logger.warning("schedules: firing works again after %s",
+                                   counted(self.failures, "failure"))
                 self.failures = 0
             await pause(max(delay_s, MIN_SLEEP_S))
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 
 from rota.core.clock import Clock
 from rota.core.groups import WorkerGroupOptions
+from rota.core.plurals import counted
 from rota.core.queue_controls import QueueInfo
 from rota.core.serving import served_by, unserved_with_due_jobs
 from rota.store.base import StoreError
@@ -47,10 +48,10 @@ def unserved_queues_duty(
             return
         for info in unserved_with_due_jobs(infos, serving):
             logger.warning(
-                "Queue %r has %d due job(s) but no Worker Group of this worker (%s) serves "
+                "Queue %r has %s but no Worker Group of this worker (%s) serves "
                 "it; they wait until a worker whose Dispatch Policy names %r runs (check the "
                 "Queue name, or add it to a group's policy)",
-                info.name, info.due, names, info.name,
+                info.name, counted(info.due, "due job"), names, info.name,
             )
 
     return duty

@@ -167,7 +167,8 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
                 check_same_thread=False,  # used from many threads, always under self._lock
             )
         except sqlite3.Error as error:
-            raise StoreError(f"cannot open SQLite store {self._url!r}: {error}") from error
+            raise StoreError(f"cannot open SQLite store {self._url!r}: {error}"
+                             f"{self._unwritable_directory(parent)}") from error
         try:
             with self._translate("opening"):
                 for statement in statements(sql("connection_pragmas")):
@@ -178,10 +179,28 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
                             f"mode (got {result!r}); put it on a local file system"
                         )
                 self._applied_at_open = self._migrate_on(conn)
+        except StoreError as error:
+            conn.close()
+            hint = self._unwritable_directory(parent)
+            if hint:
+                raise StoreError(f"{error}{hint}") from error
+            raise
         except BaseException:
             conn.close()
             raise
         return conn
+
+    @staticmethod
+    def _unwritable_directory(parent: Path) -> str:
+        """What to say when opening for writing failed in a directory this user may not
+        write (SQLite's own words, `attempt to write a readonly database`, do not say
+        that the directory is the cause); empty when the directory is writable."""
+        if os.access(parent, os.W_OK | os.X_OK):
+            return ""
+        return (f". The directory {str(parent.resolve())!r} must be writable by this user: "
+                "SQLite keeps the store's WAL and shared-memory files beside the database "
+                "file, and rota its wake-up sockets. Make it writable, or read the store "
+                "with a read command (rota queues, jobs, ...), which opens it read-only")
 
     def _pragma(self, conn: sqlite3.Connection, statement: str) -> tuple[object, ...] | None:
         """Run one connection pragma. Switching a fresh file to WAL needs an exclusive lock,
