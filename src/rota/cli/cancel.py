@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rota.cli.common import CommandError, add_store_options, job_id_arg, opened_store
-from rota.core.clock import SystemClock
+from rota.cli.common import CommandError, add_store_options, job_id_arg, opened_store, store_now
 from rota.core.jobs import JobState
 
 
@@ -30,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     refused: dict[int, str] = {}
     with opened_store(args.store, args.app) as store:
         for job_id in args.ids:
-            if store.cancel(job_id, SystemClock().now()):
+            if store.cancel(job_id, store_now(store)):
                 job = store.get_job(job_id)
                 if job is not None and job.state is JobState.LEASED:
                     requested.append(job_id)

@@ -8,11 +8,12 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from datetime import datetime
 
 from rota.app import App
 from rota.app_settings import stores_opened_read_only
 from rota.core.jobs import MAX_JOB_ID
-from rota.store import Store, StoreConfigError, StoreError, open_store
+from rota.store import Store, StoreClock, StoreConfigError, StoreError, open_store
 
 
 class CommandError(Exception):
@@ -46,6 +47,13 @@ def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
 
     parse.__name__ = "whole number"  # argparse names the type by it in some messages
     return parse
+
+
+def store_now(store: Store) -> datetime:
+    """Now by the store's clock (PostgreSQL's server; this machine's for SQLite), as an
+    App's would be: a command run on a machine whose clock is off still writes the
+    store's time."""
+    return StoreClock(store).now()
 
 
 def job_id_arg(text: str) -> int:

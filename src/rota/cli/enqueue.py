@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from rota.cli.common import UsageError, add_store_options, load_app, opened_store
+from rota.cli.common import UsageError, add_store_options, load_app, opened_store, store_now
 from rota.cli.display import shown
 from rota.core.clock import SystemClock
 from rota.core.durations import due_after, to_timedelta
@@ -95,8 +95,7 @@ def run(args: argparse.Namespace) -> int:
         if definition is not None:  # with --app: bind to the handler's signature first
             definition._check_arguments(job_args, kwargs)
         args_json, kwargs_json = encode_arguments(job_args, kwargs, max_bytes)
-        now = SystemClock().now()
-        due_at = due_after(now, delay, "--delay")
+        due_after(SystemClock().now(), delay, "--delay")  # checked before opening a store
         key = None if args.key is None else validate_job_key(args.key)
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
@@ -106,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
             "its Queue. Give --queue QUEUE, or --app module:attribute to use the job's own "
             "Queue and check its name and arguments")
     with opened_store(args.store, args.app) as store:
+        now = store_now(store)
+        due_at = due_after(now, delay, "--delay")
         (job_id,) = store.enqueue(
             [NewJob(args.name, queue, due_at, args_json, kwargs_json, key=key)], now)
     if args.json:

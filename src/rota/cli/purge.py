@@ -7,8 +7,7 @@ import json
 import re
 from datetime import timedelta
 
-from rota.cli.common import UsageError, add_store_options, opened_store
-from rota.core.clock import SystemClock
+from rota.cli.common import UsageError, add_store_options, opened_store, store_now
 from rota.core.plurals import counted
 from rota.core.retention import PURGEABLE_STATES, purgeable_states
 from rota.worker.retention import purge_finished
@@ -57,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
         states = purgeable_states(args.state)
     except ValueError as error:
         raise UsageError(str(error)) from None
-    finished_before = SystemClock().now() - age
     with opened_store(args.store, args.app) as store:
+        finished_before = store_now(store) - age
         deleted = purge_finished(store, states, finished_before)
     if args.json:
         print(json.dumps({

@@ -14,9 +14,8 @@ from typing import TypeAlias
 
 from rich.table import Table
 
-from rota.cli.common import UsageError, add_store_options, load_app, opened_store
+from rota.cli.common import UsageError, add_store_options, load_app, opened_store, store_now
 from rota.cli.display import line, make_console, user_text
-from rota.core.clock import SystemClock
 from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
 from rota.core.queues import validate_queue_name
@@ -153,9 +152,9 @@ def _serving(app_spec: str | None) -> dict[str, tuple[str, ...]] | None:
 
 
 def run_queues(args: argparse.Namespace) -> int:
-    now = SystemClock().now()
     serving = _serving(args.app)
     with opened_store(args.store, args.app, read_only=True) as store:
+        now = store_now(store)
         infos = store.queue_infos(now)
     if args.json:
         rows = [info_as_json(info) for info in infos]

@@ -5,8 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from rota.cli.common import CommandError, UsageError, add_store_options, job_id_arg, opened_store
-from rota.core.clock import SystemClock
+from rota.cli.common import (
+    CommandError,
+    UsageError,
+    add_store_options,
+    job_id_arg,
+    opened_store,
+    store_now,
+)
 from rota.core.jobs import REQUEUEABLE_STATES, JobState
 from rota.core.plurals import counted
 from rota.core.queues import validate_queue_name
@@ -49,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _requeue_many(store: Store, state: JobState, queue: str | None, as_json: bool) -> int:
-    count = store.requeue_many(state=state, queue=queue, now=SystemClock().now())
+    count = store.requeue_many(state=state, queue=queue, now=store_now(store))
     if as_json:
         print(json.dumps({"requeued": count, "state": state.value, "queue": queue}))
     else:
@@ -62,7 +68,7 @@ def _requeue_ids(store: Store, ids: list[int], as_json: bool) -> int:
     requeued: list[int] = []
     refused: dict[int, str] = {}
     for job_id in ids:
-        if store.requeue(job_id, SystemClock().now()):
+        if store.requeue(job_id, store_now(store)):
             requeued.append(job_id)
             if not as_json:
                 print(f"{job_id} requeued")

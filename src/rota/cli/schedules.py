@@ -15,9 +15,8 @@ from datetime import datetime
 
 from rich.table import Table
 
-from rota.cli.common import CommandError, add_store_options, load_app, opened_store
+from rota.cli.common import CommandError, add_store_options, load_app, opened_store, store_now
 from rota.cli.display import make_console, user_text
-from rota.core.clock import SystemClock
 from rota.core.schedules import ScheduleRow, ScheduleRule, next_fire
 from rota.schedules import rule_from_text
 from rota.store.base import ScheduleStore
@@ -81,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError(f"the store {store.url!r} does not keep schedules")
         rows = {row.name: row for row in store.list_schedules()}
         app = load_app(args.app, read_only=True) if args.app else None
-        now = app.clock.now() if app is not None else SystemClock().now()
+        now = app.clock.now() if app is not None else store_now(store)
     lines: list[_Line] = []
     if app is None:
         lines = [_row_line(row, STORED, now) for row in rows.values()]

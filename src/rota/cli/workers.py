@@ -14,9 +14,8 @@ from typing import Any
 
 from rich.table import Table
 
-from rota.cli.common import add_store_options, opened_store
+from rota.cli.common import add_store_options, opened_store, store_now
 from rota.cli.display import line, make_console, user_text
-from rota.core.clock import SystemClock
 from rota.core.workers import WorkerInfo, worker_to_json
 
 
@@ -48,8 +47,8 @@ def _policy(worker: WorkerInfo, index: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    now = SystemClock().now()
     with opened_store(args.store, args.app, read_only=True) as store:
+        now = store_now(store)
         workers = store.list_workers(now)
     if args.json:
         print(json.dumps([worker_to_json(worker) for worker in workers], indent=2))
