@@ -34,6 +34,7 @@ SUBCOMMANDS = (
     "schedules",
     "workers",
     "dashboard",
+    "health",
 )
 
 
