@@ -7,8 +7,8 @@ writes). Store calls are blocking, so every handler runs them in a worker thread
 Every input is checked before it reaches the store: job ids by the `MAX_JOB_ID` rule,
 Queue names by `validate_queue_name`, states by `JobState`, limits by their range (1 to
 MAX_QUEUE_LIMIT) and `validate_queue_limit`; the stores pass values as SQL parameters
-only. Templates escape
-everything (Jinja2 autoescape); a strict Content-Security-Policy forbids inline scripts.
+only. Templates escape everything (Jinja2 autoescape); a strict Content-Security-Policy
+forbids inline scripts.
 """
 
 from __future__ import annotations
