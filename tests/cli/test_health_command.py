@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import uuid
 from contextlib import closing
 from datetime import timedelta
@@ -88,6 +89,7 @@ def test_with_an_app_every_queue_needs_a_live_worker(
     # Then it is healthy
     assert main(["health", "--app", spec]) == 0
     assert "live workers serve its Queues a, b" in capsys.readouterr().out
+    sys.modules[spec.split(":")[0]].app.close()  # the App the command loaded
 
 
 @pytest.mark.parametrize(("argv", "words"), [

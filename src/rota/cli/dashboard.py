@@ -102,9 +102,6 @@ def _serve(source: object, token: str | None, listener: socket.socket) -> int:
               "can reach this address can pause, resume and limit Queues and cancel and "
               f"requeue jobs. Pass --token (or set ${TOKEN_VARIABLE}), or bind to "
               "127.0.0.1", file=sys.stderr, flush=True)
-    print(f"rota dashboard: serving {application.state.rota_dashboard.source.url} at "
-          f"http://{shown}:{port}/" + (" (actions need the token)" if token else ""),
-          flush=True)
     config = uvicorn.Config(application, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     # uvicorn stops gracefully on SIGINT/SIGTERM, then re-raises the signal to the handler
@@ -116,5 +113,9 @@ def _serve(source: object, token: str | None, listener: socket.socket) -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, stop)
+    # Announced once a stop is answered: whoever reads this line may send one at once.
+    print(f"rota dashboard: serving {application.state.rota_dashboard.source.url} at "
+          f"http://{shown}:{port}/" + (" (actions need the token)" if token else ""),
+          flush=True)
     server.run(sockets=[listener])
     return 0
