@@ -21,6 +21,7 @@ from rota.core.workers import (
     WorkerInfo,
 )
 from rota.definition import ConfiguredJob, JobDefinition
+from rota.health import Health
 from rota.store import SchemaTooNew, Store, StoreConfigError, StoreError
 from rota.version import __version__
 from rota.worker.context import CurrentJob, current_job
@@ -33,6 +34,7 @@ __all__ = [
     "CurrentJob",
     "DispatchPolicy",
     "GroupFairness",
+    "Health",
     "JobDefinition",
     "JobRecord",
     "JobState",

@@ -41,6 +41,7 @@ from rota.core.retry import RetryPolicy
 from rota.core.schedules import Schedule
 from rota.core.workers import GroupFairness, ServedCount, WorkerInfo
 from rota.definition import JobDefinition
+from rota.health import Health, check_health
 from rota.inline import InlineDrive
 from rota.observability import fairness_over, served_since
 from rota.realtime import build_runtime, run_until_signal, worker_duties
@@ -520,6 +521,22 @@ class App:
             ValueError, TypeError: for a window that is not a positive duration.
         """
         return fairness_over(self.store, self.clock, window)
+
+    def health(self, *, served: bool = True) -> Health:
+        """Whether this App can work: its store answers, its schema is current and, with
+        `served`, a live worker serves every Queue of the App's Worker Groups (what
+        `rota health --app` and the dashboard's `/healthz` answer). Never migrates the
+        store: a schema behind is an answer, not a migration.
+
+        Args:
+            served: also ask for live workers serving the groups' Queues (an App with
+                no group has nothing to serve, so only the store is checked).
+
+        Returns:
+            a `rota.Health`: `ok`, and the `problems` when not ok.
+        """
+        return check_health(self.store, self.clock.now(),
+                            self.worker_groups if served else ())
 
     def _observe_runtimes(self, observer: RuntimeObserver) -> None:
         """Tell `observer` about every real-time runtime this App starts from now on

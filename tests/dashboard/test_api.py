@@ -101,7 +101,7 @@ def test_api_jobs_newest_first_with_filters_and_paging(seeded: Seeded, serve: Se
     ("queue=has%20space", "Queue name must not contain whitespace"),
     ("limit=-1", "limit must be a whole number"),
     ("offset=abc", "offset must be a whole number"),
-    ("limit=100000", "limit must be a whole number from 0 to 500"),
+    ("limit=100000", "limit must be a whole number from 1 to 500"),
 ])
 def test_api_jobs_refuses_bad_filters(seeded: Seeded, serve: Serve, query: str,
                                       words: str) -> None:

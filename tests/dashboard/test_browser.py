@@ -86,8 +86,10 @@ def test_queues_page_shows_the_rows_and_pause_pauses_the_queue(
     driver.save_screenshot(str(browser.screenshot_path("queues")))
     # When they click "pause" on Queue a
     act(driver, lambda d: by_css(d, "tr[data-queue=a] button.pause").click())
-    # Then the page comes back with a paused, and the store says so
+    # Then the page comes back with a paused, says so, and the store says so
     wait_for(driver, lambda d: by_css(d, "tr[data-queue=a] .paused-cell").text == "paused")
+    assert by_css(driver, "p.flash").text.startswith("Paused Queue a")
+    assert by_css(driver, "footer .read-at").text.startswith("2026-01-01T00:01:30")
     info = sqlite_seeded.queue("a")
     assert info is not None and info.paused
     # And setting a limit in the row's form sets it in the store
@@ -222,12 +224,16 @@ def test_with_a_token_the_buttons_need_a_login(
     dashboard = serve(sqlite_seeded.source, clock=sqlite_seeded.clock, token="t0ken")
     driver.delete_all_cookies()
     driver.get(f"{dashboard.url}/queues")
-    # Clicking pause without logging in: 401, and the Queue is not paused
-    act(driver, lambda d: by_css(d, "tr[data-queue=a] button.pause").click())
-    wait_for(driver, lambda d: by_css(d, "h1").text == "401")
-    assert not sqlite_seeded.queue("a").paused  # type: ignore[union-attr]
-    # Log in with a wrong token, then the right one
-    driver.get(f"{dashboard.url}/login?next=/queues")
+    # Without logging in, the buttons are disabled and the page says what to do
+    button = wait_for(driver, lambda d: by_css(d, "tr[data-queue=a] button.pause"))
+    assert not button.is_enabled()
+    assert button.get_attribute("title") == "sign in with the token to act"
+    note = by_css(driver, ".sign-in-note a")
+    assert note.text == "Sign in with the token to act"
+    driver.save_screenshot(str(browser.screenshot_path("queues-signed-out")))
+    # Log in with a wrong token, then the right one (the note leads to the login page)
+    note.click()
+    wait_for(driver, lambda d: "/login?next=" in d.current_url)
     by_css(driver, "input[name=token]").send_keys("wrong")
     by_css(driver, ".login-form button").click()
     wait_for(driver, lambda d: "not the token" in by_css(d, "main").text)

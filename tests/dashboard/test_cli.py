@@ -62,6 +62,29 @@ def test_rota_dashboard_serves_the_store_until_a_signal(
             assert process.wait(timeout=60) == 0
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("host", "token", "warned"), [
+    ("0.0.0.0", None, True), ("127.0.0.1", None, False), ("0.0.0.0", "t", False),
+])
+def test_listening_beyond_this_machine_without_a_token_warns(
+    host: str, token: str | None, warned: bool
+) -> None:
+    argv = [sys.executable, "-m", "rota.cli", "dashboard", "--store", "memory://",
+            "--host", host, "--port", "0", *(["--token", token] if token else [])]
+    with subprocess.Popen(argv, env=rota_env(), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as process:
+        assert process.stdout is not None and process.stderr is not None
+        try:
+            # The warning comes before the line saying where it serves
+            assert process.stdout.readline().startswith("rota dashboard: serving ")
+        finally:
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0
+        err = process.stderr.read()
+    assert ("warning: listening on 0.0.0.0 without a token" in err) is warned, err
+    assert "Pass --token" in err if warned else err == ""
+
+
 def test_without_the_extra_it_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

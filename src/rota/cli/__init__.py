@@ -35,6 +35,7 @@ SUBCOMMANDS = (
     "schedules",
     "workers",
     "dashboard",
+    "health",
 )
 
 

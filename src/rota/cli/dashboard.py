@@ -6,9 +6,11 @@ Needs the extra `pip install 'rota[dashboard]'`; without it, one line saying so,
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import signal
 import socket
+import sys
 
 from rota.cli.common import CommandError, UsageError, add_store_options, load_app
 from rota.store import StoreConfigError, StoreError
@@ -25,7 +27,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "pip install 'rota[dashboard]'.")
     add_store_options(parser, app_help="use this App's store (and show its Worker Groups)")
     parser.add_argument("--host", default="127.0.0.1",
-                        help="address to listen on (default 127.0.0.1: this machine only)")
+                        help="address to listen on (default 127.0.0.1: this machine only; "
+                        "any other address without --token gets a warning at start, as "
+                        "anyone who can reach it may then act)")
     parser.add_argument("--port", type=_port, default=8000,
                         help="port to listen on (default 8000; 0 picks a free one)")
     parser.add_argument("--token", metavar="T",
@@ -70,6 +74,14 @@ def run(args: argparse.Namespace) -> int:
         listener.close()
 
 
+def _loopback(address: str) -> bool:
+    """Whether the address bound is this machine's alone (an IPv6 one may carry a %zone)."""
+    try:
+        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
 def _serve(source: object, token: str | None, listener: socket.socket) -> int:
     import uvicorn
 
@@ -85,9 +97,11 @@ def _serve(source: object, token: str | None, listener: socket.socket) -> int:
         raise CommandError(str(error)) from None
     host, port = listener.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    print(f"rota dashboard: serving {application.state.rota_dashboard.source.url} at "
-          f"http://{shown}:{port}/" + (" (actions need the token)" if token else ""),
-          flush=True)
+    if token is None and not _loopback(host):
+        print(f"rota dashboard: warning: listening on {host} without a token: anyone who "
+              "can reach this address can pause, resume and limit Queues and cancel and "
+              f"requeue jobs. Pass --token (or set ${TOKEN_VARIABLE}), or bind to "
+              "127.0.0.1", file=sys.stderr, flush=True)
     config = uvicorn.Config(application, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     # uvicorn stops gracefully on SIGINT/SIGTERM, then re-raises the signal to the handler
@@ -99,5 +113,9 @@ def _serve(source: object, token: str | None, listener: socket.socket) -> int:
 
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, stop)
+    # Announced once a stop is answered: whoever reads this line may send one at once.
+    print(f"rota dashboard: serving {application.state.rota_dashboard.source.url} at "
+          f"http://{shown}:{port}/" + (" (actions need the token)" if token else ""),
+          flush=True)
     server.run(sockets=[listener])
     return 0

@@ -5,9 +5,10 @@ over a writable store, opened on the first action (so a dashboard nobody clicks 
 writes). Store calls are blocking, so every handler runs them in a worker thread.
 
 Every input is checked before it reaches the store: job ids by the `MAX_JOB_ID` rule,
-Queue names by `validate_queue_name`, states by `JobState`, limits by
-`validate_queue_limit`; the stores pass values as SQL parameters only. Templates escape
-everything (Jinja2 autoescape); a strict Content-Security-Policy forbids inline scripts.
+Queue names by `validate_queue_name`, states by `JobState`, limits by their range (1 to
+MAX_QUEUE_LIMIT) and `validate_queue_limit`; the stores pass values as SQL parameters
+only. Templates escape everything (Jinja2 autoescape); a strict Content-Security-Policy
+forbids inline scripts.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, quote, unquote, urlencode
 
 import jinja2
 from starlette.applications import Starlette
@@ -29,6 +30,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from rota import Health
 from rota.app import App
 from rota.core.clock import Clock, SystemClock
 from rota.core.groups import WorkerGroupOptions
@@ -45,6 +47,9 @@ PAGE_SIZE = 50
 MAX_BODY_BYTES = 64 * 1024
 MAX_WINDOW_MINUTES = 24 * 60  # the served history is kept 24 hours
 MAX_PAGE_SIZE = 500
+MAX_QUEUE_LIMIT = 2**31 - 1  # the stores keep a limit in a 32-bit integer column
+FLASH_COOKIE = "rota_flash"  # the confirmation of an action, shown once after its redirect
+MAX_FLASH_CHARS = 600
 
 T = TypeVar("T")
 
@@ -56,6 +61,30 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
+
+
+# What `GET /api/` lists: (method, path, what it answers or does).
+API_INDEX = (
+    ("GET", "/api/queues", "every Queue: counts per state, due backlog, oldest due age, "
+     "paused, limit, when a job enqueued now starts"),
+    ("GET", "/api/queues/{name}", "one Queue, the same shape"),
+    ("GET", "/api/groups?minutes=N", "the Worker Groups: served shares against their "
+     "weights over the last N minutes (1 to 1440)"),
+    ("GET", "/api/workers", "the worker processes registered in the store, alive or dead"),
+    ("GET", "/api/jobs?queue=&state=&name=&limit=&offset=", "jobs, newest first (limit 1 "
+     "to 500)"),
+    ("GET", "/api/jobs/{id}", "one job, every field, and when it starts if scheduled"),
+    ("POST", "/api/queues/{name}/pause", "pause the Queue (needs the token when one is set)"),
+    ("POST", "/api/queues/{name}/resume", "resume the Queue (token)"),
+    ("POST", "/api/queues/{name}/limit", "set the Queue's limit: form field or JSON key "
+     "'limit', 1 to 2147483647 or none (token)"),
+    ("POST", "/api/jobs/{id}/cancel", "cancel the job, or ask its worker to (token)"),
+    ("POST", "/api/jobs/{id}/requeue", "requeue a dead-lettered, quarantined or cancelled "
+     "job (token)"),
+    ("GET", "/healthz", "200 when the store answers with a current schema (and live "
+     "workers serve the App's Queues), else 503 with the reason"),
+    ("GET", "/metrics", "Prometheus text"),
+)
 
 
 class BadInput(Exception):
@@ -99,6 +128,9 @@ class Source:
             raise TypeError(
                 "create_app takes a store URL, a rota.Store or a rota.App; got "
                 f"{source!r}")
+        # An App over the read store checks health without groups (and writes nothing).
+        self._health_app = source if isinstance(source, App) else App(
+            self.reads, clock=self.clock)
 
     @property
     def url(self) -> str:
@@ -113,6 +145,10 @@ class Source:
                 self._owned.append(store)
                 self._actions = App(store, clock=self.clock)
             return self._actions
+
+    def health(self) -> Health:
+        """The check of `rota health`: with an App, its groups' Queues need live workers."""
+        return self._health_app.health()
 
     def observe(self, now: datetime, window: timedelta | None = None) -> Observation:
         return observe(self.reads, now, window or self.window, self.defined)
@@ -144,12 +180,14 @@ def _queue(text: str) -> str:
         raise BadInput(str(error)) from None
 
 
-def _count(text: str | None, what: str, default: int, maximum: int) -> int:
+def _count(text: str | None, what: str, default: int, minimum: int, maximum: int) -> int:
+    """A numeric query parameter: a whole number in its range, else 400 naming it."""
     if text is None or text == "":
         return default
-    value = int(text) if text.isascii() and text.isdigit() else -1
-    if not 0 <= value <= maximum:
-        raise BadInput(f"{what} must be a whole number from 0 to {maximum}; got {text!r}")
+    value = int(text) if text.isascii() and text.isdigit() else minimum - 1
+    if not minimum <= value <= maximum:
+        raise BadInput(
+            f"{what} must be a whole number from {minimum} to {maximum}; got {text!r}")
     return value
 
 
@@ -164,14 +202,21 @@ def _state(text: str | None) -> JobState | None:
 
 
 def _limit(value: object) -> int | None:
-    """A limit from a form (text) or JSON (int or null): a whole number >= 0, or none."""
+    """A limit from a form (text) or JSON (int or null): a whole number from 1 to
+    MAX_QUEUE_LIMIT, or none. The range is checked here, before any store sees it: a
+    number past what the stores hold would otherwise fail inside the store's driver."""
     if value is None or (isinstance(value, str) and value.strip().lower() in {"", "none"}):
         return None
+    out_of_range = f"limit must be a whole number from 1 to {MAX_QUEUE_LIMIT}, or none " \
+        f"for no limit; got {value!r}"
     if isinstance(value, str):
         text = value.strip()
         if not (text.isascii() and text.isdigit()):
-            raise BadInput(f"limit must be a whole number >= 0, or none; got {value!r}")
+            raise BadInput(out_of_range)
         value = int(text)
+    if isinstance(value, int) and not isinstance(value, bool) \
+            and not 1 <= value <= MAX_QUEUE_LIMIT:
+        raise BadInput(out_of_range)
     try:
         return validate_queue_limit(value)
     except (TypeError, ValueError) as error:
@@ -209,12 +254,18 @@ class Dashboard:
               **context: Any) -> HTMLResponse:
         base = self._base(request)
         context.setdefault("title", str(context.get("status_code", "rota")))
+        # Every page says when it was read, also those that read no time of their own.
+        context.setdefault("now", self.source.clock.now())
+        flash = unquote(request.cookies.get(FLASH_COOKIE, ""))[:MAX_FLASH_CHARS]
         html = self.templates.get_template(template).render(
             base=base, store_url=self.source.url, token_set=self.token is not None,
             logged_in=self._may_act(request), path=request.url.path,
             here=request.url.path + (f"?{request.url.query}" if request.url.query else ""),
-            **context)
-        return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+            flash=flash, **context)
+        response = HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+        if flash:  # shown once
+            response.delete_cookie(FLASH_COOKIE, path=base or "/")
+        return response
 
     def _json(self, data: object, status: int = 200, **headers: str) -> JSONResponse:
         return JSONResponse(data, status_code=status, headers={**SECURITY_HEADERS, **headers})
@@ -253,7 +304,7 @@ class Dashboard:
         """The fairness view's window: `?minutes=N` (1 to 1440), else the dashboard's."""
         default = round(self.source.window.total_seconds() / 60)
         return timedelta(minutes=_count(request.query_params.get("minutes"), "minutes",
-                                        default, MAX_WINDOW_MINUTES) or default)
+                                        default, 1, MAX_WINDOW_MINUTES))
 
     async def _form(self, request: Request) -> dict[str, Any]:
         """The body of a POST: JSON, or a URL-encoded form (one value per field)."""
@@ -376,6 +427,17 @@ class Dashboard:
         detail = await self._job(request)
         return self._json({**detail["job"], "estimate": detail["estimate"]})
 
+    async def api_index(self, request: Request) -> Response:
+        base = self._base(request)
+        return self._json([{"method": method, "path": f"{base}{path}", "description": text}
+                           for method, path, text in API_INDEX])
+
+    async def healthz(self, request: Request) -> Response:
+        """For load balancers and probes: no token needed, never cached."""
+        health = await self._call(self.source.health)
+        return self._json(health.to_json(), status=200 if health.ok else 503,
+                          **{"Cache-Control": "no-store"})
+
     async def metrics_text(self, request: Request) -> Response:
         def snapshot() -> metrics.Snapshot:
             now = self.source.clock.now()
@@ -393,8 +455,8 @@ class Dashboard:
         name = params.get("name") or None
         if name is not None and len(name) > 200:
             raise BadInput("a job name has at most 200 characters")
-        limit = _count(params.get("limit"), "limit", PAGE_SIZE, MAX_PAGE_SIZE) or PAGE_SIZE
-        offset = _count(params.get("offset"), "offset", 0, MAX_JOB_ID)
+        limit = _count(params.get("limit"), "limit", PAGE_SIZE, 1, MAX_PAGE_SIZE)
+        offset = _count(params.get("offset"), "offset", 0, 0, MAX_JOB_ID)
         jobs = await self._call(lambda: self.source.reads.list_jobs(
             queue=queue, state=state, name=name, limit=limit + 1, newest=True, offset=offset))
         more = len(jobs) > limit
@@ -458,25 +520,33 @@ class Dashboard:
         change = plan(form)
         result = await self._call(lambda: change(self.source.actions()))
         status = int(result.pop("_status", 200))
+        done = str(result.pop("_done", ""))
         if status >= 400:
             return self._error(request, str(result.get("error")), status)
         if self._wants_html(request):
             target = auth.safe_next(str(form.get("next", "")) or None, back)
-            return RedirectResponse(target, status_code=303)
+            response = RedirectResponse(target, status_code=303)
+            # The page the browser lands on says what was done (then drops the cookie).
+            response.set_cookie(FLASH_COOKIE, quote(done[:MAX_FLASH_CHARS], safe=""),
+                                max_age=60, httponly=True, samesite="strict",
+                                path=self._base(request) or "/")
+            return response
         return self._json(result, status=status)
 
     async def pause(self, request: Request) -> Response:
         name = _queue(request.path_params["name"])
         def change(app: App) -> dict[str, Any]:
             app.pause_queue(name)
-            return self._settings(name)
+            return {**self._settings(name),
+                    "_done": f"Paused Queue {name}: workers claim nothing from it until "
+                    "it is resumed (jobs running now finish)."}
         return await self._act(request, lambda form: change, f"{self._base(request)}/queues")
 
     async def resume(self, request: Request) -> Response:
         name = _queue(request.path_params["name"])
         def change(app: App) -> dict[str, Any]:
             app.resume_queue(name)
-            return self._settings(name)
+            return {**self._settings(name), "_done": f"Resumed Queue {name}."}
         return await self._act(request, lambda form: change, f"{self._base(request)}/queues")
 
     async def set_limit(self, request: Request) -> Response:
@@ -484,11 +554,14 @@ class Dashboard:
         def plan(form: dict[str, Any]) -> Callable[[App], dict[str, Any]]:
             if "limit" not in form:
                 raise BadInput("give the limit: a form field or JSON key 'limit' (a whole "
-                               "number >= 0, or none / null for no limit)")
+                               f"number from 1 to {MAX_QUEUE_LIMIT}, or none / null for no "
+                               "limit)")
             limit = _limit(form["limit"])
             def change(app: App) -> dict[str, Any]:
                 app.set_queue_limit(name, limit)
-                return self._settings(name)
+                return {**self._settings(name), "_done": f"Removed the limit of Queue {name}."
+                        if limit is None else f"Set the limit of Queue {name} to {limit} "
+                        "jobs leased at once."}
             return change
         return await self._act(request, plan, f"{self._base(request)}/queues")
 
@@ -526,8 +599,13 @@ class Dashboard:
         if not done:
             return {"_status": 409, "id": job_id, verb: False, "state": job.state.value,
                     "error": f"job {job_id} is {job.state.value}: {why_not}"}
+        if job.cancel_requested and job.state is JobState.LEASED:
+            said = f"Asked for job {job_id} to be cancelled: its worker stops it at its " \
+                "next heartbeat."
+        else:
+            said = f"Job {job_id} {verb}: now {job.state.value}."
         return {"id": job_id, verb: True, "state": job.state.value,
-                "cancel_requested": job.cancel_requested}
+                "cancel_requested": job.cancel_requested, "_done": said}
 
     # -- the application --------------------------------------------------------------------
 
@@ -556,6 +634,9 @@ class Dashboard:
             page("/api/jobs/{id}/cancel", self.cancel, ["POST"]),
             page("/api/jobs/{id}/requeue", self.requeue, ["POST"]),
             page("/metrics", self.metrics_text),
+            page("/healthz", self.healthz),
+            page("/api", self.api_index),
+            page("/api/", self.api_index),
             Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
         ]
 
@@ -567,7 +648,9 @@ class Dashboard:
                 return response
             except BadInput as error:
                 return self._error(request, str(error), error.status)
-            except (TypeError, ValueError) as error:  # a rule of the App refused the input
+            except (TypeError, ValueError, OverflowError) as error:
+                # A rule of the App refused the input (OverflowError: a number too large
+                # for the store's driver): the message says which rule.
                 return self._error(request, str(error), 400)
             except StoreError as error:
                 return self._error(request, f"the store failed: {error}", 503)

@@ -528,7 +528,13 @@ class Migratable(Protocol):
     `migrate()` lets a deployment do it explicitly, before starting workers."""
 
     def schema_version(self) -> int:
-        """The schema version the database is at (0: not created)."""
+        """The schema version the database is at (0: not created). Reads it without
+        migrating, also on a store that migrates on first use."""
+        ...
+
+    def known_schema_version(self) -> int:
+        """The schema version this rota's migrations bring a database to: the database
+        is current when `schema_version()` equals it."""
         ...
 
     def migrate(self) -> list[int]:

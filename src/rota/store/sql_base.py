@@ -181,6 +181,10 @@ class SqlStore(ABC, Generic[Conn]):
                 applied.append(migration.version)
         return applied
 
+    def known_schema_version(self) -> int:
+        """The version this rota's migrations reach (`Migratable`)."""
+        return self._files.known_version()
+
     def _checked_version(self, conn: Conn) -> int:
         """The schema version; SchemaTooNew if a newer rota migrated the database."""
         version, known = self._schema_version_on(conn), self._files.known_version()

@@ -1,0 +1,117 @@
+"""Whether a store, and an App's workers on it, are fit to serve: the one check behind
+`rota health` and the dashboard's `/healthz`.
+
+Three questions, in order, each asked only when the one before it was answered yes:
+the store answers; its schema is the one this rota's migrations reach; and, for an
+App's Worker Groups, a live worker serves every Queue of their policies. The check
+never creates or migrates a store: the schema version is read on its own, before any
+other call (a PostgreSQL store migrates on its first other call, so that call waits for
+a current schema, when it is a no-op). Imports the core and the store contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from rota.core.groups import WorkerGroupOptions
+from rota.store import Store, StoreConfigError, StoreError, mask_url, open_store
+from rota.store.base import Migratable
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    """The answer of a health check (`App.health`, `rota health`, `GET /healthz`).
+
+    Attributes:
+        ok: True when every question was answered yes.
+        store: the store's URL (password masked).
+        problems: why it is not healthy, one sentence each (empty when `ok`).
+        schema_version: the store's schema version; None for a store without one
+            (memory://) or one that did not answer.
+        known_schema_version: the version this rota's migrations reach (None likewise).
+        queues: the Queues of the checked Worker Groups, in declaration order.
+        unserved: those of `queues` that no live worker serves.
+    """
+
+    ok: bool
+    store: str
+    problems: tuple[str, ...] = ()
+    schema_version: int | None = None
+    known_schema_version: int | None = None
+    queues: tuple[str, ...] = ()
+    unserved: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON body of `/healthz` and `rota health --json`."""
+        return {
+            "ok": self.ok, "store": self.store, "problems": list(self.problems),
+            "schema_version": self.schema_version,
+            "known_schema_version": self.known_schema_version,
+            "queues": list(self.queues), "unserved": list(self.unserved),
+        }
+
+
+def _schema_problem(store: Store, version: int, known: int) -> str | None:
+    if version == known:
+        return None
+    if version == 0:
+        return f"{store.url} holds no rota schema (version 0): run `rota migrate` or " \
+            "start a worker"
+    if version < known:
+        return f"{store.url} has schema version {version}, this rota needs {known}: run " \
+            "`rota migrate` (or start a worker) first"
+    return f"{store.url} has schema version {version}, newer than this rota knows " \
+        f"({known}): upgrade rota"
+
+
+def _served_queues(store: Store, now: datetime) -> set[str]:
+    return {queue for worker in store.list_workers(now) if worker.alive
+            for group in worker.groups for queue in group.policy.queues}
+
+
+def check_health(
+    store: Store, now: datetime, groups: Sequence[WorkerGroupOptions] = (),
+) -> Health:
+    """Check `store` (and, given `groups`, that live workers serve their Queues) at `now`.
+
+    A store error is an answer (the store is down), not an exception.
+    """
+    version = known = None
+    if isinstance(store, Migratable):
+        try:
+            version, known = store.schema_version(), store.known_schema_version()
+        except StoreError as error:
+            return Health(False, store.url, (f"the store does not answer: {error}",))
+        problem = _schema_problem(store, version, known)
+        if problem is not None:
+            return Health(False, store.url, (problem,), version, known)
+    queues = tuple(dict.fromkeys(q for group in groups for q in group.policy.queues))
+    try:
+        # Also the question "does it answer" for a store without a schema.
+        served = _served_queues(store, now)
+    except StoreError as error:
+        return Health(False, store.url, (f"the store does not answer: {error}",),
+                      version, known, queues)
+    unserved = tuple(queue for queue in queues if queue not in served)
+    problems: tuple[str, ...] = ()
+    if unserved:
+        names = ", ".join(repr(queue) for queue in unserved)
+        problems = (f"no live worker serves Queue(s) {names}: start `rota worker` for "
+                    "the App's groups",)
+    return Health(not problems, store.url, problems, version, known, queues, unserved)
+
+
+def check_store_url(url: str, now: datetime) -> Health:
+    """Open the store `url` names read-only (never creating or migrating it), check it,
+    close it. A URL that cannot be opened is an unhealthy answer naming why."""
+    try:
+        store = open_store(url, read_only=True)
+    except (StoreConfigError, StoreError) as error:
+        return Health(False, mask_url(url), (f"the store cannot be opened: {error}",))
+    try:
+        return check_health(store, now)
+    finally:
+        store.close()
