@@ -298,7 +298,8 @@ def test_new_record_is_an_ordinary_frozen_job_record() -> None:
     what JobRecord(...) builds, field for field, and the result is as frozen."""
     at = datetime(2026, 1, 2, tzinfo=UTC)
     values = (7, "email", "mail", JobState.LEASED, 2, at, (1, "a"), {"k": [1]}, "boom", at,
-              None, "owner", at, at, {"r": 1}, True, None, "key", '{"tp": "x"}')
+              None, "owner", at, at, {"r": 1}, True, None, "key", '{"tp": "x"}',
+              "Traceback (most recent call last): ...")
     built = new_record(*values)
     assert type(built) is JobRecord
     assert built == JobRecord(*values)
