@@ -273,7 +273,7 @@ LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
         ("release", {**LEASES, "now": T0, "cancelled_error": "c"}, "jobs_pkey"),
         ("heartbeat", {**LEASES, "now": T0, "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
         ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e",
-                   "now": T0, "cancelled_error": "c"}, "jobs_pkey"),
+                   "now": T0, "cancelled_error": "c", "traceback": "t"}, "jobs_pkey"),
         # Retention: the purge finds its batch through the finished-rows index...
         ("purge", {"states": ["succeeded", "cancelled"], "finished_before": T0,
                    "limit": 1000}, "jobs_finished"),

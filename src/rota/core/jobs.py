@@ -119,7 +119,19 @@ MAX_JOB_ID = 2**63 - 1
 
 @dataclass(frozen=True, slots=True)
 class JobRecord:
-    """A job as the store holds it."""
+    """A job as the store holds it.
+
+    Attributes:
+        last_error: why the last attempt failed (`TypeName: message`), or why the job was
+            cancelled or quarantined; None if none. Cleared by a requeue.
+        last_traceback: the formatted traceback of the exception behind `last_error`, of
+            the last failed attempt: at most 16 KiB of UTF-8, the end kept after a first
+            line saying how much of the start was cut. None for a job that never failed,
+            or whose last error came from no exception (an expired lease, a quarantine, a
+            cancel, a `rota.Retry`). Cleared by a requeue.
+        finished_at: when the job reached a finished state; None while it is not in one.
+        started_at: when its last attempt started (its claim).
+    """
 
     id: int
     name: str
