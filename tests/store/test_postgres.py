@@ -824,15 +824,16 @@ def test_queue_infos_reads_the_counts_and_walks_only_the_claimable_index(
 def test_migration_8_counts_the_jobs_of_an_existing_database(
     make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
 ) -> None:
-    # Given a database at schema version 7 (migration 8 taken back out) holding jobs of two
-    # Queues in three states, written before any count existed
+    # Given a database at schema version 7 (migrations 8 and 9 taken back out) holding jobs
+    # of two Queues in three states, written before any count existed
     store = make_store()
     store.migrate()
     admin.execute("DROP VIEW rota.job_counts_now")
     admin.execute("DROP TABLE rota.job_counts, rota.job_count_deltas")
     admin.execute("DROP FUNCTION rota.count_inserted_jobs, rota.count_updated_jobs, "
                   "rota.count_deleted_jobs, rota.fold_job_counts CASCADE")
-    admin.execute("DELETE FROM rota.schema_migrations WHERE version = 8")
+    admin.execute("ALTER TABLE rota.jobs DROP COLUMN last_traceback")
+    admin.execute("DELETE FROM rota.schema_migrations WHERE version IN (8, 9)")
     admin.execute(
         "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
         "finished_at) VALUES ('job', 'a', 'succeeded', %(t)s, '[]', '{}', %(t)s, %(t)s), "
@@ -841,7 +842,7 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
         "('job', 'b', 'dead_lettered', %(t)s, '[]', '{}', %(t)s, %(t)s)", {"t": T0})
     # When this rota opens it and changes a job
     upgraded = make_store()
-    assert upgraded.migrate() == [8]
+    assert upgraded.migrate() == [8, 9]
     counted = upgraded.count_jobs()
     (dead,) = upgraded.list_jobs(state=JobState.DEAD_LETTERED)
     upgraded.requeue(dead.id, T0)
