@@ -204,7 +204,8 @@ class App:
 
     def requeue(self, job_id: int) -> bool:
         """Bring a `dead_lettered`, `quarantined` or `cancelled` job back: `scheduled` in
-        its Queue, attempt 0, due now (its `last_error` is kept for reference).
+        its Queue, attempt 0, due now: a fresh run, its `last_error` and `last_traceback`
+        cleared with its attempts (read them before requeueing to keep them).
 
         Returns:
             True if it was requeued; False if it does not exist, is in another state, or

@@ -59,22 +59,60 @@ def test_job_shows_every_field(store: Store, capsys: pytest.CaptureFixture[str])
     (job_id,) = store.enqueue([NewJob("sum", "maths", T0, "[2, 3]", '{"round": true}')], T0)
     (job,) = store.claim(["maths"], 1, now=T0 + timedelta(seconds=5), owner="w",
                          lease_expires_at=T0 + timedelta(minutes=1))
-    assert store.complete([job.lease], T0, ['{"sum": 5}']) == 1
+    finished = T0 + timedelta(seconds=6.5)
+    assert store.complete([job.lease], finished, ['{"sum": 5}']) == 1
     # When it is shown as JSON
     assert main(["job", str(job_id), "--store", store.url, "--json"]) == 0
     shown = out_json(capsys)
-    # Then every field is there
+    # Then every field is there, with how long its attempt ran
     assert shown == {
         "id": job_id, "name": "sum", "queue": "maths", "state": "succeeded", "attempt": 1,
         "due_at": T0.isoformat(), "args": [2, 3], "kwargs": {"round": True},
         "last_error": None, "created_at": T0.isoformat(),
-        "started_at": (T0 + timedelta(seconds=5)).isoformat(), "result": {"sum": 5},
+        "started_at": (T0 + timedelta(seconds=5)).isoformat(),
+        "finished_at": finished.isoformat(), "duration_s": 1.5, "result": {"sum": 5},
         "cancel_requested": False, "lease_owner": None, "lease_expires_at": None,
+        "last_traceback": None,
     }
     # And the table shows them too
     assert main(["job", str(job_id), "--store", store.url]) == 0
     table = capsys.readouterr().out
     assert "started_at" in table and '{"sum": 5}' in table and "succeeded" in table
+    rows = {cells[1].strip(): cells[2].strip() for line in table.splitlines()
+            if len(cells := line.split("│")) == 4}
+    assert rows["finished_at"] == finished.isoformat() and rows["duration"] == "1.5 s"
+
+
+def test_job_shows_the_traceback_of_the_last_failed_attempt(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job dead-lettered with its error's traceback, and one still running
+    traceback = ('Traceback (most recent call last):\n  File "mail.py", line 12, in send\n'
+                 '    raise ConnectionError("provider down")\n'
+                 'ConnectionError: provider down\n')
+    failed, running = store.enqueue([NewJob("send", "q", T0), NewJob("send", "q", T0)], T0)
+    leased = store.claim(["q"], 2, now=T0, owner="w", lease_expires_at=T0 + timedelta(minutes=1))
+    (lease,) = [job.lease for job in leased if job.id == failed]
+    assert store.dead_letter(lease, T0 + timedelta(seconds=2), "ConnectionError: provider down",
+                             traceback=traceback)
+    # When it is shown
+    assert main(["job", str(failed), "--store", store.url, "--json"]) == 0
+    shown = out_json(capsys)
+    assert main(["job", str(failed), "--store", store.url]) == 0
+    table = capsys.readouterr().out
+    # Then JSON and table carry the whole traceback, line by line, and the attempt's time
+    assert isinstance(shown, dict) and shown["last_traceback"] == traceback
+    assert shown["duration_s"] == 2.0
+    lines = table.splitlines()
+    start = next(n for n, line in enumerate(lines) if "last_traceback" in line)
+    shown_lines = [line.split("│")[2].strip() for line in lines[start:] if line.count("│") == 3]
+    assert shown_lines[:4] == [line.strip() for line in traceback.splitlines()]
+    # And a job still running has no duration and no traceback yet
+    assert main(["job", str(running), "--store", store.url, "--json"]) == 0
+    still = out_json(capsys)
+    assert isinstance(still, dict)
+    assert (still["duration_s"], still["last_traceback"], still["finished_at"]) == (
+        None, None, None)
 
 
 def test_job_of_an_unknown_id_is_one_line_and_exit_1(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -298,7 +298,8 @@ def test_new_record_is_an_ordinary_frozen_job_record() -> None:
     what JobRecord(...) builds, field for field, and the result is as frozen."""
     at = datetime(2026, 1, 2, tzinfo=UTC)
     values = (7, "email", "mail", JobState.LEASED, 2, at, (1, "a"), {"k": [1]}, "boom", at,
-              None, "owner", at, at, {"r": 1}, True, None, "key", '{"tp": "x"}')
+              None, "owner", at, at, {"r": 1}, True, None, "key", '{"tp": "x"}',
+              "Traceback (most recent call last): ...")
     built = new_record(*values)
     assert type(built) is JobRecord
     assert built == JobRecord(*values)
@@ -312,3 +313,22 @@ def test_new_record_is_an_ordinary_frozen_job_record() -> None:
     assert type(lease) is Lease and lease == Lease(7, "owner", 2)
     with pytest.raises(dataclasses.FrozenInstanceError):
         lease.owner = "other"  # type: ignore[misc]
+
+
+def test_the_last_attempt_duration_runs_from_its_claim_to_its_finish() -> None:
+    at = datetime(2026, 1, 2, tzinfo=UTC)
+    done = JobRecord(1, "j", "q", JobState.SUCCEEDED, 1, at, started_at=at,
+                     finished_at=at + timedelta(seconds=2.5))
+    assert done.last_attempt_duration == timedelta(seconds=2.5)
+    # Not known: still running, retried (no end recorded), never started
+    assert dataclasses.replace(done, state=JobState.LEASED,
+                               finished_at=None).last_attempt_duration is None
+    assert dataclasses.replace(done, state=JobState.SCHEDULED,
+                               finished_at=None).last_attempt_duration is None
+    assert dataclasses.replace(done, state=JobState.DEAD_LETTERED,
+                               started_at=None).last_attempt_duration is None
+    # A job cancelled while it waited ended no attempt; one cancelled while running did
+    waiting = dataclasses.replace(done, state=JobState.CANCELLED)
+    assert waiting.last_attempt_duration is None
+    running = dataclasses.replace(waiting, cancel_requested=True)
+    assert running.last_attempt_duration == timedelta(seconds=2.5)

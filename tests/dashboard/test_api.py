@@ -110,6 +110,29 @@ def test_api_jobs_refuses_bad_filters(seeded: Seeded, serve: Serve, query: str,
     assert reply.status == 400 and words in reply.json()["error"]
 
 
+def test_the_job_detail_shows_the_traceback_of_the_last_failed_attempt(
+    seeded: Seeded, serve: Serve
+) -> None:
+    # Given the seeded job that failed for good in its handler, and one that succeeded
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    [failed] = seeded.ids["failed"]
+    [done] = seeded.ids["done"]
+    # When its detail is read, as JSON and as the page
+    job = dashboard.get(f"/api/jobs/{failed}").json()
+    page = dashboard.get(f"/jobs/{failed}").text
+    # Then both carry the handler's traceback, the page in its own block, escaped
+    traceback = job["last_traceback"]
+    assert traceback.startswith("Traceback (most recent call last):\n")
+    assert "in always_fails\n" in traceback and traceback.endswith("RuntimeError: boom\n")
+    assert '<pre class="last-traceback">Traceback (most recent call last):' in page
+    assert "in always_fails" in page
+    # And the attempt's duration is known (the virtual clock stood still: 0 s)
+    assert job["duration_s"] == 0.0 and '<td class="duration">0 s</td>' in page
+    # And a job that never failed has no traceback block
+    assert dashboard.get(f"/api/jobs/{done}").json()["last_traceback"] is None
+    assert 'class="last-traceback"' not in dashboard.get(f"/jobs/{done}").text
+
+
 def test_api_job_detail_and_its_estimate(seeded: Seeded, serve: Serve) -> None:
     dashboard = serve(seeded.source, clock=seeded.clock)
     [done] = seeded.ids["done"]

@@ -50,7 +50,9 @@ OUTCOMES: list[Outcome] = [
     Succeeded(),
     Succeeded('{"sent":2}'),
     RetryAt(T0 + timedelta(hours=1), "ValueError: boom"),
+    RetryAt(T0 + timedelta(hours=1), "ValueError: boom", "Traceback ...\nValueError: boom\n"),
     DeadLettered("ValueError: no attempts left"),
+    DeadLettered("ValueError: no attempts left", "Traceback ...\nValueError: boom\n"),
     Quarantined("UnknownJob: no handler"),
     Cancelled(),
 ]
@@ -61,9 +63,10 @@ def write_alone(store: Store, lease: Lease, outcome: Outcome, now: datetime) -> 
     if isinstance(outcome, Succeeded):
         return store.complete([lease], now, [outcome.result_json]) == 1
     if isinstance(outcome, RetryAt):
-        return store.retry(lease, now, outcome.due_at, outcome.error)
+        return store.retry(lease, now, outcome.due_at, outcome.error,
+                           traceback=outcome.traceback)
     if isinstance(outcome, DeadLettered):
-        return store.dead_letter(lease, now, outcome.error)
+        return store.dead_letter(lease, now, outcome.error, traceback=outcome.traceback)
     if isinstance(outcome, Cancelled):
         return store.cancel_leased(lease, now, outcome.error)
     return store.quarantine(lease, now, outcome.error)

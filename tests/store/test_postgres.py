@@ -273,7 +273,7 @@ LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
         ("release", {**LEASES, "now": T0, "cancelled_error": "c"}, "jobs_pkey"),
         ("heartbeat", {**LEASES, "now": T0, "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
         ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e",
-                   "now": T0, "cancelled_error": "c"}, "jobs_pkey"),
+                   "now": T0, "cancelled_error": "c", "traceback": "t"}, "jobs_pkey"),
         # Retention: the purge finds its batch through the finished-rows index...
         ("purge", {"states": ["succeeded", "cancelled"], "finished_before": T0,
                    "limit": 1000}, "jobs_finished"),
@@ -833,6 +833,7 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
     admin.execute("DROP FUNCTION rota.count_inserted_jobs, rota.count_updated_jobs, "
                   "rota.count_deleted_jobs, rota.fold_job_counts CASCADE")
     admin.execute("ALTER TABLE rota.workers DROP COLUMN clock_offset")  # migration 9
+    admin.execute("ALTER TABLE rota.jobs DROP COLUMN last_traceback")  # migration 10
     admin.execute("DELETE FROM rota.schema_migrations WHERE version >= 8")
     admin.execute(
         "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
@@ -842,7 +843,7 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
         "('job', 'b', 'dead_lettered', %(t)s, '[]', '{}', %(t)s, %(t)s)", {"t": T0})
     # When this rota opens it and changes a job
     upgraded = make_store()
-    assert upgraded.migrate()[0] == 8
+    assert upgraded.migrate() == [8, 9, 10]
     counted = upgraded.count_jobs()
     (dead,) = upgraded.list_jobs(state=JobState.DEAD_LETTERED)
     upgraded.requeue(dead.id, T0)

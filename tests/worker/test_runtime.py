@@ -543,3 +543,39 @@ def test_a_group_runs_in_one_drive_at_a_time() -> None:
     with pytest.raises(ValueError, match="selects no Worker Group"):
         asyncio.run(app.serve(groups=[]).__aenter__())
     app.close()
+
+
+@pytest.mark.parametrize("raised", [ValueError("bad row"), SystemExit(3)],
+                         ids=["exception", "system-exit"])
+def test_a_failed_attempt_is_stored_and_logged_with_its_traceback(
+    make_worker_app: MakeApp, caplog: pytest.LogCaptureFixture, raised: BaseException
+) -> None:
+    # Given an async handler that raises (an Exception, or SystemExit: still a failure)
+    app = make_worker_app()
+
+    @app.job("load", retry=rota.RetryPolicy(max_attempts=1))
+    async def load() -> None:
+        raise raised
+
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("default"), pool_size=1, **FAST))
+    job_id = load.enqueue()
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+
+    async def scenario() -> None:
+        async with app.serve():
+            await outcomes.count(1)
+
+    # When a worker runs it
+    with caplog.at_level(logging.WARNING, logger="rota"):
+        run(scenario())
+    # Then its dead letter holds the traceback, and the one log line of the failure
+    # carries the exception
+    job = app.get_job(job_id)
+    assert job is not None and job.state is JobState.DEAD_LETTERED
+    assert job.last_traceback is not None and ", in load\n" in job.last_traceback
+    failed = [r for r in caplog.records if f"job {job_id} (load) attempt 1 failed" in
+              r.getMessage()]
+    assert len(failed) == 1 and failed[0].exc_info is not None
+    assert failed[0].exc_info[1] is raised

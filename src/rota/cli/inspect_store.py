@@ -40,16 +40,20 @@ def _time(moment: datetime | None) -> str | None:
 
 
 def job_as_json(job: JobRecord) -> dict[str, object]:
-    """Every field of a job record, JSON-ready (times as ISO 8601 text, None as null)."""
+    """Every field of a job record, JSON-ready (times as ISO 8601 text, None as null), the
+    traceback last."""
     return {
         "id": job.id, "name": job.name, "queue": job.queue, "state": job.state.value,
         "attempt": job.attempt, "due_at": job.due_at.isoformat(), "args": list(job.args),
         "kwargs": job.kwargs, "last_error": job.last_error,
         "created_at": _time(job.created_at), "started_at": _time(job.started_at),
+        "finished_at": _time(job.finished_at),
         "result": job.result, "cancel_requested": job.cancel_requested,
         "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
         **({"key": job.key} if job.key is not None else {}),
+        # Last: it may run to 16 KiB of lines, the rest should not scroll away behind it.
+        "last_traceback": job.last_traceback,
     }
 
 

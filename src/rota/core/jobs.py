@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, make_dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import Enum
 from functools import lru_cache
 from operator import attrgetter
@@ -119,7 +119,19 @@ MAX_JOB_ID = 2**63 - 1
 
 @dataclass(frozen=True, slots=True)
 class JobRecord:
-    """A job as the store holds it."""
+    """A job as the store holds it.
+
+    Attributes:
+        last_error: why the last attempt failed (`TypeName: message`), or why the job was
+            cancelled or quarantined; None if none. Cleared by a requeue.
+        last_traceback: the formatted traceback of the exception behind `last_error`, of
+            the last failed attempt: at most 16 KiB of UTF-8, the end kept after a first
+            line saying how much of the start was cut. None for a job that never failed,
+            or whose last error came from no exception (an expired lease, a quarantine, a
+            cancel, a `rota.Retry`). Cleared by a requeue.
+        finished_at: when the job reached a finished state; None while it is not in one.
+        started_at: when its last attempt started (its claim).
+    """
 
     id: int
     name: str
@@ -148,6 +160,11 @@ class JobRecord:
     key: str | None = None
     # The enqueuing span's trace context (NewJob.trace_context); set on claimed records.
     trace_context: str | None = None
+    # The formatted traceback that goes with `last_error` when the handler raised it (at
+    # most 16 KiB, its end kept); None for a job that never failed, or whose last error
+    # came from no exception (an expired lease, say). Read paths fill it on every store;
+    # the durable stores' claims leave it None (running the job does not need it).
+    last_traceback: str | None = None
 
     @property
     def lease(self) -> Lease:
@@ -159,6 +176,19 @@ class JobRecord:
         if self.lease_owner is None:
             raise ValueError(f"job {self.id} is {self.state.value}, not leased")
         return _new_lease(self.id, self.lease_owner, self.attempt)
+
+    @property
+    def last_attempt_duration(self) -> timedelta | None:
+        """How long the last attempt ran, from its claim (`started_at`) to `finished_at`;
+        None when not known: not finished (a retried job records no end of its attempt),
+        never started, or cancelled while it waited (no attempt ended then)."""
+        if self.started_at is None or self.finished_at is None:
+            return None
+        if self.state is JobState.CANCELLED and not self.cancel_requested:
+            return None  # cancelled while scheduled: `started_at` is an older attempt's
+        if self.finished_at < self.started_at:
+            return None
+        return self.finished_at - self.started_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +226,7 @@ def _positional_constructor(cls: type[_Frozen]) -> Callable[..., _Frozen]:
     return build
 
 
-# `JobRecord(...)` with all 19 fields positionally, in declaration order (see above).
+# `JobRecord(...)` with all 20 fields positionally, in declaration order (see above).
 new_record: Callable[..., JobRecord] = _positional_constructor(JobRecord)
 _new_lease: Callable[[int, str, int], Lease] = _positional_constructor(Lease)
 

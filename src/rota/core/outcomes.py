@@ -13,6 +13,9 @@ from rota.core.jobs import CANCELLED_ON_REQUEST
 from rota.core.retry import DeadLetter, RetryPolicy, exponential_backoff
 
 MAX_ERROR_LENGTH = 2000
+# The most a stored traceback holds, in UTF-8 bytes: the end of a longer one is kept
+# (the innermost frames and the exception itself are what a reader needs).
+MAX_TRACEBACK_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,11 +27,16 @@ class Succeeded:
 class RetryAt:
     due_at: datetime
     error: str
+    traceback: str | None = None  # the formatted traceback of the exception, if one
 
 
 @dataclass(frozen=True, slots=True)
 class DeadLettered:
     error: str
+    traceback: str | None = None
+    # True when the RetryPolicy refused to retry this error with attempts left (its
+    # `give_up_on`, `retry_on`): `error` then says why; False when the attempts ran out.
+    given_up: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,31 +59,62 @@ def describe_error(error: BaseException) -> str:
     characters and lone surrogates written as escapes (`\\x00`, `\\udc80`)."""
     text = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     text = text if len(text) <= MAX_ERROR_LENGTH else text[: MAX_ERROR_LENGTH - 3] + "..."
-    if not text.isprintable():
-        # Every store must save it: PostgreSQL refuses NUL in text, and no store can
-        # encode a lone surrogate as UTF-8. Both are written as escapes instead.
-        text = text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode()
-    return text
+    return text if text.isprintable() else _storable(text)
+
+
+def _storable(text: str) -> str:
+    """`text` with NUL and lone surrogates written as escapes: every store must save it,
+    and PostgreSQL refuses NUL in text while no store can encode a lone surrogate."""
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode()
+
+
+def bound_traceback(text: str) -> str:
+    """A formatted traceback as every store keeps it: escaped as `describe_error` escapes
+    (NUL, lone surrogates), and at most `MAX_TRACEBACK_BYTES` of UTF-8. A longer one keeps
+    its end, from a line start when one is near, after a first line saying how much of
+    the start was cut."""
+    text = _storable(text)
+    if len(text) * 4 <= MAX_TRACEBACK_BYTES:  # short enough whatever its characters
+        return text
+    data = text.encode()
+    if len(data) <= MAX_TRACEBACK_BYTES:
+        return text
+    # The marker's length with the largest count it can show; the real count is smaller.
+    room = MAX_TRACEBACK_BYTES - len(_cut_marker(len(data)).encode())
+    tail = data[len(data) - room:]
+    newline = tail.find(b"\n", 0, 1024)
+    if newline >= 0:
+        tail = tail[newline + 1:]
+    kept = tail.decode(errors="ignore")  # a character cut in two at the start goes
+    return _cut_marker(len(data) - len(kept.encode())) + kept
+
+
+def _cut_marker(cut_bytes: int) -> str:
+    return f"[the first {cut_bytes} bytes of this traceback were cut]\n"
 
 
 def after_failure(
     attempt: int, error: str, policy: RetryPolicy, now: datetime,
     *, exception: BaseException | None = None, job_id: int = 0,
+    traceback: str | None = None,
 ) -> Outcome:
     """Retry with backoff, or dead-letter once `attempt` reaches `policy.max_attempts`, or
     at once when `exception` is one the policy does not retry (`retry_on`, `give_up_on`).
-    `error` is the text to record; `job_id` seeds the policy's jitter."""
+    `error` is the text to record and `traceback` the formatted traceback to record with
+    it (None: none); `job_id` seeds the policy's jitter."""
     decision = policy.decide(attempt, exception, job_id=job_id)
     if isinstance(decision, DeadLetter):
-        return DeadLettered(error if decision.reason is None else f"{error} ({decision.reason})")
+        if decision.reason is None:
+            return DeadLettered(error, traceback)
+        return DeadLettered(f"{error} ({decision.reason})", traceback, given_up=True)
     if decision.backoff_error is not None:
         error = (f"{error} (the RetryPolicy's backoff failed: {decision.backoff_error}; "
                  "retried on the default backoff)")
     try:
-        return RetryAt(now + decision.delay, error)
+        return RetryAt(now + decision.delay, error, traceback)
     except OverflowError:  # a delay past year 9999
         return RetryAt(now + exponential_backoff(attempt),
-                       f"{error} (backoff too long; retried on the default backoff)")
+                       f"{error} (backoff too long; retried on the default backoff)", traceback)
 
 
 def describe(outcome: Outcome) -> str:
@@ -85,6 +124,9 @@ def describe(outcome: Outcome) -> str:
     if isinstance(outcome, RetryAt):
         return f"{outcome.error}; retry at {outcome.due_at.isoformat(timespec='seconds')}"
     if isinstance(outcome, DeadLettered):
+        # One reason: the policy's, already in the error, or the attempts running out.
+        if outcome.given_up:
+            return f"{outcome.error}; dead-lettered"
         return f"{outcome.error}; dead-lettered (no attempts left)"
     if isinstance(outcome, Cancelled):
         return "cancelled on request"

@@ -200,17 +200,21 @@ def worker_json(worker: WorkerInfo, now: datetime) -> JSON:
 
 
 def job_json(job: JobRecord) -> JSON:
-    """Every field of a job (the shape of `rota job --json`)."""
+    """Every field of a job, and its last attempt's duration (the shape of `rota job
+    --json`)."""
+    duration = job.last_attempt_duration
     return {
         "id": job.id, "name": job.name, "queue": job.queue, "state": job.state.value,
         "attempt": job.attempt, "due_at": job.due_at.isoformat(), "args": list(job.args),
         "kwargs": job.kwargs, "last_error": job.last_error,
         "created_at": _time(job.created_at), "started_at": _time(job.started_at),
         "finished_at": _time(job.finished_at),
+        "duration_s": None if duration is None else duration.total_seconds(),
         "result": job.result, "cancel_requested": job.cancel_requested,
         "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
         **({"key": job.key} if job.key is not None else {}),
+        "last_traceback": job.last_traceback,
     }
 
 

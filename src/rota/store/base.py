@@ -25,7 +25,12 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   with `cancel_leased`. A marked job never goes back to scheduled: `retry`, `release` and a
   retrying `expire_lease` end it cancelled instead (last_error `CANCELLED_ON_REQUEST`).
 - `requeue` takes a dead_lettered, quarantined or cancelled job back to scheduled, attempt
-  0, due at `now`, its result, cancel request and `finished_at` cleared.
+  0, due at `now`, its result, cancel request, `finished_at`, `last_error` and
+  `last_traceback` cleared: a fresh run.
+- `last_traceback` goes with `last_error`: every write of `last_error` writes it too, the
+  traceback given to `retry` or `dead_letter` (bounded by
+  `rota.core.outcomes.bound_traceback`), else None (quarantine, cancel, lease expiry);
+  writes that keep `last_error` keep it. Claims and successes never touch either.
 - A claim records `now` as the job's `started_at`; `complete` stores each job's result.
 - Every change into a finished state (`complete`, `dead_letter`, `quarantine`, `cancel`,
   `cancel_leased`, `expire_lease` dead-lettering, and `retry`/`release`/`expire_lease`
@@ -279,12 +284,17 @@ class Store(Protocol):
         the order of `leases`."""
         ...
 
-    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
-        """Schedule the job again at `due_at`, recording `error` as its last error."""
+    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str,
+              *, traceback: str | None = None) -> bool:
+        """Schedule the job again at `due_at`, recording `error` as its last error and
+        `traceback` (the exception's formatted traceback, None for none) beside it, in the
+        same write. A caller passes `traceback` only when it has one."""
         ...
 
-    def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
-        """Give up on the job: dead_lettered, with `error` as its last error."""
+    def dead_letter(self, lease: Lease, now: datetime, error: str,
+                    *, traceback: str | None = None) -> bool:
+        """Give up on the job: dead_lettered, with `error` as its last error and
+        `traceback` beside it (as in `retry`)."""
         ...
 
     def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:

@@ -30,7 +30,14 @@ from rota.core.jobs import (
     decode_result,
     transition,
 )
-from rota.core.outcomes import Cancelled, DeadLettered, Outcome, RetryAt, Succeeded
+from rota.core.outcomes import (
+    Cancelled,
+    DeadLettered,
+    Outcome,
+    RetryAt,
+    Succeeded,
+    bound_traceback,
+)
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,
@@ -172,9 +179,10 @@ class MemoryStore:
             self._end_lease(job, JobEvent.COMPLETE, now, result=outcome.result_json)
         elif isinstance(outcome, RetryAt):
             self._end_lease(job, JobEvent.RETRY, now, due_at=outcome.due_at,
-                            error=outcome.error)
+                            error=outcome.error, traceback=outcome.traceback)
         elif isinstance(outcome, DeadLettered):
-            self._end_lease(job, JobEvent.DEAD_LETTER, now, error=outcome.error)
+            self._end_lease(job, JobEvent.DEAD_LETTER, now, error=outcome.error,
+                            traceback=outcome.traceback)
         elif isinstance(outcome, Cancelled):
             self._end_lease(job, JobEvent.CANCEL, now, error=outcome.error)
         else:
@@ -266,17 +274,22 @@ class MemoryStore:
     def _end_lease(
         self, job: JobRecord, event: JobEvent, now: datetime, *,
         due_at: datetime | None = None, error: str | None = None, attempt: int | None = None,
-        result: str | None = None,
+        result: str | None = None, traceback: str | None = None,
     ) -> None:
         if job.cancel_requested and event in (JobEvent.RETRY, JobEvent.RELEASE):
             # A job whose cancel was requested never goes back to scheduled.
             event, due_at, error, attempt = JobEvent.CANCEL, None, CANCELLED_ON_REQUEST, None
+            traceback = None
         state = transition(job.state, event)
+        # A new error replaces the traceback too: the traceback goes with the error it
+        # explains, None when that error came from no exception.
         updated = replace(
             job, state=state, lease_owner=None, lease_expires_at=None,
             finished_at=now if state.finished else None,
             due_at=due_at if due_at is not None else job.due_at,
             last_error=error if error is not None else job.last_error,
+            last_traceback=(job.last_traceback if error is None else
+                            None if traceback is None else bound_traceback(traceback)),
             attempt=attempt if attempt is not None else job.attempt,
             result=decode_result(result),
         )
@@ -298,20 +311,24 @@ class MemoryStore:
                     done += 1
         return done
 
-    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
+    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str,
+              *, traceback: str | None = None) -> bool:
         with self._lock:
             job = self._held(lease)
             if job is None:
                 return False
-            self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error)
+            self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error,
+                            traceback=traceback)
             return True
 
-    def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
+    def dead_letter(self, lease: Lease, now: datetime, error: str,
+                    *, traceback: str | None = None) -> bool:
         with self._lock:
             job = self._held(lease)
             if job is None:
                 return False
-            self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error)
+            self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error,
+                            traceback=traceback)
             return True
 
     def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
@@ -423,7 +440,8 @@ class MemoryStore:
             self._key_holder[name_key] = job.id
         self._jobs[job.id] = replace(
             job, state=transition(job.state, JobEvent.REQUEUE), attempt=0, due_at=now,
-            result=None, cancel_requested=False, finished_at=None,
+            result=None, cancel_requested=False, finished_at=None, last_error=None,
+            last_traceback=None,
         )
         heapq.heappush(self._due[job.queue], (now, job.id))
         return True

@@ -34,7 +34,7 @@ from rota.core.jobs import (
     decode_result,
     decode_stored_arguments,
 )
-from rota.core.outcomes import Cancelled, DeadLettered, RetryAt, Succeeded
+from rota.core.outcomes import Cancelled, DeadLettered, RetryAt, Succeeded, bound_traceback
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,
@@ -206,7 +206,7 @@ class SqlStore(ABC, Generic[Conn]):
         undecodable arguments set `arguments_error` (rota.store.corrupt)."""
         (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
          created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-         finished_at, key) = row
+         finished_at, key, last_traceback) = row
         at = self._from_db_time
         args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
         return JobRecord(
@@ -218,6 +218,7 @@ class SqlStore(ABC, Generic[Conn]):
             result=decode_result(result), cancel_requested=bool(cancel_requested),
             arguments_error=arguments_error,
             finished_at=None if finished_at is None else at(finished_at), key=key,
+            last_traceback=last_traceback,
         )
 
     def get_job(self, job_id: int) -> JobRecord | None:
@@ -260,16 +261,18 @@ class SqlStore(ABC, Generic[Conn]):
 
     # -- outcomes of one job ------------------------------------------------------------
 
-    def _retry_params(self, lease: Lease, now: datetime, due_at: datetime, error: str
-                      ) -> dict[str, object]:
+    def _retry_params(self, lease: Lease, now: datetime, due_at: datetime, error: str,
+                      traceback: str | None) -> dict[str, object]:
         return {**fence(lease), "now": self._to_db_time(now),
                 "due_at": self._to_db_time(due_at, "due_at"), "error": error,
-                "cancelled_error": CANCELLED_ON_REQUEST}
+                "cancelled_error": CANCELLED_ON_REQUEST,
+                "traceback": None if traceback is None else bound_traceback(traceback)}
 
-    def _end_lease_params(self, lease: Lease, now: datetime, state: JobState, error: str
-                          ) -> dict[str, object]:
+    def _end_lease_params(self, lease: Lease, now: datetime, state: JobState, error: str,
+                          traceback: str | None = None) -> dict[str, object]:
         return {**fence(lease), "state": state.value, "now": self._to_db_time(now),
-                "error": error}
+                "error": error,
+                "traceback": None if traceback is None else bound_traceback(traceback)}
 
     def _single_outcomes(self, outcomes: Sequence[LeaseOutcome], now: datetime
                          ) -> Iterator[tuple[str, dict[str, object]]]:
@@ -277,25 +280,31 @@ class SqlStore(ABC, Generic[Conn]):
         dialects batch), as `retry`, `dead_letter`, `quarantine`, `cancel_leased` run them."""
         for lease, outcome in outcomes:
             if isinstance(outcome, RetryAt):
-                yield "retry", self._retry_params(lease, now, outcome.due_at, outcome.error)
+                yield "retry", self._retry_params(lease, now, outcome.due_at, outcome.error,
+                                                  outcome.traceback)
+            elif isinstance(outcome, DeadLettered):
+                yield self._END_LEASE[JobState.DEAD_LETTERED], self._end_lease_params(
+                    lease, now, JobState.DEAD_LETTERED, outcome.error, outcome.traceback)
             elif not isinstance(outcome, Succeeded):
-                state = (JobState.DEAD_LETTERED if isinstance(outcome, DeadLettered) else
-                         JobState.CANCELLED if isinstance(outcome, Cancelled) else
+                state = (JobState.CANCELLED if isinstance(outcome, Cancelled) else
                          JobState.QUARANTINED)
                 yield self._END_LEASE[state], self._end_lease_params(
                     lease, now, state, outcome.error)
 
-    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str) -> bool:
-        return self._run("retry", self._retry_params(lease, now, due_at, error),
+    def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str,
+              *, traceback: str | None = None) -> bool:
+        return self._run("retry", self._retry_params(lease, now, due_at, error, traceback),
                          "retrying a job", write=True)[1] == 1
 
-    def _end_lease(self, lease: Lease, now: datetime, state: JobState, error: str) -> bool:
+    def _end_lease(self, lease: Lease, now: datetime, state: JobState, error: str,
+                   traceback: str | None = None) -> bool:
         return self._run(self._END_LEASE[state],
-                         self._end_lease_params(lease, now, state, error),
+                         self._end_lease_params(lease, now, state, error, traceback),
                          _ENDING[state], write=True)[1] == 1
 
-    def dead_letter(self, lease: Lease, now: datetime, error: str) -> bool:
-        return self._end_lease(lease, now, JobState.DEAD_LETTERED, error)
+    def dead_letter(self, lease: Lease, now: datetime, error: str,
+                    *, traceback: str | None = None) -> bool:
+        return self._end_lease(lease, now, JobState.DEAD_LETTERED, error, traceback)
 
     def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
         return self._end_lease(lease, now, JobState.QUARANTINED, error)

@@ -15,6 +15,7 @@ import logging
 import operator
 import os
 import socket
+import traceback
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,7 @@ from rota.core.outcomes import (
 )
 from rota.core.plurals import counted
 from rota.core.policy import PolicyFault
-from rota.core.retry import RetryPolicy
+from rota.core.retry import Retry, RetryPolicy
 from rota.core.suspects import lease_expired_error
 from rota.store.base import Claimed, LeaseOutcome, Store, StoreError
 
@@ -221,8 +222,17 @@ class GroupRunner:
     def outcome_of_error(
         self, job: JobRecord, handler: Handler | None, error: BaseException, now: datetime
     ) -> Outcome:
+        """The retry or dead letter after `error`, carrying its formatted traceback (none
+        for `rota.Retry`: the handler asked for it, nothing went wrong)."""
+        formatted = None if isinstance(error, Retry) else format_traceback(error)
         return after_failure(job.attempt, describe_error(error), self.retry_policy(handler), now,
-                             exception=error, job_id=job.id)
+                             exception=error, job_id=job.id, traceback=formatted)
+
+
+def format_traceback(error: BaseException) -> str:
+    """`error`'s traceback as Python prints it, chained exceptions included (the store
+    keeps the end of a long one)."""
+    return "".join(traceback.format_exception(error))
 
 
 # A job's Queue (the planner's `queue_of`, which tells a round's jobs apart).
@@ -236,9 +246,15 @@ def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime
     if isinstance(outcome, Succeeded):
         applied = store.complete([lease], now, [outcome.result_json]) == 1
     elif isinstance(outcome, RetryAt):
-        applied = store.retry(lease, now, outcome.due_at, outcome.error)
+        # `traceback` only when there is one: a store written before it existed still works
+        applied = (store.retry(lease, now, outcome.due_at, outcome.error)
+                   if outcome.traceback is None else
+                   store.retry(lease, now, outcome.due_at, outcome.error,
+                               traceback=outcome.traceback))
     elif isinstance(outcome, DeadLettered):
-        applied = store.dead_letter(lease, now, outcome.error)
+        applied = (store.dead_letter(lease, now, outcome.error) if outcome.traceback is None
+                   else store.dead_letter(lease, now, outcome.error,
+                                          traceback=outcome.traceback))
     elif isinstance(outcome, Cancelled):
         applied = store.cancel_leased(lease, now, outcome.error)
     else:

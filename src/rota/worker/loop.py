@@ -46,7 +46,7 @@ from typing import Any
 
 from rota.core.dispatch import PassPlan
 from rota.core.jobs import JobRecord
-from rota.core.outcomes import Outcome
+from rota.core.outcomes import Outcome, describe
 from rota.core.plurals import counted
 from rota.core.suspects import is_suspect
 from rota.store.base import StoreError
@@ -340,6 +340,8 @@ class GroupLoop:
         except BaseException as error:  # SystemExit & co. from a handler: still a failure
             handler = runtime.handlers.get(job.name)
             outcome = self.runner.outcome_of_error(job, handler, error, runtime.clock.now())
+            logger.warning("job %s (%s) attempt %s failed: %s", job.id, job.name, job.attempt,
+                           describe(outcome), exc_info=error)
         held.running = False
         if observers:
             ran_s = time.perf_counter() - began

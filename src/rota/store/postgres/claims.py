@@ -43,11 +43,11 @@ def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at:
     # raising (rota.store.corrupt).
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     # Every field in order (new_record: ~5x cheaper than JobRecord's keywords): finished_at,
-    # result, cancel_requested and key are those of a job just leased.
+    # result, cancel_requested, key and last_traceback are those of a job just leased.
     return new_record(
         job_id, name, queue, JobState.LEASED, attempt, due_at, args, kwargs, last_error,
         created_at, None, owner, lease_expires_at, started_at, None, False, arguments_error,
-        None, trace_context,
+        None, trace_context, None,
     )
 
 

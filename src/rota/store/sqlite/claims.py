@@ -92,7 +92,7 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
         job_id, name, queue, JobState.LEASED, attempt, due, args, kwargs, last_error,
         created, None if finished_at is None else at(finished_at), owner, expires, started,
         None if result is None else decode_result(result), bool(cancel_requested),
-        arguments_error, None, trace_context,
+        arguments_error, None, trace_context, None,
     )
 
 

@@ -1,8 +1,10 @@
 -- End a leased job for good (`state` is dead_lettered, quarantined or cancelled) with its
--- error, fenced by its lease.
+-- error and that error's traceback (NULL when it came from no exception), fenced by its
+-- lease.
 UPDATE {schema}.jobs
 SET state = %(state)s,
     last_error = %(error)s,
+    last_traceback = %(traceback)s::text,
     finished_at = %(now)s,
     lease_owner = NULL,
     lease_expires_at = NULL

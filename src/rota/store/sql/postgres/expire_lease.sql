@@ -11,6 +11,7 @@ SET state = CASE WHEN %(due_at)s::timestamptz IS NULL THEN 'dead_lettered'
                        THEN %(now)s::timestamptz END,
     last_error = CASE WHEN %(due_at)s::timestamptz IS NOT NULL AND cancel_requested
                       THEN %(cancelled_error)s::text ELSE %(error)s END,
+    last_traceback = NULL, -- an expired lease raised nothing
     lease_owner = NULL,
     lease_expires_at = NULL
 WHERE id = %(id)s

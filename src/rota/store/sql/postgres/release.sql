@@ -6,6 +6,7 @@ SET state = CASE WHEN jobs.cancel_requested THEN 'cancelled' ELSE 'scheduled' EN
     attempt = CASE WHEN jobs.cancel_requested THEN jobs.attempt ELSE jobs.attempt - 1 END,
     last_error = CASE WHEN jobs.cancel_requested THEN %(cancelled_error)s::text
                       ELSE jobs.last_error END,
+    last_traceback = CASE WHEN jobs.cancel_requested THEN NULL ELSE jobs.last_traceback END,
     finished_at = CASE WHEN jobs.cancel_requested THEN %(now)s::timestamptz END,
     lease_owner = NULL,
     lease_expires_at = NULL

@@ -1,4 +1,5 @@
--- A dead_lettered, quarantined or cancelled job back to scheduled: attempt 0, due now.
+-- A dead_lettered, quarantined or cancelled job back to scheduled: attempt 0, due now, a
+-- fresh run (its last error and traceback cleared with its attempts).
 -- Unique jobs: not while another live job holds its name and key (the requeue answers
 -- False; the key's live job stands for it).
 -- The Queue's workers in other processes are woken at once (one NOTIFY on the enqueue
@@ -6,7 +7,7 @@
 WITH requeued AS (
     UPDATE {schema}.jobs AS j
     SET state = 'scheduled', attempt = 0, due_at = %(now)s, finished_at = NULL, result = NULL,
-        cancel_requested = false
+        cancel_requested = false, last_error = NULL, last_traceback = NULL
     WHERE j.id = %(id)s AND j.state IN ('dead_lettered', 'quarantined', 'cancelled')
       AND (j.key IS NULL OR NOT EXISTS (
           SELECT 1 FROM {schema}.jobs AS live

@@ -4,6 +4,8 @@ UPDATE {schema}.jobs
 SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'scheduled' END,
     due_at = %(due_at)s,
     last_error = CASE WHEN cancel_requested THEN %(cancelled_error)s::text ELSE %(error)s END,
+    -- the traceback goes with the error it explains (NULL beside a cancel)
+    last_traceback = CASE WHEN cancel_requested THEN NULL ELSE %(traceback)s::text END,
     finished_at = CASE WHEN cancel_requested THEN %(now)s::timestamptz END,
     lease_owner = NULL,
     lease_expires_at = NULL

@@ -1,6 +1,6 @@
 -- Applies only while the lease is held and expired at :now: racing sweepers apply it once.
 UPDATE rota_jobs
-SET state = 'dead_lettered', last_error = :error, finished_at = :now,
+SET state = 'dead_lettered', last_error = :error, last_traceback = NULL, finished_at = :now,
     lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND state = 'leased' AND lease_owner = :owner AND attempt = :attempt
   AND lease_expires_at <= :now;

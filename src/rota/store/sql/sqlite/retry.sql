@@ -3,6 +3,8 @@ SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'scheduled' END,
     -- a job whose cancel was requested never goes back to scheduled
     due_at = :due_at,
     last_error = CASE WHEN cancel_requested THEN :cancelled_error ELSE :error END,
+    -- the traceback goes with the error it explains (NULL beside a cancel)
+    last_traceback = CASE WHEN cancel_requested THEN NULL ELSE :traceback END,
     finished_at = CASE WHEN cancel_requested THEN :now END,
     lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND state = 'leased' AND lease_owner = :owner AND attempt = :attempt;
