@@ -536,7 +536,7 @@ class App:
         Returns:
             a `rota.Health`: `ok`, and the `problems` when not ok.
         """
-        return check_health(self.store, self.clock.now(),
+        return check_health(self.store, self.clock,
                             self.worker_groups if served else ())
 
     def _observe_runtimes(self, observer: RuntimeObserver) -> None:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from rota.core.clock import Clock
 from rota.core.groups import WorkerGroupOptions
-from rota.store import Store, StoreConfigError, StoreError, mask_url, open_store
+from rota.store import Store, StoreClock, StoreConfigError, StoreError, mask_url, open_store
 from rota.store.base import Migratable
 
 
@@ -73,9 +74,11 @@ def _served_queues(store: Store, now: datetime) -> set[str]:
 
 
 def check_health(
-    store: Store, now: datetime, groups: Sequence[WorkerGroupOptions] = (),
+    store: Store, clock: Clock, groups: Sequence[WorkerGroupOptions] = (),
 ) -> Health:
-    """Check `store` (and, given `groups`, that live workers serve their Queues) at `now`.
+    """Check `store` (and, given `groups`, that live workers serve their Queues) at
+    `clock`'s now, read only once the schema is known to be current (a store clock reads
+    the store).
 
     A store error is an answer (the store is down), not an exception.
     """
@@ -91,7 +94,7 @@ def check_health(
     queues = tuple(dict.fromkeys(q for group in groups for q in group.policy.queues))
     try:
         # Also the question "does it answer" for a store without a schema.
-        served = _served_queues(store, now)
+        served = _served_queues(store, clock.now())
     except StoreError as error:
         return Health(False, store.url, (f"the store does not answer: {error}",),
                       version, known, queues)
@@ -104,7 +107,7 @@ def check_health(
     return Health(not problems, store.url, problems, version, known, queues, unserved)
 
 
-def check_store_url(url: str, now: datetime) -> Health:
+def check_store_url(url: str) -> Health:
     """Open the store `url` names read-only (never creating or migrating it), check it,
     close it. A URL that cannot be opened is an unhealthy answer naming why."""
     try:
@@ -112,6 +115,6 @@ def check_store_url(url: str, now: datetime) -> Health:
     except (StoreConfigError, StoreError) as error:
         return Health(False, mask_url(url), (f"the store cannot be opened: {error}",))
     try:
-        return check_health(store, now)
+        return check_health(store, StoreClock(store))
     finally:
         store.close()

@@ -67,7 +67,7 @@ def test_a_current_store_is_healthy(durable_store_url: str) -> None:
     # Given a store a worker created
     create(durable_store_url)
     # When it is checked by URL
-    health = check_store_url(durable_store_url, START)
+    health = check_store_url(durable_store_url)
     # Then it is ok, with its schema version the one this rota reaches
     assert health.ok and health.problems == ()
     assert health.schema_version == health.known_schema_version is not None
@@ -79,7 +79,7 @@ def test_a_schema_behind_is_unhealthy_and_left_as_it_is(durable_store_url: str) 
     create(durable_store_url)
     behind = set_schema_behind(durable_store_url)
     # When it is checked
-    health = check_store_url(durable_store_url, START)
+    health = check_store_url(durable_store_url)
     # Then it is not ok, the reason says what to run, and the schema was not migrated
     assert not health.ok
     [problem] = health.problems
@@ -92,7 +92,7 @@ def test_a_store_that_does_not_exist_is_unhealthy_and_not_created(
 ) -> None:
     # Given an empty database, or an SQLite path with no file
     # When it is checked
-    health = check_store_url(durable_store_url, START)
+    health = check_store_url(durable_store_url)
     # Then it is not ok, and nothing was created
     assert not health.ok
     [problem] = health.problems
@@ -112,7 +112,7 @@ def test_a_schema_from_a_newer_rota_is_unhealthy(durable_store_url: str) -> None
     else:
         with psycopg.connect(durable_store_url, autocommit=True) as conn:
             conn.execute("INSERT INTO rota.schema_migrations VALUES (999, 'future')")
-    health = check_store_url(durable_store_url, START)
+    health = check_store_url(durable_store_url)
     assert not health.ok and "999" in health.problems[0] and "rota" in health.problems[0]
 
 
@@ -120,7 +120,7 @@ def test_a_postgresql_server_that_does_not_answer_is_unhealthy() -> None:
     # Given a PostgreSQL URL where nothing listens
     url = "postgresql://postgres@127.0.0.1:1/nothing"
     # Then the URL check and an App on it say the store does not answer
-    health = check_store_url(url, START)
+    health = check_store_url(url)
     assert not health.ok and "does not answer" in health.problems[0]
     app = rota.App(url)
     try:
@@ -140,7 +140,7 @@ def test_a_store_that_fails_is_unhealthy(clock: rota.VirtualClock) -> None:
 
 
 def test_a_malformed_url_is_unhealthy_with_the_reason() -> None:
-    health = check_store_url("nonsense://x", START)
+    health = check_store_url("nonsense://x")
     assert not health.ok and "cannot be opened" in health.problems[0]
 
 

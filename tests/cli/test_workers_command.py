@@ -56,6 +56,31 @@ def test_workers_lists_alive_and_dead_with_names_exactly(
     assert listed[0]["served"][0]["count"] == 7
 
 
+def test_a_dead_workers_jobs_are_not_shown_in_use_and_each_clock_offset_is(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a live and a dead worker that both last reported 1 of 4 in flight, the live
+    # one on a machine 2 minutes ahead of the store's clock
+    fill(durable_store_url)
+    store = open_store(durable_store_url)
+    now = datetime.now(UTC)
+    assert store.refresh_worker("h:1:alive", now, dead_at=now + timedelta(minutes=3),
+                                in_flight={HOSTILE: 1}, served=[],
+                                clock_offset=timedelta(seconds=120))
+    store.close()
+    # When the registry is listed
+    assert main(["workers", "--store", durable_store_url]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if "h:" in line]
+    # Then the live one shows 1/4 in flight and its offset; the dead one nothing in use
+    [alive] = [row for row in rows if "h:1:alive" in row]
+    [dead] = [row for row in rows if "h:2:dead" in row]
+    assert "1/4" in alive and "+120.0 s" in alive
+    assert "-/4" in dead and "1/4" not in dead and "+0.0 s" in dead
+    assert main(["workers", "--store", durable_store_url, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [w["clock_offset_s"] for w in listed] == [120.0, 0.0]
+
+
 def test_workers_opens_sqlite_read_only_and_says_when_empty(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

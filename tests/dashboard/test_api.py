@@ -72,6 +72,18 @@ def test_api_workers_lists_the_registry(seeded: Seeded, serve: Serve) -> None:
         "host:1:tok", "host", 1, True)
     assert worker["groups"][0]["name"] == "fair" and worker["groups"][0]["in_flight"] == 2
     assert worker["last_seen_ago_s"] == pytest.approx(60.0)
+    assert worker["clock_offset_s"] == dead["clock_offset_s"] == 0.0
+
+
+def test_the_workers_page_shows_nothing_in_use_for_a_dead_worker(
+        seeded: Seeded, serve: Serve) -> None:
+    # The dead worker last reported 1 of 4 in flight: nothing of it is in use now
+    page = serve(seeded.source, clock=seeded.clock).get("/workers").text
+    dead_row = page[page.index("host:2:old"):]
+    dead_row = dead_row[:dead_row.index("</tr>")]
+    assert "pool 4, nothing in use" in dead_row and "1/4 in use" not in dead_row
+    assert "2/4 in use" in page  # the live one
+    assert 'class="num clock-offset">+0.0 s' in page
 
 
 def test_api_jobs_newest_first_with_filters_and_paging(seeded: Seeded, serve: Serve) -> None:

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 
 import pytest
 
@@ -53,7 +54,8 @@ def test_workers_register_and_a_killed_one_turns_dead(
     app = rota.App(durable_store_url)
     app.job("work")(lambda n: None)
     try:
-        # Given two workers with 1 s leases (dead after 3 s without a refresh)
+        # Given two workers with 1 s leases (heartbeats every 1/3 s, so dead 5/6 s after
+        # their last refresh: two refreshes missed in a row)
         first = start_worker(durable_store_url, ROTA_TEST_LEASE_S="1")
         second = start_worker(durable_store_url, ROTA_TEST_LEASE_S="1")
         first.wait_ready()
@@ -73,6 +75,9 @@ def test_workers_register_and_a_killed_one_turns_dead(
         first.wait()
         assert wait_until(lambda: {w.pid: w.alive for w in app.workers()}
                           == {first.pid: False, second.pid: True}, 30)
+        [dead] = [w for w in app.workers() if w.pid == first.pid]
+        assert abs(dead.dead_at - dead.last_seen - timedelta(seconds=2.5 / 3)) \
+            < timedelta(milliseconds=1)
         listed = rota_cli("workers", "--store", durable_store_url, "--json")
         assert listed.returncode == 0, listed.stderr
         shown = {entry["pid"]: entry["alive"] for entry in json.loads(listed.stdout)}

@@ -13,7 +13,6 @@ import os
 import sys
 
 from rota.cli.common import UsageError, add_store_options, load_app
-from rota.core.clock import SystemClock
 from rota.health import Health, check_store_url
 
 
@@ -37,12 +36,12 @@ def _checked(args: argparse.Namespace) -> Health:
     if args.store and args.app:
         raise UsageError("give --store or --app, not both")
     if args.app:
-        return load_app(args.app).health()
+        return load_app(args.app, read_only=True).health()
     url = args.store or os.environ.get("ROTA_STORE")
     if not url:
         raise UsageError("no store given: pass --store URL or --app module:attribute, "
                          "or set ROTA_STORE")
-    return check_store_url(url, SystemClock().now())
+    return check_store_url(url)
 
 
 def run(args: argparse.Namespace) -> int:

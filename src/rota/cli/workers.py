@@ -39,6 +39,11 @@ def _ago(now: datetime, moment: datetime) -> str:
     return f"{seconds // 3600} h ago"
 
 
+def _offset(worker: WorkerInfo) -> str:
+    """How far the worker's clock runs ahead of the store's (rota uses the store's)."""
+    return f"{worker.clock_offset.total_seconds():+.1f} s"
+
+
 def _policy(worker: WorkerInfo, index: int) -> str:
     group = worker.groups[index]
     if group.kind == "weighted":
@@ -58,10 +63,10 @@ def run(args: argparse.Namespace) -> int:
         console.print("no workers registered (none running, or all stopped gracefully)")
         return 0
     table = Table(title="Workers")
-    for column in ("worker", "state", "version", "started", "last seen", "group", "policy",
-                   "in flight", "served"):
-        table.add_column(column, justify="right" if column in ("in flight", "served") else
-                         "left")
+    for column in ("worker", "state", "version", "started", "last seen", "clock", "group",
+                   "policy", "in flight", "served"):
+        table.add_column(column, justify="right" if column in ("clock", "in flight", "served")
+                         else "left")
     for worker in workers:
         state = line(("alive", "green")) if worker.alive else line(("DEAD", "bold red"))
         first = True
@@ -72,13 +77,15 @@ def run(args: argparse.Namespace) -> int:
                 user_text(worker.version) if first else "",
                 _ago(now, worker.started_at) if first else "",
                 _ago(now, worker.last_seen) if first else "",
+                _offset(worker) if first else "",
                 user_text(group.name), user_text(_policy(worker, index)),
-                f"{group.in_flight}/{group.pool_size}", str(served),
+                # A dead worker holds nothing it can finish: its jobs wait for the sweep.
+                f"{group.in_flight if worker.alive else '-'}/{group.pool_size}", str(served),
             )
             first = False
         if first:  # a worker with no group (should not happen): still one row
             table.add_row(user_text(worker.id), state, user_text(worker.version),
                           _ago(now, worker.started_at), _ago(now, worker.last_seen),
-                          "", "", "", "")
+                          _offset(worker), "", "", "", "")
     console.print(table)
     return 0

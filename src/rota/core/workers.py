@@ -320,6 +320,7 @@ def worker_to_json(worker: WorkerInfo) -> dict[str, object]:
         "alive": worker.alive, "started_at": _time(worker.started_at),
         "last_seen": _time(worker.last_seen), "dead_at": _time(worker.dead_at),
         "in_flight": worker.in_flight,
+        "clock_offset_s": worker.clock_offset.total_seconds(),
         "groups": [group_to_json(group) for group in worker.groups],
         "served": [served_to_json(count) for count in worker.served],
     }

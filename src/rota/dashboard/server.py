@@ -5,8 +5,8 @@ over a writable store, opened on the first action (so a dashboard nobody clicks 
 writes). Store calls are blocking, so every handler runs them in a worker thread.
 
 Every input is checked before it reaches the store: job ids by the `MAX_JOB_ID` rule,
-Queue names by `validate_queue_name`, states by `JobState`, limits by their range (1 to
-MAX_QUEUE_LIMIT) and `validate_queue_limit`; the stores pass values as SQL parameters
+Queue names by `validate_queue_name`, states by `JobState`, limits by
+`validate_queue_limit` (the range every store holds); the stores pass values as SQL parameters
 only. Templates escape everything (Jinja2 autoescape); a strict Content-Security-Policy
 forbids inline scripts.
 """
@@ -37,6 +37,7 @@ from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import MAX_JOB_ID, JobState
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import validate_queue_name
+from rota.core.settings_range import MAX_SETTING
 from rota.dashboard import auth, metrics, views
 from rota.dashboard.sources import GroupObservation, Observation, observe
 from rota.store import Store, StoreError, open_store
@@ -47,7 +48,6 @@ PAGE_SIZE = 50
 MAX_BODY_BYTES = 64 * 1024
 MAX_WINDOW_MINUTES = 24 * 60  # the served history is kept 24 hours
 MAX_PAGE_SIZE = 500
-MAX_QUEUE_LIMIT = 2**31 - 1  # the stores keep a limit in a 32-bit integer column
 FLASH_COOKIE = "rota_flash"  # the confirmation of an action, shown once after its redirect
 MAX_FLASH_CHARS = 600
 
@@ -77,7 +77,7 @@ API_INDEX = (
     ("POST", "/api/queues/{name}/pause", "pause the Queue (needs the token when one is set)"),
     ("POST", "/api/queues/{name}/resume", "resume the Queue (token)"),
     ("POST", "/api/queues/{name}/limit", "set the Queue's limit: form field or JSON key "
-     "'limit', 1 to 2147483647 or none (token)"),
+     f"'limit', 0 to {MAX_SETTING} or none (token)"),
     ("POST", "/api/jobs/{id}/cancel", "cancel the job, or ask its worker to (token)"),
     ("POST", "/api/jobs/{id}/requeue", "requeue a dead-lettered, quarantined or cancelled "
      "job (token)"),
@@ -202,21 +202,17 @@ def _state(text: str | None) -> JobState | None:
 
 
 def _limit(value: object) -> int | None:
-    """A limit from a form (text) or JSON (int or null): a whole number from 1 to
-    MAX_QUEUE_LIMIT, or none. The range is checked here, before any store sees it: a
-    number past what the stores hold would otherwise fail inside the store's driver."""
+    """A limit from a form (text) or JSON (int or null), or none: checked here by the
+    rule every store holds (`validate_queue_limit`, its range included), before any store
+    sees it."""
     if value is None or (isinstance(value, str) and value.strip().lower() in {"", "none"}):
         return None
-    out_of_range = f"limit must be a whole number from 1 to {MAX_QUEUE_LIMIT}, or none " \
-        f"for no limit; got {value!r}"
     if isinstance(value, str):
         text = value.strip()
         if not (text.isascii() and text.isdigit()):
-            raise BadInput(out_of_range)
+            raise BadInput(f"limit must be a whole number, or none for no limit; got "
+                           f"{value!r}")
         value = int(text)
-    if isinstance(value, int) and not isinstance(value, bool) \
-            and not 1 <= value <= MAX_QUEUE_LIMIT:
-        raise BadInput(out_of_range)
     try:
         return validate_queue_limit(value)
     except (TypeError, ValueError) as error:
@@ -554,8 +550,7 @@ class Dashboard:
         def plan(form: dict[str, Any]) -> Callable[[App], dict[str, Any]]:
             if "limit" not in form:
                 raise BadInput("give the limit: a form field or JSON key 'limit' (a whole "
-                               f"number from 1 to {MAX_QUEUE_LIMIT}, or none / null for no "
-                               "limit)")
+                               f"number from 0 to {MAX_SETTING}, or none / null for no limit)")
             limit = _limit(form["limit"])
             def change(app: App) -> dict[str, Any]:
                 app.set_queue_limit(name, limit)

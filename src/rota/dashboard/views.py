@@ -188,6 +188,7 @@ def worker_json(worker: WorkerInfo, now: datetime) -> JSON:
         "last_seen_ago_s": max(0.0, (now - worker.last_seen).total_seconds()),
         "dead_at": worker.dead_at.isoformat(), "alive": worker.alive,
         "in_flight": worker.in_flight,
+        "clock_offset_s": worker.clock_offset.total_seconds(),
         "groups": [{"name": g.name, "policy": policy_json(g.policy),
                     "policy_text": policy_text(g.policy), "pool_size": g.pool_size,
                     "in_flight": g.in_flight, "owner": g.owner} for g in worker.groups],
