@@ -178,10 +178,10 @@ def test_a_new_worker_reports_its_first_work_at_once_not_a_heartbeat_later(
 
     async def scenario() -> None:
         async with app.serve():
-            # When it starts on them, then its row shows the job in flight and the
-            # jobs served, long before its first heartbeat interval is over
-            await until(lambda: bool(app.workers()) and app.workers()[0].in_flight == 1
-                        and sum(c.count for c in app.workers()[0].served) == 3, DEADLINE_S)
+            # When it starts on them, then its row shows jobs in flight and its first
+            # outcomes, long before its first heartbeat interval is over
+            await until(lambda: bool(app.workers()) and app.workers()[0].in_flight >= 1
+                        and sum(c.count for c in app.workers()[0].served) >= 1, DEADLINE_S)
             [worker] = app.workers()
             # And it counts as dead once two refreshes in a row are missed (2.5 intervals)
             assert worker.dead_at - worker.last_seen == timedelta(seconds=75)

@@ -3,11 +3,12 @@
 Theory of operation: `RegistryDuty` runs beside the groups (a `Duty`, one per runtime).
 It registers the process first thing (id `host:pid:token`, host, pid, rota version,
 start time, each group's policy, pool size and lease owner), refreshes the row as soon as
-the groups have jobs in flight or outcomes written (so a new worker does not read "0 in
-flight, served 0" for a whole interval), then every heartbeat interval (the shortest of its
-groups'): liveness (`dead_at` = now + 2.5 intervals, `rota.core.workers.dead_after`), jobs
-in flight per group, its served counters and its clock's offset to the store's, measured
-again before each write (`StoreClock.measure`, on the store's thread). The counters are
+the groups have jobs in flight and again at their first outcomes written (so a new worker
+does not read "0 in flight, served 0" for a whole interval), then every heartbeat
+interval (the shortest of its groups'): liveness (`dead_at` = now + 2.5 intervals,
+`rota.core.workers.dead_after`), jobs in flight per group, its served counters and its
+clock's offset to the store's, measured again before each write (`StoreClock.measure`, on
+the store's thread). The counters are
 counted by the groups' outcome writers (`GroupLoop.served`, one dict increment per job on
 the loop thread); the refresh sends the totals and, for the per-minute history, what was
 served since the refresh before. One store call per interval per process, never per job.
@@ -52,7 +53,7 @@ logger = logging.getLogger("rota")
 PRUNE_EVERY = 30
 # How long a failed registry call waits before it tries again, at most.
 RETRY_CAP_S = 5.0
-# Until its first report of work, how often the duty looks (in memory) for jobs in flight.
+# Until it reported outcomes, how often the duty looks (in memory) for new work to report.
 FIRST_REPORT_CHECK_S = 0.25
 
 
@@ -75,7 +76,7 @@ class RegistryDuty:
         self._pending: asyncio.Future[Any] | None = None
         self._sent: dict[tuple[str, str, str], int] = {}  # totals the store has seen
         self._refreshes = 0
-        self._reported_work = False
+        self._reported: tuple[bool, bool] = (False, False)  # (jobs in flight, outcomes)
         self._failing = False
         self._clock_offset = timedelta(0)
 
@@ -89,8 +90,10 @@ class RegistryDuty:
         return dead_after(timedelta(seconds=self._interval_s(runtime)))
 
     @staticmethod
-    def _working(runtime: DutyRuntime) -> bool:
-        return any(group.in_flight or group.served for group in runtime.groups)
+    def _work(runtime: DutyRuntime) -> tuple[bool, bool]:
+        """(any jobs in flight, any outcomes written): what the first reports follow."""
+        return (any(group.in_flight for group in runtime.groups),
+                any(group.served for group in runtime.groups))
 
     @staticmethod
     def _totals(runtime: DutyRuntime) -> dict[tuple[str, str, str], int]:
@@ -181,13 +184,17 @@ class RegistryDuty:
     # -- the duty ---------------------------------------------------------------------------
 
     async def _wait(self, runtime: DutyRuntime, delay_s: float) -> None:
-        """Sleep `delay_s`; until the first report of work, end early once there is some."""
-        if self._reported_work or not self._registered:
+        """Sleep `delay_s`; until outcomes were reported, end early once there is news (the
+        first jobs in flight, the first outcomes)."""
+        if self._reported[1] or not self._registered:
             await asyncio.sleep(delay_s)
             return
         loop = asyncio.get_running_loop()
         until = loop.time() + delay_s
-        while not self._working(runtime) and loop.time() < until:
+        while loop.time() < until:
+            now_in_flight, now_served = self._work(runtime)
+            if (now_in_flight and not self._reported[0]) or now_served:
+                return
             await asyncio.sleep(min(FIRST_REPORT_CHECK_S, until - loop.time()))
 
     async def __call__(self, runtime: DutyRuntime) -> None:
@@ -200,12 +207,12 @@ class RegistryDuty:
                 if self._pending is not None:  # restarted while a call was in flight
                     await asyncio.shield(self._pending)
                     self._pending = None
-                working = self._working(runtime)
+                work = self._work(runtime)
                 if self._registered:
                     await self._refresh(runtime)
                 else:
                     await self._register(runtime)
-                self._reported_work = self._reported_work or working
+                self._reported = (self._reported[0] or work[0], self._reported[1] or work[1])
             except StoreError as error:
                 if not self._failing:
                     logger.warning("worker registry: writing this worker's row failed "
