@@ -18,7 +18,9 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 @pytest.fixture
 def store(durable_store_url: str) -> Iterator[Store]:
+    """A store a worker would have created (read commands never create one)."""
     opened = open_store(durable_store_url)
+    opened.count_jobs()  # the first use creates the schema
     yield opened
     opened.close()
 

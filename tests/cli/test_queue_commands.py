@@ -84,7 +84,9 @@ def test_queues_of_an_empty_store_says_so(
     durable_store_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Given a store that exists (a read command never creates one) but holds nothing
-    open_store(durable_store_url).close()
+    created = open_store(durable_store_url)
+    created.count_jobs()  # the first use creates the schema
+    created.close()
     assert run_json(capsys, "queues", "--store", durable_store_url) == []
     assert main(["queues", "--store", durable_store_url]) == 0
     assert "no Queues" in capsys.readouterr().out

@@ -135,6 +135,31 @@ def test_migrations_apply_automatically_on_first_use(
     assert store.migrate() == []
 
 
+def test_a_store_opened_read_only_is_never_created_or_migrated(pg_url: str) -> None:
+    # Given an empty database, opened read-only (as every read command opens it)
+    from rota.store import open_store
+
+    reader = open_store(pg_url, read_only=True)
+    try:
+        # When it is read, then the error names the fix, and no schema was created
+        with pytest.raises(StoreError, match=r"schema version 0, this rota needs .*rota "
+                                             r"migrate"):
+            reader.count_jobs()
+        assert reader.store_time() is not None  # the server's clock needs no schema
+        assert reader.schema_version() == 0  # type: ignore[attr-defined]
+    finally:
+        reader.close()
+    # And once migrated, the read-only store reads
+    writer = open_store(pg_url)
+    writer.enqueue([NewJob("job", "q", T0, "[]", "{}")], T0)
+    writer.close()
+    reader = open_store(pg_url, read_only=True)
+    try:
+        assert reader.count_jobs() == {("q", JobState.SCHEDULED): 1}
+    finally:
+        reader.close()
+
+
 def test_a_schema_migrated_by_a_newer_rota_is_refused(
     make_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
 ) -> None:

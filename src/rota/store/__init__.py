@@ -26,8 +26,9 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
     Args:
         read_only: for commands that only read. An SQLite file is then opened read-only:
             never created, migrated or written, so a file of mode 0444 or in a read-only
-            directory can be read; a missing file is a `StoreConfigError`. Other stores
-            open as usual (their reads write nothing).
+            directory can be read; a missing file is a `StoreConfigError`. A PostgreSQL
+            database is then never migrated: its first call raises `StoreError` if the
+            schema is behind this rota's (or missing). The memory store opens as usual.
 
     Raises:
         StoreConfigError: if the URL is malformed or names an unknown scheme; the message
@@ -58,7 +59,7 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
                 f"store URL {mask_url(url)!r} needs the PostgreSQL extra, which is not "
                 f"installed (no module {error.name!r}): pip install 'rota[postgres]'"
             ) from None
-        return PostgresStore.from_url(url)
+        return PostgresStore.from_url(url, read_only=read_only)
     raise StoreConfigError(f"store URL {mask_url(url)!r} is not one rota knows; {EXPECTED_FORMS}")
 
 

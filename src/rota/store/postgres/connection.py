@@ -154,8 +154,10 @@ class PostgresConnection(SqlStore[Connection]):
         pool_min_size: int = 1,
         pool_max_size: int = 10,
         url: str | None = None,
+        read_only: bool = False,
     ) -> None:
         self._url = mask(url if url is not None else conninfo)
+        self._read_only = read_only
         self._conninfo = conninfo
         self._schema = check_schema(schema, self._url)
         self._schema_label = f"PostgreSQL store {self._url!r}: schema {self._schema!r}"
@@ -169,6 +171,8 @@ class PostgresConnection(SqlStore[Connection]):
         self._queries: dict[str, str] = {}
         self._ready = False
         self._ready_lock = threading.Lock()
+        self._pool_open = False
+        self._pool_lock = threading.Lock()
         # The stop functions of the listeners running, which `close` calls.
         self._listeners: set[Callable[[], None]] = set()
         self._listeners_lock = threading.Lock()
@@ -185,7 +189,7 @@ class PostgresConnection(SqlStore[Connection]):
         )
 
     @classmethod
-    def from_url(cls, url: str) -> Self:
+    def from_url(cls, url: str, *, read_only: bool = False) -> Self:
         """Open the store that `url` names: `postgresql://user:password@host:port/database`
         (or `postgres://`), with optional query parameters `schema` (default `rota`),
         `pool_min_size` (1) and `pool_max_size` (10); any other is passed to libpq (e.g.
@@ -196,7 +200,7 @@ class PostgresConnection(SqlStore[Connection]):
             schema=options.get("schema", DEFAULT_SCHEMA),
             pool_min_size=pool_size(options.get("pool_min_size", 1), "pool_min_size", url),
             pool_max_size=pool_size(options.get("pool_max_size", 10), "pool_max_size", url),
-            url=url,
+            url=url, read_only=read_only,
         )
 
     @property
@@ -264,12 +268,16 @@ class PostgresConnection(SqlStore[Connection]):
         return query
 
     @contextmanager
-    def _cursor(self, doing: str, *, client_side: bool = False
+    def _cursor(self, doing: str, *, client_side: bool = False, schema: bool = True
                 ) -> Iterator[psycopg.Cursor[TupleRow]]:
         """A cursor on a pooled connection; psycopg and pool errors become StoreError.
-        `client_side`: one that binds parameters itself (see PLANNED_EACH_RUN)."""
+        `client_side`: one that binds parameters itself (see PLANNED_EACH_RUN). `schema`
+        False: for a statement that reads no table (the schema is not made ready first)."""
         self._refuse_closed()
-        self._ensure_ready()
+        if schema:
+            self._ensure_ready()
+        else:
+            self._ensure_pool()
         try:
             with self._pool.connection() as conn, (
                     psycopg.ClientCursor(conn) if client_side else conn.cursor()) as cursor:
@@ -308,9 +316,17 @@ class PostgresConnection(SqlStore[Connection]):
             return
         with self._ready_lock:
             if not self._ready:
+                if self._read_only:
+                    self._refuse_missing_schema()
                 self.migrate()
-                self._pool.open(wait=False)
+                self._ensure_pool()
                 self._ready = True
+
+    def _ensure_pool(self) -> None:
+        with self._pool_lock:
+            if not self._pool_open:
+                self._pool.open(wait=False)
+                self._pool_open = True
 
     def schema_version(self) -> int:
         """The migration version of the database's schema (0: not created yet)."""
@@ -319,6 +335,16 @@ class PostgresConnection(SqlStore[Connection]):
                 return self._schema_version_on(conn)
             except psycopg.Error as error:
                 self._fail("read the schema version", error)
+
+    def _refuse_missing_schema(self) -> None:
+        """A store opened read-only is never created or migrated: a schema behind this
+        rota's is an error naming the fix (a newer one fails in `migrate` as usual)."""
+        version, known = self.schema_version(), self.known_schema_version()
+        if version < known:
+            raise StoreError(
+                f"{self._schema_label} has schema version {version}, this rota needs "
+                f"{known}; a read command never creates or migrates a store: run `rota "
+                "migrate` (or start a worker) first, or check the URL")
 
     def migrate(self) -> list[int]:
         """Apply the migrations the database lacks; return the versions applied.

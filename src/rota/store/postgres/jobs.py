@@ -37,8 +37,12 @@ def _enqueue_statement(params: Mapping[str, object]) -> str:
 
 class PostgresJobs(PostgresConnection):
     def store_time(self) -> datetime:
-        rows, _ = self._run("store_time", {})
-        return self._from_db_time(rows[0][0])
+        # Reads no table: a store opened read-only answers it before any schema exists.
+        with self._cursor("read the server's clock", schema=False) as cursor:
+            cursor.execute(self._query("store_time"))
+            row = cursor.fetchone()
+        assert row is not None
+        return self._from_db_time(row[0])
 
     def enqueue(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         if not jobs:
