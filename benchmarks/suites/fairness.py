@@ -16,8 +16,10 @@ the pool's capacity); every job sleeps 3 ms, pool 20, one worker process on a fr
   all 109 Queues of weight 1;
 and the baseline: the same trickle alone under rota Weighted, no neighbour.
 
-The jobs write (tenant, enqueued_at, started_at) as they start; `analyse` gives each light
-tenant's p50 and p99 wait (enqueue to start) over the jobs enqueued while the heavy tenant
+The jobs write (tenant, enqueue stamp, started_at) as they start; a job's enqueued_at is
+when its enqueue call returned (the commit: time waiting for SQLite's write lock is the
+store's, not the scheduler's). `analyse` gives each light tenant's p50 and p99 wait
+(enqueued_at to start) over the jobs enqueued while the heavy tenant
 was backlogged (from its burst to its last job's start), and each tenant's served share
 over windows of 1,000 consecutive job starts (one window every 10 starts) within that
 span, against its entitlement: the weighted max-min share of the window given what each
@@ -176,7 +178,8 @@ def analyse(services: Sequence[Service], weights: dict[str, float], window: int,
 
 class Trickle(threading.Thread):
     """The light tenants' jobs, evenly spaced: job j of tenant j % L at start + j * period
-    / L, enqueued in one call per 10 ms tick, each stamped with time.time() at its call."""
+    / L, enqueued in one call per 10 ms tick, each stamped with time.time() at its call;
+    `committed` maps each stamp to time.time() when that call returned."""
 
     def __init__(self, url: str, model: str, lights: Sequence[str], period_s: float) -> None:
         super().__init__(daemon=True)
@@ -184,6 +187,7 @@ class Trickle(threading.Thread):
         self.gap_s = period_s / len(lights)
         self.stopping = threading.Event()
         self.error: BaseException | None = None
+        self.committed: dict[float, float] = {}
 
     def run(self) -> None:
         from rota.core.jobs import NewJob
@@ -201,6 +205,7 @@ class Trickle(threading.Thread):
                 tenants = [self.lights[j % len(self.lights)] for j in range(sent, due)]
                 store.enqueue([NewJob("tenant_job", queue_of(self.model, t, 0), now,
                                       json.dumps([t, stamp])) for t in tenants], now)
+                self.committed[stamp] = time.time()
                 sent = due
         except BaseException as error:  # reported by the suite, which then stops
             self.error = error
@@ -208,19 +213,23 @@ class Trickle(threading.Thread):
             store.close()
 
 
-def burst(url: str, model: str, count: int, chunk: int = 5_000) -> None:
+def burst(url: str, model: str, count: int, chunk: int = 5_000) -> dict[float, float]:
+    """Enqueue the heavy tenant's jobs; each call's stamp -> when it returned."""
     from rota.core.jobs import NewJob
     from rota.store import open_store
 
     store = open_store(url)
+    committed: dict[float, float] = {}
     try:
         for offset in range(0, count, chunk):
             stamp, now = time.time(), datetime.now(UTC)
             store.enqueue([NewJob("tenant_job", queue_of(model, HEAVY, i), now,
                                   json.dumps([HEAVY, stamp]))
                            for i in range(offset, min(offset + chunk, count))], now)
+            committed[stamp] = time.time()
     finally:
         store.close()
+    return committed
 
 
 def start_worker(model: str, url: str, settings: Settings, served: Path, label: str
@@ -251,6 +260,7 @@ def run_model(kind: str, model: str, settings: Settings) -> tuple[list[Service],
     worker = start_worker(model, target.url, settings, served, label)
     trickle = Trickle(target.url, model, light_names(settings.fairness_light_tenants),
                       settings.fairness_period_s)
+    committed: dict[float, float] = {}
     try:
         trickle.start()
         time.sleep(settings.fairness_warmup_s)
@@ -258,7 +268,7 @@ def run_model(kind: str, model: str, settings: Settings) -> tuple[list[Service],
         if model == BASELINE:
             time.sleep(settings.fairness_baseline_s)
         else:
-            burst(target.url, model, settings.fairness_heavy_jobs)
+            committed = burst(target.url, model, settings.fairness_heavy_jobs)
             wait_drained(target.unfinished, [worker], settings.fairness_timeout_s,
                          settings.poll_interval_s, below=BACKLOG_LEFT)
             time.sleep(1.0)  # the trickle goes on past the heavy tenant's last start
@@ -272,10 +282,11 @@ def run_model(kind: str, model: str, settings: Settings) -> tuple[list[Service],
         trickle.stopping.set()
         worker.stop()
         target.discard()
+    committed.update(trickle.committed)
     services = []
     for line in served.read_text().splitlines():
-        tenant, enqueued_at, started_at = line.split()
-        services.append(Service(tenant, float(enqueued_at), float(started_at)))
+        tenant, stamp, started_at = line.split()
+        services.append(Service(tenant, committed[float(stamp)], float(started_at)))
     shutil.rmtree(scratch, ignore_errors=True)
     return services, since
 
