@@ -130,8 +130,8 @@ def fairness(document: dict[str, Any], out: Path) -> None:
     for n, model in enumerate(models):
         xs = [s + (n - (len(models) - 1) / 2) * width for s in range(len(stores))]
         found = [document["outcomes"][kind].get(model) for kind in stores]
-        medians = [o["p99_median_ms"] if o else 0.0 for o in found]
-        worst = [o["p99_worst_ms"] if o else 0.0 for o in found]
+        medians = [o.get("p99_median_ms", 0.0) if o else 0.0 for o in found]
+        worst = [o.get("p99_worst_ms", 0.0) if o else 0.0 for o in found]
         label = f"FIFO + cap {cap}" if model == "FIFO + cap" else model
         axis.bar(xs, medians, width * 0.92, color=colors(n), label=label)
         axis.scatter(xs, worst, marker="_", s=90, color="black", zorder=3)

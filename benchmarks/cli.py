@@ -63,6 +63,12 @@ beside an enqueue). The suite may be given as `run SUITE` or `run --suite SUITE`
     run.add_argument("--suite", choices=("all", *SUITES, *EXTRA_SUITES), default="all")
     run.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES),
                      help="fairness: the stores measured (default both)")
+    run.add_argument("--heavy", type=int, default=None, metavar="N",
+                     help="fairness: the heavy tenant's burst (default "
+                          f"{Settings().fairness_heavy_jobs:,}; --quick 5,000)")
+    run.add_argument("--period-ms", type=float, default=None, metavar="MS",
+                     help="fairness: each light tenant enqueues one job every MS ms "
+                          f"(default {1e3 * Settings().fairness_period_s:.0f})")
     _add_counts(run)
     run.add_argument("--only", action="append", default=[],
                      help="measure only this subject (repeatable), e.g. pgqueuer")
@@ -201,6 +207,10 @@ def measure(suites: list[str], args: argparse.Namespace, argv: list[str]) -> dic
         settings = dataclasses.replace(settings, scale_rows=tuple(args.rows))
     if getattr(args, "stores", None):
         settings = dataclasses.replace(settings, fairness_stores=tuple(args.stores))
+    if getattr(args, "heavy", None):
+        settings = dataclasses.replace(settings, fairness_heavy_jobs=args.heavy)
+    if getattr(args, "period_ms", None):
+        settings = dataclasses.replace(settings, fairness_period_s=args.period_ms / 1e3)
     targets: list[Target] = [
         t for t in (RotaTarget("postgres"), RotaTarget("sqlite"), PgqueuerTarget(),
                     ProcrastinateTarget())

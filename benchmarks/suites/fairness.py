@@ -31,6 +31,7 @@ benchmarks/results/fairness-quick.json).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import statistics
 import tempfile
@@ -41,9 +42,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from benchmarks import report
-from benchmarks.processes import WorkerProcess, python_argv, wait_drained
+from benchmarks.processes import LOG_DIR, WorkerProcess, python_argv, wait_drained
 from benchmarks.results import Figure, SuiteResult, percentile
 from benchmarks.settings import Settings
 from benchmarks.targets.rota_target import APP, RotaTarget, rota_command
@@ -288,6 +290,9 @@ def run_model(kind: str, model: str, settings: Settings) -> tuple[list[Service],
         tenant, stamp, started_at = line.split()
         services.append(Service(tenant, committed[float(stamp)], float(started_at)))
     shutil.rmtree(scratch, ignore_errors=True)
+    # Every job's service beside the worker's log, for a closer look at one run.
+    (LOG_DIR / f"{label}.services").write_text("".join(
+        f"{s.tenant} {s.enqueued_at:.6f} {s.started_at:.6f}\n" for s in services))
     return services, since
 
 
@@ -298,7 +303,7 @@ def _ms(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def table(outcomes: dict[str, dict[str, dict[str, float]]], cap: int) -> str:
+def table(outcomes: dict[str, dict[str, dict[str, Any]]], cap: int) -> str:
     """Markdown: one row per store and model."""
     lines = ["| store | model | light p50 ms, median / worst tenant | light p99 ms, median / "
              "worst tenant | worst 1,000-window deviation, heavy / light pp | heavy share "
@@ -307,6 +312,10 @@ def table(outcomes: dict[str, dict[str, dict[str, float]]], cap: int) -> str:
     for kind, models in outcomes.items():
         for model, o in models.items():
             name = f"FIFO + cap {cap}" if model == CAPS else model
+            if "timed_out_s" in o:
+                lines.append(f"| {kind} | {name} | not drained in {o['timed_out_s']:.0f} s "
+                             "| | | | | |")
+                continue
             shares = ("" if not o["windows"] else
                       f"{o['heavy_worst_pp']:.2f} / {o['light_worst_pp']:.2f}")
             rest = ("| | |" if model == BASELINE else
@@ -318,60 +327,80 @@ def table(outcomes: dict[str, dict[str, dict[str, float]]], cap: int) -> str:
     return "\n".join(lines)
 
 
+def _document(settings: Settings, out: Path) -> dict[str, Any]:
+    """The JSON to write: this run's stores, beside the stores of an earlier run of the
+    same workload that this one does not measure (each store says when it ran)."""
+    info = report.versions()
+    workload = {"heavy_jobs": settings.fairness_heavy_jobs,
+                "light_tenants": settings.fairness_light_tenants,
+                "light_period_s": settings.fairness_period_s, "job_s": settings.fairness_job_s,
+                "pool": settings.fairness_pool, "cap": settings.fairness_cap,
+                "window": settings.fairness_window, "window_step": STEP,
+                "baseline_s": settings.fairness_baseline_s}
+    document: dict[str, Any] = {
+        "run": f"python3 -m benchmarks run fairness, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+               f"rota {str(info['rota_git_sha'])[:7]}, PostgreSQL {info['postgresql']}",
+        "workload": workload, "machine": info.get("machine"), "stores": {}, "outcomes": {}}
+    if out.exists():
+        earlier = json.loads(out.read_text())
+        same = {k: v for k, v in earlier.get("workload", {}).items() if k != "heavy_jobs"}
+        if same == {k: v for k, v in workload.items() if k != "heavy_jobs"}:
+            for kind in earlier.get("outcomes", {}):
+                if kind not in settings.fairness_stores:
+                    document["outcomes"][kind] = earlier["outcomes"][kind]
+                    document["stores"][kind] = earlier.get("stores", {}).get(kind, {})
+    return document
+
+
+def _measure(kind: str, model: str, settings: Settings) -> dict[str, Any]:
+    lights = light_names(settings.fairness_light_tenants)
+    load_before = os.getloadavg()[0]
+    try:
+        services, since = run_model(kind, model, settings)
+    except TimeoutError as error:
+        print(f"  fairness[{kind}] {model}: {error}", flush=True)
+        return {"timed_out_s": settings.fairness_timeout_s, "load_1min": load_before}
+    until = since + settings.fairness_baseline_s if model == BASELINE else None
+    outcome = analyse(services, tenant_weights(model, lights), settings.fairness_window,
+                      since, until)
+    print(f"  fairness[{kind}] {model}: {len(services):,} jobs; light p50 "
+          f"{_ms(outcome.p50_median_ms)} / {_ms(outcome.p50_worst_ms)} ms, p99 "
+          f"{_ms(outcome.p99_median_ms)} / {_ms(outcome.p99_worst_ms)} ms (median / worst "
+          f"tenant); worst window deviation heavy {outcome.heavy_worst_pp:.2f} pp, light "
+          f"{outcome.light_worst_pp:.2f} pp over {outcome.windows:,} windows; backlog "
+          f"{outcome.backlog_s:.1f} s, {outcome.jobs_per_s:,.0f} jobs/s", flush=True)
+    return {**asdict(outcome), "load_1min": round((load_before + os.getloadavg()[0]) / 2, 1)}
+
+
 def run(settings: Settings) -> SuiteResult:
     result = SuiteResult()
-    lights = light_names(settings.fairness_light_tenants)
-    outcomes: dict[str, dict[str, dict[str, float]]] = {}
+    out = ROOT / settings.fairness_json
+    out.parent.mkdir(parents=True, exist_ok=True)
+    document = _document(settings, out)
     for kind in settings.fairness_stores:
         why = RotaTarget(kind).unavailable()
         if why:
             result.skipped[f"fairness[{kind}]"] = why
             print(f"  fairness[{kind}]: skipped ({why})")
             continue
-        outcomes[kind] = {}
+        document["stores"][kind] = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+                                    "heavy_jobs": settings.fairness_heavy_jobs}
+        models = document["outcomes"][kind] = {}
         for model in MODELS:
-            services, since = run_model(kind, model, settings)
-            if model == BASELINE:
-                outcome = analyse(services, tenant_weights(model, lights),
-                                  settings.fairness_window, since,
-                                  since + settings.fairness_baseline_s)
-            else:
-                outcome = analyse(services, tenant_weights(model, lights),
-                                  settings.fairness_window, since)
-            outcomes[kind][model] = asdict(outcome)
-            print(f"  fairness[{kind}] {model}: {len(services):,} jobs; light p50 "
-                  f"{_ms(outcome.p50_median_ms)} / {_ms(outcome.p50_worst_ms)} ms, p99 "
-                  f"{_ms(outcome.p99_median_ms)} / {_ms(outcome.p99_worst_ms)} ms (median / "
-                  f"worst tenant); worst window deviation heavy "
-                  f"{outcome.heavy_worst_pp:.2f} pp, light {outcome.light_worst_pp:.2f} pp "
-                  f"over {outcome.windows:,} windows; backlog {outcome.backlog_s:.1f} s, "
-                  f"{outcome.jobs_per_s:,.0f} jobs/s", flush=True)
+            models[model] = outcome = _measure(kind, model, settings)
+            out.write_text(json.dumps(document, indent=1) + "\n")  # kept if a later one fails
+            if "timed_out_s" in outcome:
+                continue
             subject = f"{model} [{kind}]"
             result.add("fairness", subject, "light p99 ms, median tenant",
-                       Figure.of([outcome.p99_median_ms], "ms"))
+                       Figure.of([outcome["p99_median_ms"]], "ms"))
             result.add("fairness", subject, "light p99 ms, worst tenant",
-                       Figure.of([outcome.p99_worst_ms], "ms"))
-            if outcome.windows:
+                       Figure.of([outcome["p99_worst_ms"]], "ms"))
+            if outcome["windows"]:
                 result.add("fairness", subject, "worst window dev pp, heavy / light",
-                           Figure.of([max(outcome.heavy_worst_pp, outcome.light_worst_pp)],
-                                     "pp"))
-    print("\n" + table(outcomes, settings.fairness_cap))
-    info = report.versions()
-    document = {
-        "run": f"python3 -m benchmarks run fairness, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
-               f"rota {str(info['rota_git_sha'])[:7]}, PostgreSQL {info['postgresql']}",
-        "workload": {"heavy_jobs": settings.fairness_heavy_jobs,
-                     "light_tenants": settings.fairness_light_tenants,
-                     "light_period_s": settings.fairness_period_s,
-                     "job_s": settings.fairness_job_s, "pool": settings.fairness_pool,
-                     "cap": settings.fairness_cap, "window": settings.fairness_window,
-                     "window_step": STEP, "baseline_s": settings.fairness_baseline_s},
-        "machine": info.get("machine"),
-        "outcomes": outcomes,
-    }
-    out = ROOT / settings.fairness_json
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(document, indent=1) + "\n")
+                           Figure.of([max(outcome["heavy_worst_pp"],
+                                          outcome["light_worst_pp"])], "pp"))
+    print("\n" + table(document["outcomes"], settings.fairness_cap))
     print(f"wrote {out}")
     result.detail["fairness"] = document
     return result
