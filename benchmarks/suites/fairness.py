@@ -328,27 +328,24 @@ def table(outcomes: dict[str, dict[str, dict[str, Any]]], cap: int) -> str:
 
 
 def _document(settings: Settings, out: Path) -> dict[str, Any]:
-    """The JSON to write: this run's stores, beside the stores of an earlier run of the
-    same workload that this one does not measure (each store says when it ran)."""
+    """The JSON to write: this run's stores, beside the stores of an earlier run that this
+    one does not measure (each store says when it ran, its burst and its trickle)."""
     info = report.versions()
-    workload = {"heavy_jobs": settings.fairness_heavy_jobs,
-                "light_tenants": settings.fairness_light_tenants,
-                "light_period_s": settings.fairness_period_s, "job_s": settings.fairness_job_s,
-                "pool": settings.fairness_pool, "cap": settings.fairness_cap,
-                "window": settings.fairness_window, "window_step": STEP,
-                "baseline_s": settings.fairness_baseline_s}
+    workload = {"light_tenants": settings.fairness_light_tenants,
+                "job_s": settings.fairness_job_s, "pool": settings.fairness_pool,
+                "cap": settings.fairness_cap, "window": settings.fairness_window,
+                "window_step": STEP, "baseline_s": settings.fairness_baseline_s}
     document: dict[str, Any] = {
         "run": f"python3 -m benchmarks run fairness, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
                f"rota {str(info['rota_git_sha'])[:7]}, PostgreSQL {info['postgresql']}",
         "workload": workload, "machine": info.get("machine"), "stores": {}, "outcomes": {}}
     if out.exists():
         earlier = json.loads(out.read_text())
-        same = {k: v for k, v in earlier.get("workload", {}).items() if k != "heavy_jobs"}
-        if same == {k: v for k, v in workload.items() if k != "heavy_jobs"}:
+        if earlier.get("workload") == workload:
             for kind in earlier.get("outcomes", {}):
                 if kind not in settings.fairness_stores:
                     document["outcomes"][kind] = earlier["outcomes"][kind]
-                    document["stores"][kind] = earlier.get("stores", {}).get(kind, {})
+                    document["stores"][kind] = earlier["stores"][kind]
     return document
 
 
@@ -384,7 +381,8 @@ def run(settings: Settings) -> SuiteResult:
             print(f"  fairness[{kind}]: skipped ({why})")
             continue
         document["stores"][kind] = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
-                                    "heavy_jobs": settings.fairness_heavy_jobs}
+                                    "heavy_jobs": settings.fairness_heavy_jobs,
+                                    "light_period_s": settings.fairness_period_s}
         models = document["outcomes"][kind] = {}
         for model in MODELS:
             models[model] = outcome = _measure(kind, model, settings)
