@@ -140,12 +140,16 @@ def fairness(document: dict[str, Any], out: Path) -> None:
                 axis.text(x, value * 1.08, f"{value:,.0f}" if value >= 10 else f"{value:.1f}",
                           ha="center", va="bottom", fontsize=6)
     axis.set_yscale("log")
-    axis.set_xticks(range(len(stores)), stores)
+    light = document["workload"]["light_tenants"]
+    labels = [f"{kind}\n{run['heavy_jobs']:,}-job burst, {light / run['light_period_s']:,.0f} "
+              f"light jobs/s, {run['at']}" if (run := document.get("stores", {}).get(kind))
+              else kind for kind in stores]
+    axis.set_xticks(range(len(stores)), labels, fontsize=8)
     axis.set_ylabel("light tenants' p99 wait, ms (log)")
     axis.set_title("median light tenant's p99 wait (bar) and the worst tenant's (tick)",
                    fontsize=9)
     axis.grid(True, axis="y", alpha=0.3)
-    axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3,
+    axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3,
                 frameon=False)
     axis.margins(y=0.15)
     figure.text(0.01, 0.01, document["run"], fontsize=6, color="dimgray")
