@@ -6,7 +6,9 @@ figures already measured (matplotlib, in benchmarks/.venv). It measures nothing.
   and `enqueue`, subject -> [median, min, max]);
 - queues: the queues suite's drain rate over tenant Queues as a share of one Queue's, and
   its store round trips per job (`python -m benchmarks.suites.queues --json`);
-- scale: claim latency against table size (`python -m benchmarks.suites.scale --json`).
+- scale: claim latency against table size (`python -m benchmarks.suites.scale --json`);
+- fairness: the light tenants' p99 wait under each scheduling model, log scale, a bar
+  group per store (`python -m benchmarks run fairness` writes docs/images/fairness.json).
 """
 
 from __future__ import annotations
@@ -116,6 +118,46 @@ def scale(summaries: Sequence[dict[str, Any]], out: Path,
     plt.close(figure)
 
 
+def fairness(document: dict[str, Any], out: Path) -> None:
+    """Bars: the median light tenant's p99 wait per model; a tick: the worst tenant's."""
+    plt = _pyplot()
+    stores = list(document["outcomes"])
+    models = list(dict.fromkeys(m for kind in stores for m in document["outcomes"][kind]))
+    cap = document["workload"]["cap"]
+    figure, axis = plt.subplots(figsize=(8.0, 4.4), dpi=100)
+    width = 0.8 / len(models)
+    colors = plt.get_cmap("tab10")
+    for n, model in enumerate(models):
+        xs = [s + (n - (len(models) - 1) / 2) * width for s in range(len(stores))]
+        found = [document["outcomes"][kind].get(model) for kind in stores]
+        medians = [o.get("p99_median_ms", 0.0) if o else 0.0 for o in found]
+        worst = [o.get("p99_worst_ms", 0.0) if o else 0.0 for o in found]
+        label = f"FIFO + cap {cap}" if model == "FIFO + cap" else model
+        axis.bar(xs, medians, width * 0.92, color=colors(n), label=label)
+        axis.scatter(xs, worst, marker="_", s=90, color="black", zorder=3)
+        for x, value in zip(xs, medians, strict=True):
+            if value:
+                axis.text(x, value * 1.08, f"{value:,.0f}" if value >= 10 else f"{value:.1f}",
+                          ha="center", va="bottom", fontsize=6)
+    axis.set_yscale("log")
+    light = document["workload"]["light_tenants"]
+    labels = [f"{kind}\n{run['heavy_jobs']:,}-job burst, {light / run['light_period_s']:,.0f} "
+              f"light jobs/s, {run['at']}" if (run := document.get("stores", {}).get(kind))
+              else kind for kind in stores]
+    axis.set_xticks(range(len(stores)), labels, fontsize=8)
+    axis.set_ylabel("light tenants' p99 wait, ms (log)")
+    axis.set_title("median light tenant's p99 wait (bar) and the worst tenant's (tick)",
+                   fontsize=9)
+    axis.grid(True, axis="y", alpha=0.3)
+    axis.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=3,
+                frameon=False)
+    axis.margins(y=0.15)
+    figure.text(0.01, 0.01, document["run"], fontsize=6, color="dimgray")
+    figure.tight_layout(rect=(0, 0.03, 1, 1))
+    figure.savefig(out)
+    plt.close(figure)
+
+
 def main(options: argparse.Namespace) -> int:
     document = json.loads(options.json.read_text())
     out = options.out or options.json.with_suffix(".png")
@@ -123,6 +165,8 @@ def main(options: argparse.Namespace) -> int:
         peers(document, out)
     elif options.chart == "queues":
         queues(document, out)
+    elif options.chart == "fairness":
+        fairness(document, out)
     else:
         scale(document["summaries"], out, options.title)
     print(f"wrote {out}")

@@ -26,10 +26,12 @@ from typing import Any
 from benchmarks.settings import Settings, quick
 from benchmarks.venv import ROOT
 
-SUITES = ("drain", "enqueue", "latency", "ceiling", "fairness", "memory", "pickup")
-# Run only when named, rota alone: `--suite queues` (~15 minutes with PostgreSQL), `scale`
-# (table size, ~30 minutes with 10,000,000 rows), `dashboard`, `schedules`.
-EXTRA_SUITES = ("queues", "scale", "dashboard", "schedules")
+SUITES = ("drain", "enqueue", "latency", "ceiling", "weights", "memory", "pickup")
+# Run only when named: `fairness` (noisy neighbour, ~10 minutes on both stores), and rota
+# alone: `queues` (~15 minutes with PostgreSQL), `scale` (table size, ~30 minutes with
+# 10,000,000 rows), `dashboard`, `schedules`.
+EXTRA_SUITES = ("fairness", "queues", "scale", "dashboard", "schedules")
+STORES = ("sqlite", "postgres")
 PEERS_JSON = ROOT / "docs" / "images" / "peers.json"
 
 
@@ -48,13 +50,25 @@ def _add_run(commands: Any) -> None:
     run = _command(commands, "run", "run benchmark suites", """\
 Measures the suites and prints one table; writes benchmarks/results/latest.json.
 drain (jobs/s of one worker process emptying a backlog), enqueue (bulk rows/s), latency
-(enqueue-to-handler pickup, p50/p99/max), ceiling (raw SQL claim + ack rows/s), fairness
+(enqueue-to-handler pickup, p50/p99/max), ceiling (raw SQL claim + ack rows/s), weights
 (Weighted 6:3:1 against random weighted: shares, window deviation, gaps), memory (a
 worker's RSS over a long drain), pickup (SQLite pickup across processes, before and
-after); run only when named: queues (1 to 10,000 tenant Queues), scale (table size),
+after); run only when named: fairness (one heavy tenant beside 99 light ones under five
+scheduling models: light tenants' waits, shares over 1,000-job windows; writes
+docs/images/fairness.json), queues (1 to 10,000 tenant Queues), scale (table size),
 dashboard (each page's cost on a big store), schedules (next-fire computation, a fire
-beside an enqueue).""")
+beside an enqueue). The suite may be given as `run SUITE` or `run --suite SUITE`.""")
+    run.add_argument("suite_name", nargs="?", choices=(*SUITES, *EXTRA_SUITES),
+                     metavar="SUITE", help="the suite to run (the same as --suite)")
     run.add_argument("--suite", choices=("all", *SUITES, *EXTRA_SUITES), default="all")
+    run.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES),
+                     help="fairness: the stores measured (default both)")
+    run.add_argument("--heavy", type=int, default=None, metavar="N",
+                     help="fairness: the heavy tenant's burst (default "
+                          f"{Settings().fairness_heavy_jobs:,}; --quick 5,000)")
+    run.add_argument("--period-ms", type=float, default=None, metavar="MS",
+                     help="fairness: each light tenant enqueues one job every MS ms "
+                          f"(default {1e3 * Settings().fairness_period_s:.0f})")
     _add_counts(run)
     run.add_argument("--only", action="append", default=[],
                      help="measure only this subject (repeatable), e.g. pgqueuer")
@@ -136,8 +150,9 @@ benchmarks/results/profile-<store>.json and the raw stacks beside it.""")
     chart = _command(commands, "chart", "plots from figures already measured", """\
 Draws figures already measured; measures nothing. peers: the JSON `peers` writes;
 queues: `python -m benchmarks.suites.queues --json`; scale: `python -m
-benchmarks.suites.scale --json`.""")
-    chart.add_argument("chart", choices=("peers", "queues", "scale"))
+benchmarks.suites.scale --json`; fairness: docs/images/fairness.json, which `run
+fairness` writes (light tenants' p99 wait per model, log scale, a bar group per store).""")
+    chart.add_argument("chart", choices=("peers", "queues", "scale", "fairness"))
     chart.add_argument("json", type=Path)
     chart.add_argument("--out", type=Path, help="the PNG (default: the JSON's name, .png)")
     chart.add_argument("--title", default="claim latency against table size",
@@ -164,6 +179,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if getattr(args, "runs", 1) is not None and getattr(args, "runs", 1) < 1:
         parser.error("--runs must be at least 1")
+    if args.command == "run" and args.suite_name:
+        if args.suite not in ("all", args.suite_name):
+            parser.error(f"two suites named: {args.suite_name} and --suite {args.suite}")
+        args.suite = args.suite_name
     if args.command == "ab" and args.count != "time" and args.what not in ("drain", "tenants"):
         parser.error("--count counts a drain's worker: --what drain or tenants")
     if args.command == "ab" and args.count == "calls" and len(args.jobs or [0, 0]) != 2:
@@ -186,6 +205,12 @@ def measure(suites: list[str], args: argparse.Namespace, argv: list[str]) -> dic
         settings = dataclasses.replace(settings, pickup_base=args.pickup_base)
     if getattr(args, "rows", None):
         settings = dataclasses.replace(settings, scale_rows=tuple(args.rows))
+    if getattr(args, "stores", None):
+        settings = dataclasses.replace(settings, fairness_stores=tuple(args.stores))
+    if getattr(args, "heavy", None):
+        settings = dataclasses.replace(settings, fairness_heavy_jobs=args.heavy)
+    if getattr(args, "period_ms", None):
+        settings = dataclasses.replace(settings, fairness_period_s=args.period_ms / 1e3)
     targets: list[Target] = [
         t for t in (RotaTarget("postgres"), RotaTarget("sqlite"), PgqueuerTarget(),
                     ProcrastinateTarget())

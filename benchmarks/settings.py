@@ -25,12 +25,26 @@ class Settings:
     ceiling_jobs: int = 100_000
     ceiling_batch: int = 100
     ceiling_connections: tuple[int, ...] = (1, 2, 4)
-    fairness_backlog: tuple[tuple[str, int, int], ...] = (
+    weights_backlog: tuple[tuple[str, int, int], ...] = (
         ("a", 6, 18_000), ("b", 3, 9_000), ("c", 1, 3_000))
-    fairness_processes: int = 3
-    fairness_pool: int = 20
-    fairness_window: int = 1_000
+    weights_processes: int = 3
+    weights_pool: int = 20
+    weights_window: int = 1_000
     poll_interval_s: float = 0.1
+    # The fairness suite (run only when named): one heavy tenant's burst beside a trickle
+    # from light tenants, each light tenant one job every fairness_period_s.
+    fairness_stores: tuple[str, ...] = ("sqlite", "postgres")
+    fairness_heavy_jobs: int = 50_000
+    fairness_light_tenants: int = 99
+    fairness_period_s: float = 0.2
+    fairness_job_s: float = 0.003
+    fairness_pool: int = 20
+    fairness_cap: int = 2
+    fairness_window: int = 1_000
+    fairness_warmup_s: float = 2.0
+    fairness_baseline_s: float = 10.0
+    fairness_timeout_s: float = 600.0
+    fairness_json: str = "docs/images/fairness.json"  # relative to the checkout
     memory_jobs: int = 1_000_000
     memory_runs: int = 1
     memory_sample_s: float = 1.0
@@ -61,8 +75,10 @@ def quick(runs: int) -> Settings:
         runs=runs, drain_jobs=5_000, drain_jobs_for={"procrastinate": 1_000},
         drain_timeout_s=120.0, enqueue_jobs=10_000, latency_jobs=200,
         ceiling_jobs=10_000,
-        fairness_backlog=(("a", 6, 1_800), ("b", 3, 900), ("c", 1, 300)),
-        fairness_window=200, memory_jobs=50_000, memory_sample_s=0.25,
+        weights_backlog=(("a", 6, 1_800), ("b", 3, 900), ("c", 1, 300)),
+        weights_window=200, fairness_heavy_jobs=5_000, fairness_baseline_s=3.0,
+        fairness_json="benchmarks/results/fairness-quick.json",
+        memory_jobs=50_000, memory_sample_s=0.25,
         pickup_jobs=200, pickup_idle_s=2.0, dashboard_jobs=10_000, dashboard_requests=5,
         schedule_calls=200,
     )

@@ -1,5 +1,5 @@
-"""The suites of `python -m benchmarks run`: drain, enqueue, latency, ceiling, fairness,
-memory, pickup, and (run only when named) queues, scale, dashboard, schedules. Each
+"""The suites of `python -m benchmarks run`: drain, enqueue, latency, ceiling, weights,
+memory, pickup, and (run only when named) fairness, queues, scale, dashboard, schedules. Each
 prints progress as it goes and returns a SuiteResult; none asserts a timing. `runner(name)`
 gives each the same call."""
 

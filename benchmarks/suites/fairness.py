@@ -1,195 +1,404 @@
-"""fairness: three Queues backlogged at 6:3:1 (e.g. 18,000 / 9,000 / 3,000 jobs), drained by
-3 worker processes on one PostgreSQL store; each handler writes (Queue, start time), the
-three logs are merged by time into one served order, and `analyse` measures how evenly it
-follows the weights: overall shares, the worst deviation from the weights' shares over
-sliding windows of consecutive services, and each Queue's longest gap (the most
-consecutive services that went to other Queues). Only the backlogged part of a drain says
-anything about the selection rule (up to the moment the first Queue ran dry: after that
-the others must take its turns, whatever the rule), so that prefix is analysed.
+"""fairness: the noisy neighbour. One heavy tenant enqueues a burst (50,000 jobs at once)
+while 99 light tenants trickle (each one job every 200 ms, ~500 jobs/s in all, well under
+the pool's capacity); every job sleeps 3 ms, pool 20, one worker process on a fresh store
+(SQLite and PostgreSQL). The same workload under each scheduling model:
 
-Two selection rules through the same harness, the same rota tables and claim SQL:
-- rota: `rota worker` with one Worker Group, `Weighted([("a", 6), ("b", 3), ("c", 1)])`,
-  pool_size 20 (smooth weighted round-robin);
-- random weighted (Sidekiq's rule): `benchmarks.workers.random_weighted_worker`, which
-  draws each slot's Queue at random in proportion to weight and claims with rota's store.
+- rota Weighted: `rota worker`, one Worker Group, `Weighted` over one Queue per tenant,
+  every weight 1 (what a rota user gets);
+- one FIFO Queue: `rota worker`, `Strict` over one Queue holding every tenant's jobs (what a
+  Celery / RQ / pgqueuer user gets);
+- random Queue: `benchmarks.workers.tenant_worker random`, each free slot drawn
+  uniformly among the tenant Queues with due work (Dramatiq / Sidekiq style);
+- FIFO + cap 2: `benchmarks.workers.tenant_worker caps`, one FIFO order over every
+  tenant's jobs, a tenant with 2 jobs running skipped (Oban Pro / River Pro's partitioned
+  limit);
+- rota Weighted, heavy over 10 Queues: the heavy tenant's burst spread over 10 Queues,
+  all 109 Queues of weight 1;
+and the baseline: the same trickle alone under rota Weighted, no neighbour.
+
+The jobs write (tenant, enqueue stamp, started_at) as they start; a job's enqueued_at is
+when its enqueue call returned (the commit: time waiting for SQLite's write lock is the
+store's, not the scheduler's). `analyse` gives each light tenant's p50 and p99 wait
+(enqueued_at to start) over the jobs enqueued while the heavy tenant
+was backlogged (from its burst to its last job's start), and each tenant's served share
+over windows of 1,000 consecutive job starts (one window every 10 starts) within that
+span, against its entitlement: the weighted max-min share of the window given what each
+tenant had waiting or enqueued during it (a light tenant asking less than its share is
+owed all it asked, the heavy tenant the rest). Writes docs/images/fairness.json (--quick:
+benchmarks/results/fairness-quick.json).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import statistics
 import tempfile
+import threading
 import time
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from benchmarks import pg
-from benchmarks.processes import WorkerProcess, python_argv, wait_drained
-from benchmarks.results import Figure, SuiteResult
+from benchmarks import report
+from benchmarks.processes import LOG_DIR, WorkerProcess, python_argv, wait_drained
+from benchmarks.results import Figure, SuiteResult, percentile
 from benchmarks.settings import Settings
-from benchmarks.targets.rota_target import (
-    UNFINISHED_POSTGRES,
-    rota_command,
-    rota_missing,
-)
-from benchmarks.workers.rota_app import make_app
+from benchmarks.targets.rota_target import APP, RotaTarget, rota_command
+from benchmarks.venv import ROOT
 
-DATABASE = "fairness_bench"
+HEAVY = "heavy"
+BASELINE = "no neighbour (rota Weighted)"
 ROTA = "rota Weighted"
-RANDOM = "random weighted"
+FIFO = "one FIFO Queue"
+RANDOM = "random Queue"
+CAPS = "FIFO + cap"
+SPREAD = "rota Weighted, heavy over 10 Queues"
+SPREAD_QUEUES = 10
+STEP = 10  # a window starts every STEP job starts
+BACKLOG_LEFT = 200  # unfinished jobs below which the burst counts as served
 
 
 @dataclass(frozen=True, slots=True)
-class Fairness:
-    served: int
-    shares: dict[str, float]  # Queue -> fraction of all served
-    worst_window_deviation: float  # max over windows and Queues of |share - target|
-    mean_window_deviation: float  # mean over windows of max |share - target|
-    longest_gap: dict[str, int]  # Queue -> most consecutive services to other Queues
-
-    def as_json(self) -> dict[str, object]:
-        return asdict(self)
+class Service:
+    tenant: str
+    enqueued_at: float
+    started_at: float
 
 
-def backlogged_prefix(sequence: Sequence[str]) -> Sequence[str]:
-    """The served order up to (and including) the last job of the first Queue to run dry."""
-    last: dict[str, int] = {}
-    for index, queue in enumerate(sequence):
-        last[queue] = index
-    return sequence[: min(last.values()) + 1] if last else sequence
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    light_jobs: int  # light jobs measured (enqueued while the heavy tenant was backlogged)
+    p50_median_ms: float  # median over light tenants of each one's p50 wait
+    p50_worst_ms: float
+    p99_median_ms: float
+    p99_worst_ms: float
+    heavy_worst_pp: float  # worst |served - entitled| share of the heavy tenant, any window
+    light_worst_pp: float  # the same, worst light tenant
+    heavy_share: float  # the heavy tenant's share of the starts while it was backlogged
+    backlog_s: float  # burst enqueued -> the heavy tenant's last start
+    jobs_per_s: float  # starts per second while it was backlogged
+    windows: int
 
 
-def analyse(sequence: Sequence[str], weights: dict[str, int], window: int) -> Fairness:
-    total_weight = sum(weights.values())
-    target = {q: w / total_weight for q, w in weights.items()}
-    n = len(sequence)
-    counts = dict.fromkeys(weights, 0)
-    for queue in sequence:
-        counts[queue] = counts.get(queue, 0) + 1
-    shares = {q: counts[q] / n if n else 0.0 for q in weights}
+def light_names(count: int) -> list[str]:
+    return [f"l{n:02d}" for n in range(1, count + 1)]
 
-    worst = 0.0
-    deviation_sum = 0.0
+
+def queue_of(model: str, tenant: str, index: int) -> str:
+    if model == FIFO:
+        return "bench"  # the benchmark App's Strict Queue
+    if tenant == HEAVY and model == SPREAD:
+        return f"{HEAVY}{index % SPREAD_QUEUES}"
+    return tenant
+
+
+def tenant_weights(model: str, lights: Sequence[str]) -> dict[str, float]:
+    """What each tenant is owed in proportion to: the sum of its Queues' weights."""
+    heavy = SPREAD_QUEUES if model == SPREAD else 1
+    return {HEAVY: float(heavy), **dict.fromkeys(lights, 1.0)}
+
+
+def entitled(demand: dict[str, int], weights: dict[str, float], slots: int
+             ) -> dict[str, float]:
+    """Weighted max-min shares of `slots`: a tenant asking less than its share gets all
+    it asks, the others split the rest in proportion to weight."""
+    if sum(demand.values()) <= slots:
+        return {t: float(d) for t, d in demand.items()}
+    out: dict[str, float] = {}
+    left, left_weight = float(slots), sum(weights[t] for t in demand)
+    order = sorted(demand, key=lambda t: demand[t] / weights[t])
+    for n, tenant in enumerate(order):
+        level = left / left_weight
+        if demand[tenant] > level * weights[tenant]:
+            out.update({t: level * weights[t] for t in order[n:]})
+            break
+        out[tenant] = float(demand[tenant])
+        left -= demand[tenant]
+        left_weight -= weights[tenant]
+    return out
+
+
+def analyse(services: Sequence[Service], weights: dict[str, float], window: int,
+            since: float, until: float | None = None) -> Outcome:
+    """Waits of light jobs enqueued in [since, until] (until: the heavy tenant's last start,
+    or None without one: every later job); window shares while the heavy was backlogged."""
+    order = sorted(services, key=lambda s: s.started_at)
+    heavy_at = [i for i, s in enumerate(order) if s.tenant == HEAVY]
+    end = order[heavy_at[-1]].started_at if heavy_at else float("inf")
+    waits: dict[str, list[float]] = {t: [] for t in weights if t != HEAVY}
+    for s in order:
+        if s.tenant != HEAVY and since <= s.enqueued_at <= min(end, until or end):
+            waits[s.tenant].append(1e3 * (s.started_at - s.enqueued_at))
+    p50s, p99s = [], []
+    for values in waits.values():
+        if values:
+            values.sort()
+            p50s.append(percentile(values, 0.5))
+            p99s.append(percentile(values, 0.99))
+    heavy_worst = light_worst = 0.0
     windows = 0
-    if n >= window:
-        in_window = dict.fromkeys(weights, 0)
-        for queue in sequence[:window]:
-            in_window[queue] += 1
-        for start in range(n - window + 1):
-            if start:
-                in_window[sequence[start - 1]] -= 1
-                in_window[sequence[start + window - 1]] += 1
-            dev = max(abs(in_window[q] / window - target[q]) for q in weights)
-            worst = max(worst, dev)
-            deviation_sum += dev
+    share = rate = backlog_s = 0.0
+    if heavy_at:
+        first, last = heavy_at[0], heavy_at[-1]
+        starts = [s.started_at for s in order]
+        index_of: dict[str, list[int]] = {t: [] for t in weights}
+        enqueued: dict[str, list[float]] = {t: [] for t in weights}
+        for i, s in enumerate(order):
+            index_of[s.tenant].append(i)
+            enqueued[s.tenant].append(s.enqueued_at)
+        for times in enqueued.values():
+            times.sort()
+        for k in range(first, last - window + 2, STEP):
+            t1 = starts[k + window - 1]
+            demand, served = {}, {}
+            for tenant in weights:
+                before = bisect_left(index_of[tenant], k)
+                demand[tenant] = bisect_right(enqueued[tenant], t1) - before
+                served[tenant] = bisect_left(index_of[tenant], k + window) - before
+            owed = entitled(demand, weights, window)
+            for tenant, amount in owed.items():
+                deviation = abs(served[tenant] - amount) / window
+                if tenant == HEAVY:
+                    heavy_worst = max(heavy_worst, deviation)
+                else:
+                    light_worst = max(light_worst, deviation)
             windows += 1
-
-    last_seen = dict.fromkeys(weights, -1)
-    gaps = dict.fromkeys(weights, 0)
-    for index, queue in enumerate(sequence):
-        gaps[queue] = max(gaps[queue], index - last_seen[queue] - 1)
-        last_seen[queue] = index
-    return Fairness(n, shares, worst, deviation_sum / windows if windows else 0.0, gaps)
-
-
-def _weights_text(settings: Settings) -> str:
-    return ",".join(f"{queue}={weight}" for queue, weight, _ in settings.fairness_backlog)
+        span = order[first:last + 1]
+        share = sum(1 for s in span if s.tenant == HEAVY) / len(span)
+        backlog_s = end - since
+        rate = len(span) / max(end - order[first].started_at, 1e-9)
+    return Outcome(sum(len(v) for v in waits.values()),
+                   statistics.median(p50s) if p50s else float("nan"), max(p50s, default=0.0),
+                   statistics.median(p99s) if p99s else float("nan"), max(p99s, default=0.0),
+                   100 * heavy_worst, 100 * light_worst, share, backlog_s, rate, windows)
 
 
-def _worker(rule: str, url: str, settings: Settings, served: Path, label: str) -> WorkerProcess:
-    weights = _weights_text(settings)
-    env = {"BENCH_SERVED_FILE": str(served)}
-    if rule == ROTA:
-        env.update(ROTA_BENCH_STORE=url, ROTA_BENCH_POLICY=f"weighted:{weights}",
-                   ROTA_BENCH_POOL=str(settings.fairness_pool))
-        argv = [rota_command(), "worker", "benchmarks.workers.rota_app:app"]
-    else:
-        argv = python_argv("-m", "benchmarks.workers.random_weighted_worker", url, weights,
-                           str(settings.fairness_pool))
-    return WorkerProcess(label, argv, env)
+class Trickle(threading.Thread):
+    """The light tenants' jobs, evenly spaced: job j of tenant j % L at start + j * period
+    / L, enqueued in one call per 10 ms tick, each stamped with time.time() at its call;
+    `committed` maps each stamp to time.time() when that call returned."""
 
+    def __init__(self, url: str, model: str, lights: Sequence[str], period_s: float) -> None:
+        super().__init__(daemon=True)
+        self.url, self.model, self.lights = url, model, list(lights)
+        self.gap_s = period_s / len(lights)
+        self.stopping = threading.Event()
+        self.error: BaseException | None = None
+        self.committed: dict[float, float] = {}
 
-def fairness_once(rule: str, settings: Settings, label: str) -> tuple[Fairness, float]:
-    """One run: the analysed served order and the drain rate (jobs/s) of the 3 processes."""
-    url = pg.fresh_database(DATABASE)
-    counter = pg.Counter(url, UNFINISHED_POSTGRES)
-    try:
-        app = make_app(url, "strict", settings.fairness_pool)
+    def run(self) -> None:
+        from rota.core.jobs import NewJob
+        from rota.store import open_store
+
+        store = open_store(self.url)
         try:
-            served_job = app.jobs["served"]
-            for queue, _weight, count in settings.fairness_backlog:
-                configured = served_job.configure(queue=queue)
-                for offset in range(0, count, settings.enqueue_chunk):
-                    configured.enqueue_many([(queue,)] * min(settings.enqueue_chunk,
-                                                             count - offset))
-        finally:
-            app.close()
-        pg.analyze(url)  # fresh planner statistics after the bulk load, as in drain
-        total = sum(count for _q, _w, count in settings.fairness_backlog)
-        with tempfile.TemporaryDirectory(prefix="rota-bench-fair-") as scratch:
-            files = [Path(scratch) / f"served-{n}.txt" for n in range(settings.fairness_processes)]
             start = time.perf_counter()
-            workers = [_worker(rule, url, settings, f, f"{label}-{n}")
-                       for n, f in enumerate(files)]
-            try:
-                end = wait_drained(counter, workers, settings.drain_timeout_s,
-                                   settings.poll_interval_s)
-            finally:
-                for worker in workers:
-                    worker.stop()
-            entries: list[tuple[int, str]] = []
-            for file in files:
-                if file.exists():
-                    for line in file.read_text().splitlines():
-                        queue, ns = line.split()
-                        entries.append((int(ns), queue))
-        entries.sort()
-        if len(entries) != total:
-            print(f"    warning: {rule} recorded {len(entries)} of {total} jobs served")
-        weights = {queue: weight for queue, weight, _ in settings.fairness_backlog}
-        order = backlogged_prefix([q for _ns, q in entries])
-        return analyse(order, weights, settings.fairness_window), total / (end - start)
+            sent = 0
+            while not self.stopping.wait(0.01):
+                due = int((time.perf_counter() - start) / self.gap_s) + 1
+                if due <= sent:
+                    continue
+                stamp, now = time.time(), datetime.now(UTC)
+                tenants = [self.lights[j % len(self.lights)] for j in range(sent, due)]
+                store.enqueue([NewJob("tenant_job", queue_of(self.model, t, 0), now,
+                                      json.dumps([t, stamp])) for t in tenants], now)
+                self.committed[stamp] = time.time()
+                sent = due
+        except BaseException as error:  # reported by the suite, which then stops
+            self.error = error
+        finally:
+            store.close()
+
+
+def burst(url: str, model: str, count: int, chunk: int = 5_000) -> dict[float, float]:
+    """Enqueue the heavy tenant's jobs; each call's stamp -> when it returned."""
+    from rota.core.jobs import NewJob
+    from rota.store import open_store
+
+    store = open_store(url)
+    committed: dict[float, float] = {}
+    try:
+        for offset in range(0, count, chunk):
+            stamp, now = time.time(), datetime.now(UTC)
+            store.enqueue([NewJob("tenant_job", queue_of(model, HEAVY, i), now,
+                                  json.dumps([HEAVY, stamp]))
+                           for i in range(offset, min(offset + chunk, count))], now)
+            committed[stamp] = time.time()
     finally:
-        counter.close()
-        pg.drop_database(DATABASE)
+        store.close()
+    return committed
+
+
+def start_worker(model: str, url: str, settings: Settings, served: Path, label: str
+                 ) -> WorkerProcess:
+    lights = light_names(settings.fairness_light_tenants)
+    heavy = ([f"{HEAVY}{n}" for n in range(SPREAD_QUEUES)] if model == SPREAD else [HEAVY])
+    queues = heavy + lights
+    env = {"BENCH_SERVED_FILE": str(served), "BENCH_JOB_S": str(settings.fairness_job_s),
+           "ROTA_BENCH_STORE": url, "ROTA_BENCH_POOL": str(settings.fairness_pool)}
+    if model in (RANDOM, CAPS):
+        argv = python_argv("-m", "benchmarks.workers.tenant_worker", url,
+                           "random" if model == RANDOM else "caps", ",".join(queues),
+                           str(settings.fairness_pool), str(settings.fairness_cap))
+        return WorkerProcess(label, argv, env)
+    if model != FIFO:
+        env["ROTA_BENCH_POLICY"] = "weighted:" + ",".join(f"{q}=1" for q in queues)
+    return WorkerProcess(label, [rota_command(), "worker", APP], env)
+
+
+def run_model(kind: str, model: str, settings: Settings) -> tuple[list[Service], float]:
+    """One run on a fresh store: every job's service, and when the burst began (or, for
+    the baseline, when the measured trickle began)."""
+    target = RotaTarget(kind, database="fairness_bench")
+    target.prepare()
+    scratch = Path(tempfile.mkdtemp(prefix="rota-bench-fairness-"))
+    served = scratch / "served.txt"
+    label = f"fairness-{kind}-{model.split(',')[0].replace(' ', '-').replace('+', 'cap')}"
+    worker = start_worker(model, target.url, settings, served, label)
+    trickle = Trickle(target.url, model, light_names(settings.fairness_light_tenants),
+                      settings.fairness_period_s)
+    committed: dict[float, float] = {}
+    try:
+        trickle.start()
+        time.sleep(settings.fairness_warmup_s)
+        since = time.time()
+        if model == BASELINE:
+            time.sleep(settings.fairness_baseline_s)
+        else:
+            committed = burst(target.url, model, settings.fairness_heavy_jobs)
+            wait_drained(target.unfinished, [worker], settings.fairness_timeout_s,
+                         settings.poll_interval_s, below=BACKLOG_LEFT)
+            time.sleep(1.0)  # the trickle goes on past the heavy tenant's last start
+        trickle.stopping.set()
+        trickle.join()
+        if trickle.error is not None:
+            raise RuntimeError(f"the trickle failed: {trickle.error!r}")
+        wait_drained(target.unfinished, [worker], settings.fairness_timeout_s,
+                     settings.poll_interval_s)
+    finally:
+        trickle.stopping.set()
+        worker.stop()
+        target.discard()
+    committed.update(trickle.committed)
+    services = []
+    for line in served.read_text().splitlines():
+        tenant, stamp, started_at = line.split()
+        services.append(Service(tenant, committed[float(stamp)], float(started_at)))
+    shutil.rmtree(scratch, ignore_errors=True)
+    # Every job's service beside the worker's log, for a closer look at one run.
+    (LOG_DIR / f"{label}.services").write_text("".join(
+        f"{s.tenant} {s.enqueued_at:.6f} {s.started_at:.6f}\n" for s in services))
+    return services, since
+
+
+MODELS = (BASELINE, ROTA, FIFO, RANDOM, CAPS, SPREAD)
+
+
+def _ms(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def table(outcomes: dict[str, dict[str, dict[str, Any]]], cap: int) -> str:
+    """Markdown: one row per store and model."""
+    lines = ["| store | model | light p50 ms, median / worst tenant | light p99 ms, median / "
+             "worst tenant | worst 1,000-window deviation, heavy / light pp | heavy share "
+             "while backlogged | backlog s | jobs/s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for kind, models in outcomes.items():
+        for model, o in models.items():
+            name = f"FIFO + cap {cap}" if model == CAPS else model
+            if "timed_out_s" in o:
+                lines.append(f"| {kind} | {name} | not drained in {o['timed_out_s']:.0f} s "
+                             "| | | | | |")
+                continue
+            shares = ("" if not o["windows"] else
+                      f"{o['heavy_worst_pp']:.2f} / {o['light_worst_pp']:.2f}")
+            rest = ("| | |" if model == BASELINE else
+                    f"{100 * o['heavy_share']:.1f} % | {o['backlog_s']:.1f} | "
+                    f"{o['jobs_per_s']:,.0f} |")
+            lines.append(f"| {kind} | {name} | {_ms(o['p50_median_ms'])} / "
+                         f"{_ms(o['p50_worst_ms'])} | {_ms(o['p99_median_ms'])} / "
+                         f"{_ms(o['p99_worst_ms'])} | {shares} | {rest}")
+    return "\n".join(lines)
+
+
+def _document(settings: Settings, out: Path) -> dict[str, Any]:
+    """The JSON to write: this run's stores, beside the stores of an earlier run that this
+    one does not measure (each store says when it ran, its burst and its trickle)."""
+    info = report.versions()
+    workload = {"light_tenants": settings.fairness_light_tenants,
+                "job_s": settings.fairness_job_s, "pool": settings.fairness_pool,
+                "cap": settings.fairness_cap, "window": settings.fairness_window,
+                "window_step": STEP, "baseline_s": settings.fairness_baseline_s}
+    document: dict[str, Any] = {
+        "run": f"python3 -m benchmarks run fairness, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+               f"rota {str(info['rota_git_sha'])[:7]}, PostgreSQL {info['postgresql']}",
+        "workload": workload, "machine": info.get("machine"), "stores": {}, "outcomes": {}}
+    if out.exists():
+        earlier = json.loads(out.read_text())
+        if earlier.get("workload") == workload:
+            for kind in earlier.get("outcomes", {}):
+                if kind not in settings.fairness_stores:
+                    document["outcomes"][kind] = earlier["outcomes"][kind]
+                    document["stores"][kind] = earlier["stores"][kind]
+    return document
+
+
+def _measure(kind: str, model: str, settings: Settings) -> dict[str, Any]:
+    lights = light_names(settings.fairness_light_tenants)
+    load_before = os.getloadavg()[0]
+    try:
+        services, since = run_model(kind, model, settings)
+    except TimeoutError as error:
+        print(f"  fairness[{kind}] {model}: {error}", flush=True)
+        return {"timed_out_s": settings.fairness_timeout_s, "load_1min": load_before}
+    until = since + settings.fairness_baseline_s if model == BASELINE else None
+    outcome = analyse(services, tenant_weights(model, lights), settings.fairness_window,
+                      since, until)
+    print(f"  fairness[{kind}] {model}: {len(services):,} jobs; light p50 "
+          f"{_ms(outcome.p50_median_ms)} / {_ms(outcome.p50_worst_ms)} ms, p99 "
+          f"{_ms(outcome.p99_median_ms)} / {_ms(outcome.p99_worst_ms)} ms (median / worst "
+          f"tenant); worst window deviation heavy {outcome.heavy_worst_pp:.2f} pp, light "
+          f"{outcome.light_worst_pp:.2f} pp over {outcome.windows:,} windows; backlog "
+          f"{outcome.backlog_s:.1f} s, {outcome.jobs_per_s:,.0f} jobs/s", flush=True)
+    return {**asdict(outcome), "load_1min": round((load_before + os.getloadavg()[0]) / 2, 1)}
 
 
 def run(settings: Settings) -> SuiteResult:
     result = SuiteResult()
-    weights_label = ":".join(str(w) for _q, w, _n in settings.fairness_backlog)
-    backlog = " / ".join(f"{n:,}" for _q, _w, n in settings.fairness_backlog)
-    last_queue = settings.fairness_backlog[-1][0]
-    for rule in (ROTA, RANDOM):
-        why = rota_missing("rota.store.postgres", needs_worker=(rule == ROTA))
+    out = ROOT / settings.fairness_json
+    out.parent.mkdir(parents=True, exist_ok=True)
+    document = _document(settings, out)
+    for kind in settings.fairness_stores:
+        why = RotaTarget(kind).unavailable()
         if why:
-            result.skipped[rule] = why
-            print(f"  fairness {rule}: skipped ({why})")
+            result.skipped[f"fairness[{kind}]"] = why
+            print(f"  fairness[{kind}]: skipped ({why})")
             continue
-        runs: list[Fairness] = []
-        rates: list[float] = []
-        for run_index in range(settings.runs):
-            label = f"fairness-{rule.replace(' ', '-')}-{run_index + 1}"
-            fairness, rate = fairness_once(rule, settings, label)
-            runs.append(fairness)
-            rates.append(rate)
-            shares = " / ".join(f"{100 * s:.1f}" for s in fairness.shares.values())
-            print(f"  fairness {rule} run {run_index + 1}: {fairness.served:,} jobs served "
-                  f"while all Queues were backlogged; shares {shares} %, worst "
-                  f"{settings.fairness_window}-window deviation "
-                  f"{100 * fairness.worst_window_deviation:.1f} pp, longest gap of "
-                  f"{last_queue} {fairness.longest_gap[last_queue]}, {rate:,.0f} jobs/s",
-                  flush=True)
-        subject = f"{rule} {weights_label}"
-        note = f"{backlog} jobs, {settings.fairness_processes} processes x pool " \
-               f"{settings.fairness_pool}"
-        for queue, _w, _n in settings.fairness_backlog:
-            result.add("fairness", subject, f"share {queue} %",
-                       Figure.of([100 * r.shares[queue] for r in runs], "%", note))
-        result.add("fairness", subject, f"worst {settings.fairness_window}-window dev pp",
-                   Figure.of([100 * r.worst_window_deviation for r in runs], "pp", note))
-        result.add("fairness", subject, f"mean {settings.fairness_window}-window dev pp",
-                   Figure.of([100 * r.mean_window_deviation for r in runs], "pp", note))
-        result.add("fairness", subject, f"longest gap of {last_queue}",
-                   Figure.of([float(r.longest_gap[last_queue]) for r in runs], "jobs", note))
-        result.add("fairness", subject, "jobs/s", Figure.of(rates, "jobs/s", note))
-        result.detail[subject] = [r.as_json() for r in runs]
+        document["stores"][kind] = {"at": f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+                                    "heavy_jobs": settings.fairness_heavy_jobs,
+                                    "light_period_s": settings.fairness_period_s}
+        models = document["outcomes"][kind] = {}
+        for model in MODELS:
+            models[model] = outcome = _measure(kind, model, settings)
+            out.write_text(json.dumps(document, indent=1) + "\n")  # kept if a later one fails
+            if "timed_out_s" in outcome:
+                continue
+            subject = f"{model} [{kind}]"
+            result.add("fairness", subject, "light p99 ms, median tenant",
+                       Figure.of([outcome["p99_median_ms"]], "ms"))
+            result.add("fairness", subject, "light p99 ms, worst tenant",
+                       Figure.of([outcome["p99_worst_ms"]], "ms"))
+            if outcome["windows"]:
+                result.add("fairness", subject, "worst window dev pp, heavy / light",
+                           Figure.of([max(outcome["heavy_worst_pp"],
+                                          outcome["light_worst_pp"])], "pp"))
+    print("\n" + table(document["outcomes"], settings.fairness_cap))
+    print(f"wrote {out}")
+    result.detail["fairness"] = document
     return result

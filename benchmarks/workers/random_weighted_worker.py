@@ -1,4 +1,4 @@
-"""The fairness baseline: Sidekiq's "random weighted" Queue selection on rota's own store.
+"""The weights suite's baseline: Sidekiq's "random weighted" Queue selection on rota's own store.
 
 For every slot of a pass, a Queue is drawn at random in proportion to its weight (among the
 Queues not yet found empty in this pass); the slots drawn for each Queue are claimed with

@@ -8,11 +8,14 @@ Environment:
                        as in benchmarks.suites.queues)
     ROTA_BENCH_POOL    pool_size (default 20)
     BENCH_LATENCY_FILE where `probe` writes pickup latencies
-    BENCH_SERVED_FILE  where `served` writes "queue start_time_ns" lines (fairness)
+    BENCH_SERVED_FILE  where `served` writes "queue start_time_ns" lines (weights), and
+                       `tenant_job` "tenant enqueued_at started_at" lines (fairness)
+    BENCH_JOB_S        how long `tenant_job` sleeps (default 0.003)
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from typing import TextIO
@@ -55,6 +58,17 @@ def make_app(store_url: str, policy_text: str = "strict", pool_size: int = 20) -
             served_file.append(open(os.environ["BENCH_SERVED_FILE"], "a"))  # noqa: SIM115
         served_file[0].write(f"{queue} {started_ns}\n")
         served_file[0].flush()
+
+    job_s = float(os.environ.get("BENCH_JOB_S", "0.003"))
+
+    @app.job("tenant_job", queue=QUEUE)
+    async def tenant_job(tenant: str, enqueued_at: float) -> None:
+        started_at = time.time()
+        if not served_file:
+            served_file.append(open(os.environ["BENCH_SERVED_FILE"], "a"))  # noqa: SIM115
+        served_file[0].write(f"{tenant} {enqueued_at} {started_at:.6f}\n")
+        served_file[0].flush()
+        await asyncio.sleep(job_s)
 
     policy: rota.DispatchPolicy
     if policy_text.startswith("weighted:"):
