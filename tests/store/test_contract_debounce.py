@@ -50,6 +50,7 @@ def test_the_first_enqueue_is_due_after_the_debounce(store: Store) -> None:
     (first,) = store.enqueue([debounced(T0, 1)], T0)
     found = job(store, first)
     assert found.due_at == s(5) and found.args == (1,) and found.created_at == T0
+    assert found.key is None  # not a unique key (docs: Debounce)
     assert claim(store, s(4)) == []
 
 
