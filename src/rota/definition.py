@@ -61,6 +61,7 @@ class ConfiguredJob(Generic[P, R]):
     def __init__(
         self, definition: JobDefinition[P, R], queue: str, due: datetime | None,
         delay: timedelta | None, connection: object | None = None, key: str | None = None,
+        debounce: timedelta | None = None, max_wait: timedelta | None = None,
     ) -> None:
         self._definition = definition
         self.queue = validate_queue_name(queue)
@@ -68,6 +69,8 @@ class ConfiguredJob(Generic[P, R]):
         self._delay = delay
         self._connection = connection
         self._key = None if key is None else validate_job_key(key)
+        self._debounce = debounce
+        self._max_wait = max_wait
 
     def _store_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         """Store `jobs`: on the caller's connection when one was configured (woken on
@@ -81,6 +84,8 @@ class ConfiguredJob(Generic[P, R]):
         return ids
 
     def _due_at(self, now: datetime) -> datetime:
+        if self._debounce is not None:
+            return due_after(now, self._debounce, "debounce")
         if self._due is not None:
             return self._due
         if self._delay is not None:
@@ -101,11 +106,14 @@ class ConfiguredJob(Generic[P, R]):
             due_at=self._due_at(now) if due_at is None else due_at,
             args_json=args_json, kwargs_json=kwargs_json,
             key=self._key if key is None else key, trace_context=trace_context,
+            debounced=self._debounce is not None, max_wait=self._max_wait,
         )
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
         """Store one job; return its id (with `configure(key=...)`, while a job of this
-        name and key is scheduled or leased: that job's id, and nothing is stored).
+        name and key is scheduled or leased: that job's id, and nothing is stored; with
+        `configure(key=..., debounce=...)`, while one is scheduled: that job's id, and that
+        job takes these arguments and its new due time).
 
         Raises:
             TypeError: if the arguments do not fit the handler's signature, or naming an
@@ -140,6 +148,11 @@ class ConfiguredJob(Generic[P, R]):
         that entry a unique job, overriding `configure(key=...)`). Entries with the same
         key as a live job, or as an earlier entry of the batch, store nothing: their id
         is that job's (the earlier entry's arguments win).
+
+        With `configure(key=..., debounce=...)` every entry is debounced, each by its own
+        key (an entry's `key` overrides the configured one): entries of one key make or
+        update one job, whose arguments are the *last* entry's (the last enqueue wins, as
+        with separate calls), and all of them answer its id.
 
         Raises:
             TypeError: naming the entry whose arguments do not fit the handler's signature,
@@ -184,6 +197,43 @@ class ConfiguredJob(Generic[P, R]):
         if not jobs:
             return []
         return self._store_jobs(jobs, now)
+
+
+def _debounce_options(
+    key: str | None, debounce: Duration | None, max_wait: Duration | None,
+    due: datetime | None, delay: Duration | None,
+) -> tuple[timedelta | None, timedelta | None]:
+    """configure()'s `debounce` and `max_wait` as timedeltas, checked together with the
+    options they depend on.
+
+    Raises:
+        TypeError: a duration that is neither a timedelta nor a number.
+        ValueError: a rule of `configure` broken, naming the fix.
+    """
+    if debounce is None:
+        if max_wait is not None:
+            raise ValueError(
+                "configure(max_wait=...) caps a debounced job's due time: give debounce= "
+                "(and key=) with it, e.g. configure(key=k, debounce=5, max_wait=60)")
+        return None, None
+    window = to_timedelta(debounce, "debounce")
+    if key is None:
+        raise ValueError(
+            "configure(debounce=...) debounces the enqueues of one key: give key= with it, "
+            "e.g. configure(key=f'reindex-{id}', debounce=5)")
+    if due is not None or delay is not None:
+        raise ValueError(
+            "configure(debounce=...) sets the due time itself (now + debounce): leave out "
+            "due= and delay=")
+    if max_wait is None:
+        return window, None
+    cap = to_timedelta(max_wait, "max_wait")
+    if cap < window:
+        raise ValueError(
+            f"configure(max_wait=...) must be at least debounce: got max_wait "
+            f"{cap.total_seconds():g} s and debounce {window.total_seconds():g} s; give a "
+            "longer max_wait or a shorter debounce")
+    return window, cap
 
 
 def _readable_signature(func: Callable[..., object]) -> inspect.Signature | None:
@@ -273,6 +323,8 @@ class JobDefinition(ConfiguredJob[P, R]):
         delay: Duration | None = None,
         connection: object | None = None,
         key: str | None = None,
+        debounce: Duration | None = None,
+        max_wait: Duration | None = None,
         **unknown: object,
     ) -> ConfiguredJob[P, R]:
         """Override the Queue or the due time for enqueues made through the result, or
@@ -290,22 +342,33 @@ class JobDefinition(ConfiguredJob[P, R]):
             key: makes the jobs unique: while a job of this job name and key is scheduled
                 or leased, an enqueue stores nothing and returns that job's id. A str of
                 1 to 200 printable characters.
+            debounce: with `key`, debounces the jobs instead (a timedelta or seconds,
+                positive): the enqueue is due `debounce` from now, and while a job of this
+                job name and key is still scheduled, a new enqueue makes no new job but
+                gives that one its arguments and moves its due time to now + `debounce`,
+                and returns its id. Once that job is claimed, the next enqueue makes a new
+                job. A debounced key is not a unique key: the two do not see each other.
+            max_wait: with `debounce`, the latest a debounced job is due: never past its
+                first enqueue + `max_wait` (a timedelta or seconds, at least `debounce`).
+                Without it, enqueues that keep coming keep moving the job back.
 
         Raises:
             TypeError: for an unknown option (`priority` included: rota has none). A
                 connection of the wrong kind is a TypeError at enqueue.
             ValueError: for a bad Queue name, a naive `due`, a negative delay, both `due`
-                and `delay`, or a bad key.
+                and `delay`, or a bad key; for `debounce` without `key`, or with `due` or
+                `delay`; for `max_wait` without `debounce`, or shorter than it.
         """
         if "priority" in unknown:
             raise TypeError(NO_PRIORITY)
         if unknown:
             raise TypeError(
                 f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due=, "
-                "delay=, key= and connection="
+                "delay=, key=, debounce=, max_wait= and connection="
             )
         if due is not None and delay is not None:
             raise ValueError("give configure() either due= or delay=, not both")
+        debounce_s, max_wait_s = _debounce_options(key, debounce, max_wait, due, delay)
         return ConfiguredJob(
             self,
             self.queue if queue is None else queue,
@@ -313,6 +376,8 @@ class JobDefinition(ConfiguredJob[P, R]):
             None if delay is None else to_timedelta(delay, "delay", allow_zero=True),
             connection,
             key,
+            debounce_s,
+            max_wait_s,
         )
 
     def __repr__(self) -> str:

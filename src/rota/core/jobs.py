@@ -246,6 +246,13 @@ class NewJob:
     # W3C trace context (JSON of the propagator's carrier) of the span the enqueue ran in;
     # None outside a span or without OpenTelemetry (rota.worker.tracing).
     trace_context: str | None = None
+    # Debounce (needs a key; the key is then not a unique key, above): while a job of the
+    # same name and key is scheduled and has never been claimed, enqueueing this one
+    # stores no new job but gives that job this job's arguments and due_at, the due time
+    # capped at that job's created_at + max_wait (None: no cap). Once claimed, that job
+    # no longer collects enqueues: this one makes a new job.
+    debounced: bool = False
+    max_wait: timedelta | None = None
 
 
 # The most encoded JSON (UTF-8 bytes) a job's arguments, or its result, may take: the
@@ -362,6 +369,12 @@ def check_new_jobs(jobs: Sequence[NewJob]) -> None:
     for key in {job.key for job in jobs}:
         if key is not None:
             validate_job_key(key)
+    if any(map(_DEBOUNCED, jobs)) or any(map(_MAX_WAIT, jobs)):
+        for job in jobs:
+            if job.debounced and job.key is None:
+                raise ValueError(f"job {job.name!r}: a debounced job needs a key")
+            if job.max_wait is not None and not job.debounced:
+                raise ValueError(f"job {job.name!r}: max_wait applies to a debounced job only")
     # "\n" cannot be part of the escape, so no false match forms across two texts.
     if _NUL_ESCAPE in "\n".join(map(_ARGS_JSON, jobs)) or \
             _NUL_ESCAPE in "\n".join(map(_KWARGS_JSON, jobs)):
@@ -377,6 +390,8 @@ def check_new_jobs(jobs: Sequence[NewJob]) -> None:
 
 _ARGS_JSON = attrgetter("args_json")
 _KWARGS_JSON = attrgetter("kwargs_json")
+_DEBOUNCED = attrgetter("debounced")
+_MAX_WAIT = attrgetter("max_wait")
 
 
 # How deep job arguments may nest (a list in a list ... counts each level). Far below

@@ -75,6 +75,11 @@ class MemoryStore:
         # that last took it; that job holds the key while it is live (LIVE_STATES).
         self._keys: dict[int, tuple[str, str]] = {}
         self._key_holder: dict[tuple[str, str], int] = {}
+        # Debounce: per (name, key) the id of the job that last collected its enqueues (it
+        # collects them while it is scheduled and has never been claimed: `_collector`),
+        # and the other way round, so a requeue can take a job out of collecting.
+        self._debounce_holder: dict[tuple[str, str], int] = {}
+        self._debounce_of: dict[int, tuple[str, str]] = {}
         self._schedules: dict[str, ScheduleRow] = {}
         # Worker registry: rows by worker id, history by (minute, group, Queue, outcome),
         # groups as last registered.
@@ -100,6 +105,9 @@ class MemoryStore:
         with self._lock:
             ids: list[int] = []
             for job, (args, kwargs) in zip(jobs, decoded, strict=True):
+                if job.debounced:
+                    ids.append(self._enqueue_debounced(job, args, kwargs, now))
+                    continue
                 if job.key is not None:
                     holder = self._live_holder((job.name, job.key))
                     if holder is not None:
@@ -423,6 +431,43 @@ class MemoryStore:
             )
             return True
 
+    def _enqueue_debounced(self, job: NewJob, args: tuple[object, ...],
+                           kwargs: dict[str, object], now: datetime) -> int:
+        """One debounced job, under the lock: the key's collecting job takes its arguments
+        and due time (capped at its created_at + max_wait), or a new job collects."""
+        assert job.key is not None  # check_new_jobs
+        name_key = (job.name, job.key)
+        collector = self._collector(name_key)
+        if collector is None:
+            job_id = self._next_id
+            self._next_id += 1
+            self._jobs[job_id] = JobRecord(
+                id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
+                attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
+                trace_context=job.trace_context,
+            )
+            self._debounce_holder[name_key] = job_id
+            self._debounce_of[job_id] = name_key
+            heapq.heappush(self._due[job.queue], (job.due_at, job_id))
+            return job_id
+        due_at = job.due_at
+        if job.max_wait is not None and collector.created_at is not None:
+            due_at = min(due_at, collector.created_at + job.max_wait)
+        self._jobs[collector.id] = replace(collector, args=args, kwargs=kwargs, due_at=due_at)
+        if due_at != collector.due_at:
+            # The entry at the old due time goes stale: claims skip an entry whose due
+            # time is not the job's.
+            heapq.heappush(self._due[collector.queue], (due_at, collector.id))
+        return collector.id
+
+    def _collector(self, name_key: tuple[str, str]) -> JobRecord | None:
+        """The job collecting the enqueues of a debounced (name, key), if any."""
+        holder = self._debounce_holder.get(name_key)
+        job = None if holder is None else self._jobs.get(holder)
+        if job is None or job.state is not JobState.SCHEDULED or job.started_at is not None:
+            return None
+        return job
+
     def _live_holder(self, name_key: tuple[str, str]) -> int | None:
         """The id of the live job holding (name, key), if any."""
         holder = self._key_holder.get(name_key)
@@ -432,7 +477,11 @@ class MemoryStore:
         return holder if job is not None and job.state in LIVE_STATES else None
 
     def _requeue(self, job: JobRecord, now: datetime) -> bool:
-        """Requeue `job`, unless another live job holds its name and key."""
+        """Requeue `job`, unless another live job holds its name and key. A debounced job
+        comes back as a plain one: it no longer collects its key's enqueues."""
+        debounce_key = self._debounce_of.pop(job.id, None)
+        if debounce_key is not None and self._debounce_holder.get(debounce_key) == job.id:
+            del self._debounce_holder[debounce_key]
         name_key = self._keys.get(job.id)
         if name_key is not None:
             if self._live_holder(name_key) is not None:
@@ -477,6 +526,10 @@ class MemoryStore:
                     doomed.append(job.id)
             for job_id in doomed:
                 del self._jobs[job_id]  # stale due-heap entries of it are skipped by claim
+                debounce_key = self._debounce_of.pop(job_id, None)
+                if debounce_key is not None and \
+                        self._debounce_holder.get(debounce_key) == job_id:
+                    del self._debounce_holder[debounce_key]
                 name_key = self._keys.pop(job_id, None)
                 if name_key is not None and self._key_holder.get(name_key) == job_id:
                     del self._key_holder[name_key]

@@ -114,7 +114,13 @@ class PostgresJobs(PostgresConnection):
         live_keys.sql, a later statement, sees that job. If the live job finished in
         between (the key is free again), the job is inserted in another round."""
         ids: list[int | None] = [None] * len(jobs)
-        pending = list(range(len(jobs)))
+        pending = [index for index, job in enumerate(jobs) if not job.debounced]
+        if len(pending) < len(jobs):
+            debounced = yield from self._debounced_steps(jobs, params)
+            for index, job_id in debounced.items():
+                ids[index] = job_id
+            if not pending:
+                return [job_id for job_id in ids if job_id is not None]
         for _round in range(10):
             batch = [jobs[index] for index in pending]
             inserted = yield self._query("enqueue_keyed"), {
@@ -153,6 +159,33 @@ class PostgresJobs(PostgresConnection):
             f"PostgreSQL store {self._url!r}: unique jobs kept finishing while being "
             "enqueued (10 rounds); retry the enqueue"
         )
+
+    def _debounced_steps(self, jobs: Sequence[NewJob], params: dict[str, object]
+                         ) -> Generator[tuple[str, dict[str, object]], list[Row],
+                                        dict[int, int]]:
+        """enqueue_debounced.sql for the debounced jobs of `jobs`: returns their ids by
+        index. Entries of one name and key share one job, the last entry's arguments:
+        one statement may not write a row twice, and the last enqueue wins."""
+        last: dict[tuple[str, str | None], int] = {}
+        for index, job in enumerate(jobs):
+            if job.debounced:
+                last[(job.name, job.key)] = index
+        batch = [jobs[index] for index in last.values()]
+        written = yield self._query("enqueue_debounced"), {
+            "now": params["now"],
+            "channel": params["channel"],
+            "names": [job.name for job in batch],
+            "queues": [job.queue for job in batch],
+            "due_ats": [job.due_at for job in batch],
+            "args": [job.args_json for job in batch],
+            "kwargs": [job.kwargs_json for job in batch],
+            "keys": [job.key for job in batch],
+            "trace_contexts": [job.trace_context for job in batch],
+            "max_waits": [job.max_wait for job in batch],
+        }  # rows (id, name, key)
+        by_key = {(name, key): job_id for job_id, name, key in written}
+        return {index: by_key[(job.name, job.key)]
+                for index, job in enumerate(jobs) if job.debounced}
 
     def enqueue_on(
         self, connection: object, jobs: Sequence[NewJob], now: datetime

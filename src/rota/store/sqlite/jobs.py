@@ -69,6 +69,12 @@ def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obje
         params = {"name": name, "queue": queue, "due_at": due_at, "args": args,
                   "kwargs": kwargs, "created_at": created_at, "key": job.key,
                   "trace_context": job.trace_context}
+        if job.debounced:
+            job_id, new = _enqueue_debounced(conn, params, job.max_wait)
+            if new:
+                inserted[(job.queue, "scheduled")] += 1
+            ids.append(job_id)
+            continue
         found = conn.execute(insert, params).fetchone()
         if found is None:  # the write lock is held: the live job cannot finish meanwhile
             found = conn.execute(live, {"name": name, "key": job.key}).fetchone()
@@ -77,6 +83,22 @@ def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obje
         ids.append(int(found[0]))
     count_jobs(conn, inserted)
     return ids
+
+
+def _enqueue_debounced(conn: sqlite3.Connection | sqlite3.Cursor, params: dict[str, object],
+                       max_wait: timedelta | None) -> tuple[int, bool]:
+    """One debounced job, under the caller's write lock: the key's collecting job takes
+    its arguments and due time, or a new job is inserted. (id, whether it is new)."""
+    found = conn.execute(sql("debounce_holder"), params).fetchone()
+    if found is None:
+        (job_id,) = conn.execute(sql("enqueue_debounced"), params).fetchone()
+        return int(job_id), True
+    conn.execute(sql("debounce_update"), {
+        "id": found[0], "args": params["args"], "kwargs": params["kwargs"],
+        "due_at": params["due_at"],
+        "max_wait": None if max_wait is None else max_wait // timedelta(microseconds=1),
+    })
+    return int(found[0]), False
 
 
 class SQLiteJobs(SQLiteConnection):

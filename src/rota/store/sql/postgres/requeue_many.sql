@@ -1,6 +1,8 @@
 -- Every job in `state` (one of dead_lettered, quarantined, cancelled: the store checks),
 -- of `queue` or of every Queue when it is NULL, back to scheduled: attempt 0, due now, a
 -- fresh run (last error and traceback cleared).
+-- A debounced job comes back as a plain one (debounce_key cleared): it no longer
+-- collects its key's enqueues, so it never meets another collector in its index.
 -- Unique jobs: a keyed job is left where it is while another live job holds its name and
 -- key, and of several selected jobs sharing a name and key only the oldest (lowest id)
 -- goes back, so a key is never live twice.
@@ -9,7 +11,8 @@
 WITH requeued AS (
     UPDATE {schema}.jobs AS j
     SET state = 'scheduled', attempt = 0, due_at = %(now)s, finished_at = NULL, result = NULL,
-        cancel_requested = false, last_error = NULL, last_traceback = NULL
+        cancel_requested = false, last_error = NULL, last_traceback = NULL,
+    debounce_key = NULL
     WHERE j.state = %(state)s::text AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
       AND (j.key IS NULL OR (
           NOT EXISTS (
