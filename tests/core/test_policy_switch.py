@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rota import Strict, Weighted
-from rota.core.dispatch import StrictDispatcher, WeightedDispatcher, for_policy, switch
+from rota.core.dispatch import PassPlan, StrictDispatcher, WeightedDispatcher, for_policy, switch
 from tests.core.backlog import UNLIMITED, Backlog, Job
 
 PATTERN_631 = list("abaabacaba")
@@ -42,7 +42,7 @@ def switched(dispatcher: WeightedDispatcher, policy: Weighted) -> WeightedDispat
 def group_pass(dispatcher: WeightedDispatcher, free: int, backlog: Backlog) -> list[str]:
     """One pass as a Worker Group drives it (each round one round trip, whose probe says
     which Queues have due work); a failed claim cuts the pass short. The served Queues."""
-    plan = dispatcher.begin_pass(free, queue_of=lambda job: job[0])
+    plan: PassPlan[Job] = dispatcher.begin_pass(free, queue_of=lambda job: job[0])
     while requests := plan.next_claims():
         trip = plan.round_trip(requests)
         if requests[0].probe:
@@ -98,7 +98,7 @@ def new_policy(draw: st.DrawFn, old: WeightedDispatcher) -> Weighted:
     kept = draw(st.lists(st.sampled_from(old.queues), unique=True), label="kept")
     added = list(NEW[:draw(st.integers(0 if kept else 1, 3), label="added")])
     order = draw(st.permutations(kept + added), label="order")
-    old_weight = dict(old.policy.weights)
+    old_weight = dict(zip(old.queues, old.weights, strict=True))
     pairs = [(name, old_weight[name] if name in old_weight and draw(st.booleans())
               else draw(st.integers(1, 20), label=f"weight {name}")) for name in order]
     return Weighted(pairs)
