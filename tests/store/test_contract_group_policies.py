@@ -98,7 +98,7 @@ def test_an_invalid_policy_is_refused_as_at_group_start_and_not_written(
 def test_bad_group_names_and_naive_times_are_refused(
     store: Store, call: Callable[[GroupPolicyStore], object],
 ) -> None:
-    with pytest.raises(ValueError, match="Worker Group name|timezone-aware"):
+    with pytest.raises(ValueError, match=r"Worker Group name|timezone-aware"):
         call(policies(store))
     assert policies(store).group_policy_versions() == {}
 
