@@ -13,6 +13,7 @@ import pytest
 import rota
 from rota.cli import main
 from rota.store import open_store
+from rota.store.base import Migratable
 
 WEIGHTED_INVALID = "Weighted dispatch needs at least one queue, all weights >= 1."
 
@@ -20,7 +21,12 @@ WEIGHTED_INVALID = "Weighted dispatch needs at least one queue, all weights >= 1
 @pytest.fixture
 def store_url(durable_store_url: str) -> str:
     """A durable store that exists (as once a worker or `rota migrate` has run)."""
-    open_store(durable_store_url).close()
+    opened = open_store(durable_store_url)
+    try:
+        assert isinstance(opened, Migratable)
+        opened.migrate()
+    finally:
+        opened.close()
     return durable_store_url
 
 
