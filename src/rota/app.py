@@ -34,6 +34,7 @@ from rota.core.clock import Clock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord
+from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.retention import Retention, StateSelection, purgeable_states
@@ -43,12 +44,14 @@ from rota.core.workers import GroupFairness, ServedCount, WorkerInfo
 from rota.definition import JobDefinition
 from rota.health import Health, check_health
 from rota.inline import InlineDrive
+from rota.live_policies import policy_in_force, set_group_policy
 from rota.observability import fairness_over, served_since
 from rota.realtime import build_runtime, run_until_signal, worker_duties
 from rota.scheduling import AppSchedules
 from rota.store import Store, store_clock_for
 from rota.worker.events import OutcomeCallback, OutcomeEvent
 from rota.worker.group import GroupRunner
+from rota.worker.policies import follow_stored_policies
 from rota.worker.retention import purge_finished
 from rota.worker.runtime import Runtime, RuntimeObserver
 
@@ -302,6 +305,39 @@ class App:
     def worker_groups(self) -> list[WorkerGroupOptions]:
         return list(self._groups.options)
 
+    def set_group_policy(self, group: str, policy: DispatchPolicy | None) -> None:
+        """Change Worker Group `group`'s Dispatch Policy while it runs, cluster-wide: the
+        policy is stored, and every worker running the group switches to it at its next
+        pass (a pass already running finishes under the old one), without a restart.
+        None goes back to the policy in the code. Any App on the store may set it, also
+        one that does not define the group.
+
+        Queues in both policies keep their credits; a Queue new to the policy starts as
+        a Queue returning from idle (its catch-up stays bounded); a dropped Queue's
+        leased jobs finish. The whole policy is one store write, however many Queues
+        (10,000 tenants is an ordinary case). A worker that cannot use a stored policy
+        keeps the one it runs and logs why.
+
+        Raises:
+            TypeError: if `policy` is not a DispatchPolicy or None, or the store keeps
+                no group policies.
+            ValueError: the error a group's start raises for that policy (the exact
+                message; the group and what is at fault in its cause), or an invalid
+                group name. Nothing is stored then.
+        """
+        set_group_policy(self.store, self._groups, group, policy, self.clock.now())
+
+    def group_policy(self, group: str) -> DispatchPolicy:
+        """The Dispatch Policy in force for Worker Group `group`: the one stored with
+        `set_group_policy`, else the one in this App's code.
+
+        Raises:
+            ValueError: if none is stored and this App does not define the group, or
+                the group name is invalid.
+            TypeError: if the store keeps no group policies.
+        """
+        return policy_in_force(self.store, self._groups.code_policy(group), group).policy
+
     def _start_groups(self, names: Iterable[str] | None = None) -> list[GroupRunner]:
         """The runners of the selected groups, started (policy validated) on first use.
         A group's dispatch state lives as long as the App, across calls."""
@@ -340,6 +376,7 @@ class App:
         handlers run inline (blocking it, on purpose: this drive is for tests)."""
         runners = self._groups.start()
         with self._groups.running(runners):
+            follow_stored_policies(self.store, runners)
             self._notify_enqueued(self._schedules.fire_inline(self.store, self.clock))
             drive = InlineDrive(self.store, self.clock, self._handlers, self._retry_policy_for,
                                 lambda: self._outcome_callbacks)
@@ -370,6 +407,7 @@ class App:
         """
         runners = self._groups.start(groups)
         with self._groups.running(runners):
+            follow_stored_policies(self.store, runners)  # the first pass runs them
             runtime = build_runtime(
                 store=self.store, clock=self.clock, runners=runners, handlers=self._handlers,
                 retry_for=self._retry_policy_for, outcome_callbacks=self._outcome_callbacks,
@@ -379,7 +417,8 @@ class App:
             )
             await runtime.start()
             try:
-                with self._groups.listening(runtime.hint):
+                with (self._groups.listening(runtime.hint),
+                      self._groups.following_policies(runtime.policies_offered)):
                     yield runtime
             finally:
                 await runtime.stop()

@@ -6,6 +6,8 @@ state (Weighted credits, the Queues it holds for empty) carries over from one dr
 the next. A group runs in one drive at a time (`running`): its dispatch state serves one
 claimer. An enqueue through the App (`enqueued`) tells every runner (a Queue it held for
 empty has work again) and every running runtime (its groups serving the Queue wake up).
+A policy this App stores for one of its groups (`policy_set`) goes to that group's runner
+at once, for its next pass.
 Imports the core and the worker's group runner.
 """
 
@@ -14,8 +16,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import JobRecord
+from rota.core.policy import DispatchPolicy
 from rota.core.retry import RetryPolicy
 from rota.worker.group import GroupRunner, Handler, retry_policy
 
@@ -29,6 +33,7 @@ class WorkerGroups:
         self._running: set[str] = set()  # groups a drive is running now (event loop only)
         # Replaced, never mutated, so enqueuing threads may iterate it without a lock.
         self._listeners: tuple[Callable[[str], None], ...] = ()
+        self._policy_listeners: tuple[Callable[[], None], ...] = ()
 
     def add(self, options: WorkerGroupOptions) -> None:
         if not isinstance(options, WorkerGroupOptions):
@@ -89,7 +94,7 @@ class WorkerGroups:
         first started group serving its Queue, else the default."""
         group_policy = next(
             (runner.options.retry for runner in self.runners.values()
-             if job.queue in runner.options.policy.queues),
+             if job.queue in runner.policy.queues),
             RetryPolicy(),
         )
         return retry_policy(handler, group_policy)
@@ -103,6 +108,31 @@ class WorkerGroups:
         finally:
             self._listeners = tuple(listener for listener in self._listeners
                                     if listener != hint)
+
+    def code_policy(self, group: str) -> DispatchPolicy | None:
+        """The policy `group` has in the code, or None if this App defines no such group."""
+        return next((o.policy for o in self.options if o.name == group), None)
+
+    @contextlib.contextmanager
+    def following_policies(self, listener: Callable[[], None]) -> Iterator[None]:
+        """Call `listener()` after this App offers a group a policy, while the block runs
+        (a running runtime: its groups then wake and switch)."""
+        self._policy_listeners = (*self._policy_listeners, listener)
+        try:
+            yield
+        finally:
+            self._policy_listeners = tuple(
+                other for other in self._policy_listeners if other != listener)
+
+    def policy_set(self, group: str, version: int, stored: StoredPolicy | None) -> None:
+        """This App set `group`'s stored policy (None: cleared) at `version`: its own
+        runner of the group switches at its next pass, without waiting to poll."""
+        runner = self.runners.get(group)
+        if runner is None:
+            return
+        runner.offer_policy(version, stored)
+        for listener in self._policy_listeners:
+            listener()
 
     def enqueued(self, queues: Iterable[str]) -> None:
         """Jobs were enqueued through the App: wake the running groups serving them, and

@@ -32,6 +32,7 @@ from rota.worker.checkpoint import wal_checkpoint_duty
 from rota.worker.duty import Duty
 from rota.worker.events import OutcomeCallback
 from rota.worker.group import GroupRunner, Handler
+from rota.worker.policies import PolicyDuty
 from rota.worker.registry import RegistryDuty
 from rota.worker.retention import RetentionDuty
 from rota.worker.runtime import Runtime, RuntimeObserver
@@ -55,6 +56,7 @@ def worker_duties(store: Store, clock: Clock, retention: Retention | None,
     if (firing := schedules.duty(store, clock)) is not None:
         duties.append(firing)
     duties.append(RegistryDuty(store))
+    duties.append(PolicyDuty())
     # One-shot, as the worker starts.
     duties.append(unserved_queues_duty([runner.options for runner in runners], clock))
     return duties

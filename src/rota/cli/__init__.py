@@ -32,6 +32,7 @@ SUBCOMMANDS = (
     "job", "requeue",
     "purge",
     "pause", "resume", "limit",
+    "policy",
     "schedules",
     "workers",
     "dashboard",

@@ -14,7 +14,9 @@ from rich.table import Table
 from rota.cli.common import UsageError, whole_number
 from rota.cli.display import boxed_table, line, make_console, user_text
 from rota.core.plurals import counted
-from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.policy import DispatchPolicy, Weighted
+from rota.core.policy_text import parse_pairs
+from rota.core.policy_text import parse_policy as policy_from_text
 from rota.core.simulation import SimulatedClaim, SimulatedPass, Simulation, simulate
 
 # Bounds that keep a simulation to a few seconds.
@@ -59,24 +61,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _pairs(text: str, flag: str) -> list[tuple[str, int]]:
-    pairs: list[tuple[str, int]] = []
-    for item in text.split(","):
-        queue, sep, number = item.strip().partition("=")
-        if not sep or not queue:
-            raise UsageError(f"{flag} takes Queue=number pairs like a=6,b=3; got {item!r}")
-        try:
-            pairs.append((queue, int(number)))
-        except ValueError:
-            raise UsageError(f"{flag}: {number!r} (for Queue {queue!r}) is not an integer") \
-                from None
-    return pairs
+    try:
+        return parse_pairs(text, flag)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def parse_policy(strict: str | None, weighted: str | None) -> DispatchPolicy:
-    if strict is not None:
-        return Strict([q.strip() for q in strict.split(",") if q.strip()])
-    assert weighted is not None
-    return Weighted(_pairs(weighted, "--weighted"))
+    """The policy of --strict or --weighted (rota.core.policy_text); a usage error for
+    text that is not the syntax."""
+    try:
+        return policy_from_text(strict, weighted)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -16,6 +16,23 @@ from rota.core.settings_range import checked_setting
 DEFAULT_POOL_SIZE = 20
 
 
+def validate_group_name(name: object) -> str:
+    """`name` if it is a valid Worker Group name.
+
+    Raises:
+        TypeError: if it is not a str.
+        ValueError: if it is empty or holds whitespace or control characters.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a Worker Group name must be a str; got {name!r}")
+    if not name or any(c.isspace() or not c.isprintable() for c in name):
+        raise ValueError(
+            "a Worker Group name must be non-empty, without whitespace or control "
+            f"characters; got {name!r} (use '-' or '_' instead)"
+        )
+    return name
+
+
 @dataclass(frozen=True, kw_only=True, init=False)
 class WorkerGroupOptions:
     """How one Worker Group runs.
@@ -65,13 +82,7 @@ class WorkerGroupOptions:
         retry: RetryPolicy | None = None,
         grace_period: Duration = 30,
     ) -> None:
-        if not isinstance(name, str):
-            raise TypeError(f"a Worker Group name must be a str; got {name!r}")
-        if not name or any(c.isspace() or not c.isprintable() for c in name):
-            raise ValueError(
-                "a Worker Group name must be non-empty, without whitespace or control "
-                f"characters; got {name!r} (use '-' or '_' instead)"
-            )
+        validate_group_name(name)
         if not isinstance(policy, DispatchPolicy):
             raise TypeError(
                 "policy must be a DispatchPolicy (DispatchPolicy.Strict(...) or "

@@ -120,3 +120,23 @@ def build_queue_infos(
         ))
     return infos
 
+
+
+def held_back_reason(info: QueueInfo | None) -> str | None:
+    """Why a Queue may be served less than its weight asks, as people read it: "paused",
+    "limit N reached" (N of its jobs leased, its limit), "nothing due"; None when
+    nothing holds it back. The fairness view shows it beside the Queue's shares.
+
+    One reason, the first that applies in this order (each one explains the next: a
+    paused Queue may also have nothing due). A new Queue control adds its reason here,
+    before "nothing due": a rate limit's bucket being empty would read "rate reached".
+    """
+    if info is None:
+        return "nothing due"
+    if info.paused:
+        return "paused"
+    if info.limit is not None and info.counts.get(JobState.LEASED, 0) >= info.limit:
+        return f"limit {info.limit} reached"
+    if info.due == 0:
+        return "nothing due"
+    return None

@@ -33,14 +33,18 @@ from starlette.staticfiles import StaticFiles
 from rota import Health
 from rota.app import App
 from rota.core.clock import Clock, SystemClock
-from rota.core.groups import WorkerGroupOptions
+from rota.core.group_policies import StoredPolicy
+from rota.core.groups import WorkerGroupOptions, validate_group_name
 from rota.core.jobs import MAX_JOB_ID, JobState
+from rota.core.policy import DispatchPolicy
+from rota.core.policy_text import parse_policy
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import validate_queue_name
 from rota.core.settings_range import MAX_SETTING
 from rota.dashboard import auth, metrics, views
 from rota.dashboard.sources import GroupObservation, Observation, observe
 from rota.store import Store, StoreError, open_store
+from rota.store.base import GroupPolicyStore
 
 HERE = Path(__file__).parent
 DEFAULT_WINDOW = timedelta(minutes=60)
@@ -78,6 +82,9 @@ API_INDEX = (
     ("POST", "/api/queues/{name}/resume", "resume the Queue (token)"),
     ("POST", "/api/queues/{name}/limit", "set the Queue's limit: form field or JSON key "
      f"'limit', 0 to {MAX_SETTING} or none (token)"),
+    ("POST", "/api/groups/{name}/policy", "store the group's policy, followed by its "
+     "running workers at their next pass: field or JSON key 'weighted' (a=5,b=1) or "
+     "'strict' (a,b), or 'clear' for the code's policy (token)"),
     ("POST", "/api/jobs/{id}/cancel", "cancel the job, or ask its worker to (token)"),
     ("POST", "/api/jobs/{id}/requeue", "requeue a dead-lettered, quarantined or cancelled "
      "job (token)"),
@@ -199,6 +206,28 @@ def _state(text: str | None) -> JobState | None:
     except ValueError:
         names = ", ".join(s.value for s in JobState)
         raise BadInput(f"state must be one of {names}; got {text!r}") from None
+
+
+def _policy_of(form: dict[str, Any]) -> DispatchPolicy | None:
+    """The policy a POST gives: 'weighted' (a=5,b=1) or 'strict' (a,b), the syntax of
+    `rota policy`; None for 'clear'. Its values are checked when it is set."""
+    given = [key for key in ("weighted", "strict", "clear")
+             if form.get(key) not in (None, "", False)]
+    if len(given) != 1:
+        raise BadInput("give one of: 'weighted' (Queue=weight pairs, e.g. a=5,b=1), "
+                       "'strict' (Queues, highest priority first, e.g. a,b), or 'clear' "
+                       "(back to the policy in the code)")
+    if given[0] == "clear":
+        return None
+    text = form[given[0]]
+    if not isinstance(text, str):
+        raise BadInput(f"{given[0]!r} takes text like "
+                       f"{'a=5,b=1' if given[0] == 'weighted' else 'a,b'}; got {text!r}")
+    try:
+        return parse_policy(text if given[0] == "strict" else None,
+                            text if given[0] == "weighted" else None)
+    except ValueError as error:
+        raise BadInput(str(error).replace("--weighted", "weighted")) from None
 
 
 def _limit(value: object) -> int | None:
@@ -350,10 +379,31 @@ class Dashboard:
         return self._page(request, "queue.html", title=f"Queue {name}", now=now,
                           queue=views.queue_json(info, now, infos, groups))
 
+    async def _stored_policies(self, groups: list[GroupObservation]
+                               ) -> dict[str, StoredPolicy]:
+        """The stored policy of each group that has one (none on a store that keeps
+        none, or whose schema predates them: the view shows the code's then)."""
+        store = self.source.reads
+        if not isinstance(store, GroupPolicyStore):
+            return {}
+
+        def read() -> dict[str, StoredPolicy]:
+            found = {}
+            for group in groups:
+                row = store.group_policy(group.name)
+                if row is not None:
+                    found[group.name] = row
+            return found
+        try:
+            return await self._call(read)
+        except StoreError:
+            return {}
+
     async def workers_page(self, request: Request) -> Response:
         now, infos, seen = await self._observe(self._window(request))
+        stored = await self._stored_policies(seen.groups)
         return self._page(request, "workers.html", title="Worker Groups", now=now,
-                          groups=views.groups_json(seen.groups, infos, now),
+                          groups=views.groups_json(seen.groups, infos, now, stored),
                           workers=[views.worker_json(w, now) for w in seen.workers],
                           note=seen.note)
 
@@ -408,7 +458,8 @@ class Dashboard:
 
     async def api_groups(self, request: Request) -> Response:
         now, infos, seen = await self._observe(self._window(request))
-        return self._json(views.groups_json(seen.groups, infos, now))
+        stored = await self._stored_policies(seen.groups)
+        return self._json(views.groups_json(seen.groups, infos, now, stored))
 
     async def api_workers(self, request: Request) -> Response:
         now, _infos, seen = await self._observe()
@@ -560,6 +611,26 @@ class Dashboard:
             return change
         return await self._act(request, plan, f"{self._base(request)}/queues")
 
+    async def set_policy(self, request: Request) -> Response:
+        name = validate_group_name(request.path_params["name"])
+
+        def plan(form: dict[str, Any]) -> Callable[[App], dict[str, Any]]:
+            policy = _policy_of(form)
+
+            def change(app: App) -> dict[str, Any]:
+                app.set_group_policy(name, policy)
+                in_force = app.group_policy(name) if policy is not None else None
+                return {
+                    "group": name,
+                    "policy": None if in_force is None else views.policy_json(in_force),
+                    "source": "code" if policy is None else "stored",
+                    "_done": f"Worker Group {name}: back to the policy in its code."
+                    if policy is None else f"Worker Group {name}: "
+                    f"{views.policy_text(policy)}; its running workers switch at their "
+                    "next pass."}
+            return change
+        return await self._act(request, plan, f"{self._base(request)}/workers")
+
     def _settings(self, name: str) -> dict[str, Any]:
         now = self.source.clock.now()
         store = self.source.actions().store
@@ -623,6 +694,7 @@ class Dashboard:
             page("/api/queues/{name:path}/resume", self.resume, ["POST"]),
             page("/api/queues/{name:path}/limit", self.set_limit, ["POST"]),
             page("/api/groups", self.api_groups),
+            page("/api/groups/{name}/policy", self.set_policy, ["POST"]),
             page("/api/workers", self.api_workers),
             page("/api/jobs", self.api_jobs),
             page("/api/jobs/{id}", self.api_job),

@@ -9,14 +9,17 @@ Imports rota's public API, the store contract and the pure core only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from rota.core.estimate import StartEstimate, combine, estimate_start
+from rota.core.group_policies import StoredPolicy
 from rota.core.jobs import JobRecord, JobState
 from rota.core.policy import DispatchPolicy, Strict, Weighted
-from rota.core.queue_controls import QueueInfo
+from rota.core.policy_text import policy_text as policy_input
+from rota.core.queue_controls import QueueInfo, held_back_reason
 from rota.core.workers import WorkerInfo
 from rota.dashboard.sources import GroupObservation
 
@@ -133,10 +136,19 @@ def queues_json(
 
 
 def group_json(
-    group: GroupObservation, infos: Sequence[QueueInfo], now: datetime
+    group: GroupObservation, infos: Sequence[QueueInfo], now: datetime,
+    stored: StoredPolicy | None = None,
 ) -> JSON:
+    """One group of the fairness view. Its policy is the one in force: `stored` (the row
+    `App.set_group_policy` wrote) if a worker can use it, else the code's as a worker
+    registered it (or `--app` defines it)."""
     by_name = {one.name: one for one in infos}
     policy = group.policy
+    source = None if policy is None else "code"
+    if stored is not None:
+        # A row workers cannot use is not in force: they keep theirs, and so does this view.
+        with contextlib.suppress(ValueError):
+            policy, source = stored.policy(), "stored"
     total_weight = sum(w for _, w in policy.weights) if isinstance(policy, Weighted) else 0
     weights = dict(policy.weights) if isinstance(policy, Weighted) else {}
     served_total = group.served_total
@@ -158,12 +170,16 @@ def group_json(
             "due": 0 if info is None else info.due,
             "paused": False if info is None else info.paused,
             "longest_wait_s": waited,
+            "held_back": held_back_reason(info),
         })
     capacity = group.pool_size * group.workers
     return {
         "name": group.name,
         "policy": None if policy is None else policy_json(policy),
         "policy_text": "policy unknown" if policy is None else policy_text(policy),
+        "policy_source": source,
+        "policy_version": None if source != "stored" or stored is None else stored.version,
+        "policy_input": None if policy is None else policy_input(policy),
         "pool_size": group.pool_size,
         "workers": group.workers, "in_flight": group.in_flight,
         "pool_use": group.in_flight / capacity if capacity else None,
@@ -175,9 +191,12 @@ def group_json(
 
 
 def groups_json(
-    groups: Sequence[GroupObservation], infos: Sequence[QueueInfo], now: datetime
+    groups: Sequence[GroupObservation], infos: Sequence[QueueInfo], now: datetime,
+    stored: Mapping[str, StoredPolicy] | None = None,
 ) -> list[JSON]:
-    return [group_json(group, infos, now) for group in groups]
+    """Every group of the fairness view; `stored`: the stored policies, by group."""
+    return [group_json(group, infos, now, (stored or {}).get(group.name))
+            for group in groups]
 
 
 def worker_json(worker: WorkerInfo, now: datetime) -> JSON:

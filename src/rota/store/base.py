@@ -88,6 +88,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
+from rota.core.group_policies import StoredPolicy
 from rota.core.jobs import JobRecord, JobState, Lease, NewJob
 from rota.core.outcomes import (
     Cancelled,
@@ -97,6 +98,7 @@ from rota.core.outcomes import (
     RetryAt,
     Succeeded,
 )
+from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import QueueInfo, QueueSettings
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo
@@ -606,3 +608,42 @@ class ScheduleStore(Protocol):
     def list_schedules(self) -> list[ScheduleRow]:
         """Every schedule row, sorted by name."""
         ...
+
+
+# -- Group policies -----------------------------------------------------------------------
+
+
+@runtime_checkable
+class GroupPolicyStore(Protocol):
+    """Worker Group policies set while workers run (every store of rota implements it;
+    the contract suite tests/store/test_contract_group_policies.py runs on each).
+
+    Rules:
+    - One row per group. `set_group_policy` writes the whole policy in one statement,
+      however many Queues it names, after the checks of a group's start
+      (`rota.core.group_policies.checked_policy`: the same errors); None clears it (the
+      group runs the policy in its code again). Either way the row's `version` moves on
+      by one and is returned: a version is never reused for a group.
+    - `group_policy_versions` returns every row's version, cleared rows included: a worker
+      compares them with the versions it knows, and reads `group_policy` only for a group
+      whose version moved, so following the policies costs one small read per interval.
+    """
+
+    def set_group_policy(self, group: str, policy: DispatchPolicy | None,
+                         now: datetime) -> int:
+        """Store (None: clear) `group`'s policy; return the row's new version.
+
+        Raises:
+            TypeError, ValueError: for an invalid group name or policy, as a group's
+                start raises them; nothing is written then.
+        """
+        ...
+
+    def group_policy(self, group: str) -> StoredPolicy | None:
+        """`group`'s stored policy; None if none is stored (or it was cleared)."""
+        ...
+
+    def group_policy_versions(self) -> dict[str, int]:
+        """The version of every group's row (see the class), by group name."""
+        ...
+

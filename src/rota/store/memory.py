@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from rota.core.clock import ensure_utc
+from rota.core.group_policies import StoredPolicy, checked_policy
+from rota.core.groups import validate_group_name
 from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
     LIVE_STATES,
@@ -38,6 +41,7 @@ from rota.core.outcomes import (
     Succeeded,
     bound_traceback,
 )
+from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,
@@ -48,7 +52,13 @@ from rota.core.queue_controls import (
 from rota.core.queues import validate_queue_name
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
-from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
+from rota.core.workers import (
+    ServedCount,
+    WorkerGroupInfo,
+    WorkerInfo,
+    minute_of,
+    policy_parts,
+)
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 
 
@@ -57,6 +67,10 @@ class MemoryStore:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        # Group policies set while workers run: the policy and when it was set, and each
+        # group's version (kept after a clear, so that it never goes back).
+        self._policies: dict[str, tuple[DispatchPolicy, datetime]] = {}
+        self._policy_versions: dict[str, int] = {}
         self._jobs: dict[int, JobRecord] = {}
         # Per Queue, a heap of (due_at, id) for scheduled jobs; stale entries are skipped.
         self._due: defaultdict[str, list[tuple[datetime, int]]] = defaultdict(list)
@@ -762,3 +776,34 @@ class MemoryStore:
     def worker_groups(self) -> list[WorkerGroupInfo]:
         with self._lock:
             return sorted(self._groups.values(), key=lambda group: group.name)
+
+    # -- group policies -------------------------------------------------------------------
+
+    def set_group_policy(self, group: str, policy: DispatchPolicy | None,
+                         now: datetime) -> int:
+        validate_group_name(group)
+        moment = ensure_utc(now, "now")
+        stored = None if policy is None else (checked_policy(group, policy), moment)
+        with self._lock:
+            version = self._policy_versions.get(group, 0) + 1
+            self._policy_versions[group] = version
+            if stored is None:
+                self._policies.pop(group, None)
+            else:
+                self._policies[group] = stored
+            return version
+
+    def group_policy(self, group: str) -> StoredPolicy | None:
+        validate_group_name(group)
+        with self._lock:
+            stored = self._policies.get(group)
+            version = self._policy_versions.get(group, 0)
+        if stored is None:
+            return None
+        kind, queues, weights = policy_parts(stored[0])
+        return StoredPolicy(group, kind, queues, weights, version, stored[1])
+
+    def group_policy_versions(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._policy_versions)
+

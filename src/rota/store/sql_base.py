@@ -24,6 +24,13 @@ from importlib.resources import files
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
+from rota.core.group_policies import (
+    StoredPolicy,
+    checked_policy,
+    policy_columns,
+    stored_policy,
+)
+from rota.core.groups import validate_group_name
 from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
     JobRecord,
@@ -35,6 +42,7 @@ from rota.core.jobs import (
     decode_stored_arguments,
 )
 from rota.core.outcomes import Cancelled, DeadLettered, RetryAt, Succeeded, bound_traceback
+from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,
@@ -449,3 +457,29 @@ class SqlStore(ABC, Generic[Conn]):
                                self._from_db_time(seen_at))
             for name, kind, queues, weights, pool_size, seen_at in rows
         ]
+
+    # -- group policies -------------------------------------------------------------------
+
+    def set_group_policy(self, group: str, policy: DispatchPolicy | None,
+                         now: datetime) -> int:
+        params: dict[str, object] = {"group": validate_group_name(group), "kind": None,
+                                     "queues": None, "weights": None,
+                                     "now": self._to_db_time(now)}
+        if policy is not None:
+            params.update(policy_columns(checked_policy(group, policy)))
+        rows, _ = self._run("set_group_policy", params, "setting a group policy", write=True)
+        return int(rows[0][0])
+
+    def group_policy(self, group: str) -> StoredPolicy | None:
+        rows, _ = self._run("group_policy", {"group": validate_group_name(group)},
+                            "reading a group policy")
+        if not rows or rows[0][0] is None:
+            return None
+        kind, queues, weights, version, updated_at = rows[0]
+        return stored_policy(group, kind, queues, weights, int(version),
+                             self._from_db_time(updated_at))
+
+    def group_policy_versions(self) -> dict[str, int]:
+        rows, _ = self._run("group_policy_versions", {}, "reading group policy versions")
+        return {name: int(version) for name, version in rows}
+

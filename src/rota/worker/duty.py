@@ -48,6 +48,10 @@ class DutyRuntime(Protocol):
         """Jobs were enqueued into `queue`: wake the groups serving it. Any thread."""
         ...
 
+    def policies_offered(self) -> None:
+        """Some groups were offered a new policy: wake them so they switch. Any thread."""
+        ...
+
 
 # A periodic housekeeping task run beside the groups: started with the runtime, cancelled
 # when it stops. It owns its cadence and must survive its own errors.

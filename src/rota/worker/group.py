@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from rota.core.dispatch import PassPlan, RoundTrip, for_policy
+from rota.core.dispatch import PassPlan, RoundTrip, for_policy, switch
+from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord
 from rota.core.outcomes import (
@@ -36,7 +37,7 @@ from rota.core.outcomes import (
     describe_error,
 )
 from rota.core.plurals import counted
-from rota.core.policy import PolicyFault
+from rota.core.policy import DispatchPolicy, PolicyFault
 from rota.core.retry import Retry, RetryPolicy
 from rota.core.suspects import lease_expired_error
 from rota.store.base import Claimed, LeaseOutcome, Store, StoreError
@@ -91,6 +92,14 @@ class GroupRunner:
             error.__suppress_context__ = True
             raise
         self.owner = new_owner_id(options.name)
+        # The policy in force: the code's until a stored one is offered and switched to.
+        self.policy: DispatchPolicy = options.policy
+        # The stored row's version this runner has acted on (0: none seen), and the offer
+        # waiting for the next pass: (version, stored row or None for the code's). Written
+        # by whoever learns of a change (any thread: one tuple assignment), read by the
+        # pass; an offer is applied when its version is newer than the one acted on.
+        self.policy_version = 0
+        self._offered: tuple[int, StoredPolicy | None] | None = None
         # Whether the last claim_pass was cut short by a failed claim; read by the drive
         # that owns this runner (one pass at a time) to back off before the next pass.
         self.last_pass_failed = False
@@ -102,6 +111,38 @@ class GroupRunner:
     def note_work(self, queue: str) -> None:
         """A wake-up hint: jobs were enqueued into `queue` (any thread)."""
         self.dispatcher.note_work(queue)
+
+    def offer_policy(self, version: int, stored: StoredPolicy | None) -> None:
+        """The group's stored policy row is at `version`: `stored`, or None (cleared: the
+        code's policy). Switched to at the next pass, not before: a pass already running
+        finishes under the policy it began with. Any thread."""
+        offered = self._offered
+        if version > self.policy_version and (offered is None or version > offered[0]):
+            self._offered = (version, stored)
+
+    @property
+    def offered_queues(self) -> tuple[str, ...]:
+        """The Queues of the policy waiting for the next pass, if any (for wake-ups)."""
+        offered = self._offered
+        if offered is None or offered[0] <= self.policy_version:
+            return ()
+        return self.options.policy.queues if offered[1] is None else offered[1].queues
+
+    def _switch_policy(self, version: int, stored: StoredPolicy | None) -> None:
+        """Run the offered policy from this pass on; one this worker cannot use is not
+        run: the group keeps the one it has and the log says why (once per version)."""
+        self.policy_version = version
+        try:
+            policy = self.options.policy if stored is None else stored.policy()
+        except ValueError as error:
+            logger.error("group %s: keeps its policy %r: %s", self.name, self.policy, error)
+            return
+        if policy == self.policy:
+            return
+        self.dispatcher = switch(self.dispatcher, policy, remember_empty=True)
+        logger.info("group %s: policy switched to %r (%s)", self.name, policy,
+                    "the code's" if stored is None else f"stored, version {version}")
+        self.policy = policy
 
     @property
     def probe_pending(self) -> bool:
@@ -136,6 +177,9 @@ class GroupRunner:
         itself)."""
         self.outcomes_applied = None
         self.last_pass_failed = False
+        offered = self._offered
+        if offered is not None and offered[0] > self.policy_version:
+            self._switch_policy(*offered)
         if self._recheck_at is None:
             self._recheck_at = now + self.options.poll_interval
         plan: PassPlan[JobRecord] = self.dispatcher.begin_pass(

@@ -113,7 +113,7 @@ class RegistryDuty:
             started_at=self._started_at, last_seen=now, dead_at=now + self._dead_after(runtime),
             groups=tuple(
                 WorkerGroupInfo(
-                    name=group.name, policy=group.options.policy,
+                    name=group.name, policy=group.runner.policy,
                     pool_size=group.options.pool_size, in_flight=group.in_flight,
                     owner=group.runner.owner,
                 )

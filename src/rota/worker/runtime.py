@@ -124,9 +124,7 @@ class Runtime:
         self._store_threads = DaemonPool(3 * len(runners) + 2 + len(self._duties), "rota-store")
         self.groups = [GroupLoop(self, runner) for runner in runners]
         self._by_queue: dict[str, list[GroupLoop]] = {}
-        for group in self.groups:
-            for queue in group.runner.options.policy.queues:
-                self._by_queue.setdefault(queue, []).append(group)
+        self._map_queues()
         # Whether passes write outcomes with claims: when the store's claim takes
         # `outcomes` (rota's stores do; a Store written to an older contract may not),
         # unless the store would rather have them written beside its claims (PostgreSQL:
@@ -279,6 +277,32 @@ class Runtime:
             return
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
             loop.call_soon_threadsafe(self._wake_queue, queue)
+
+    def _map_queues(self) -> None:
+        """Which groups an enqueue into each Queue wakes: those whose policy in force, or
+        the one offered for their next pass, serves it. Replaced whole, never mutated, so
+        `_wake_queue` reads one map or the other."""
+        by_queue: dict[str, list[GroupLoop]] = {}
+        for group in self.groups:
+            runner = group.runner
+            for queue in dict.fromkeys((*runner.policy.queues, *runner.offered_queues)):
+                by_queue.setdefault(queue, []).append(group)
+        self._by_queue = by_queue
+
+    def policies_offered(self) -> None:
+        """Some groups were offered a new policy (rota.worker.policies): enqueues into its
+        Queues wake them, and they switch at a pass they run now. Any thread."""
+        loop = self._loop
+        if loop is None or self._state != "running":
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(self._policies_offered)
+
+    def _policies_offered(self) -> None:
+        self._map_queues()
+        for group in self.groups:
+            if group.runner.offered_queues:
+                group.wake()
 
     def _wake_queue(self, queue: str) -> None:
         for group in self._by_queue.get(queue, ()):

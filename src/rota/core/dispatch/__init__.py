@@ -9,6 +9,7 @@ charging the dispatcher one step per job served.
 - `weighted`: smooth weighted round-robin over the Queues taking part (`swrr`), one claim
   per Queue sized by simulating the free slots, reflow within at most 2 x (served Queues)
   claims, charge on issue; and what a group remembers of Queues found empty (`memory`).
+- `switch`: a running group's dispatcher carried over to a new policy between passes.
 
 Pure: no I/O, no clock, no asyncio, no randomness.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from rota.core.dispatch.plan import ClaimRequest, Dispatcher, PassPlan, RoundTrip
 from rota.core.dispatch.strict import StrictDispatcher
+from rota.core.dispatch.switch import switch
 from rota.core.dispatch.weighted import WeightedDispatcher
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 
@@ -28,6 +30,7 @@ __all__ = [
     "StrictDispatcher",
     "WeightedDispatcher",
     "for_policy",
+    "switch",
 ]
 
 

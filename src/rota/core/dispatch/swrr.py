@@ -50,6 +50,21 @@ class Credits:
         self._moved: set[int] = set()
         self._rebuild()
 
+    @classmethod
+    def resumed(cls, weights: Sequence[int], credits: Sequence[int],
+                out: Collection[int]) -> Credits:
+        """Credits that start from `credits` (one per Queue) rather than zero, the Queues
+        in `out` out of the steps: a group whose policy changed while it runs."""
+        if len(credits) != len(weights):
+            raise ValueError(f"{len(credits)} credits for {len(weights)} weights")
+        state = cls(weights)
+        state._value = list(credits)  # no step charged yet: an offset is the credit itself
+        state.out = set(out)
+        state.total = sum(weight for index, weight in enumerate(state.weights)
+                          if index not in state.out)
+        state._rebuild()
+        return state
+
     def credit(self, index: int) -> int:
         if index in self.out:
             return self._value[index]

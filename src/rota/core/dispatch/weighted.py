@@ -66,11 +66,17 @@ class WeightedDispatcher(Dispatcher):
         if self.memory is not None and index is not None and index in self.state.out:
             self.memory.note_work()
 
+    def finish_pass(self) -> None:
+        """End the last pass's plan (every job of it served or skipped), as the next
+        pass's beginning would: the credits then stand as that next pass starts."""
+        if self._current is not None:
+            self._current.finish()
+            self._current = None
+
     def begin_pass(
         self, free: int, *, recheck: bool = False, queue_of: Callable[[T], str] | None = None
     ) -> PassPlan[T]:
-        if self._current is not None:
-            self._current.finish()
+        self.finish_pass()
         probe = (None if self.memory is None
                  else self.memory.to_probe(free, recheck, self.state.out))
         plan: WeightedPass[T] = WeightedPass(self, free, probe, queue_of)

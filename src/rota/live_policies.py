@@ -1,0 +1,76 @@
+"""Worker Group policies changed while workers run: what `App.set_group_policy` and
+`App.group_policy` do, and what the `rota policy` command and the dashboard share.
+
+A policy set here is stored (`GroupPolicyStore`); every worker running the group follows
+it at its next pass (rota.worker.policies), this App's own runners at once. The policy
+in force is the stored one a worker can use, else the one in the code.
+Imports the core, the store contract and the App's groups.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from rota.app_groups import WorkerGroups
+from rota.core.group_policies import StoredPolicy
+from rota.core.groups import validate_group_name
+from rota.core.policy import DispatchPolicy
+from rota.core.workers import policy_parts
+from rota.store.base import GroupPolicyStore, Store
+
+
+def policy_store(store: Store) -> GroupPolicyStore:
+    """`store` as a GroupPolicyStore, or a TypeError saying it keeps no group policies."""
+    if not isinstance(store, GroupPolicyStore):
+        raise TypeError(
+            f"the store {store.url!r} does not keep group policies (it lacks "
+            "set_group_policy, group_policy and group_policy_versions); use a memory://, "
+            "sqlite:/// or postgresql:// store")
+    return store
+
+
+def set_group_policy(store: Store, groups: WorkerGroups, group: str,
+                     policy: DispatchPolicy | None, now: datetime) -> int:
+    """Store `group`'s policy (None: clear it) and hand it to this App's runner of the
+    group; the stored version."""
+    stored = policy_store(store)
+    version = stored.set_group_policy(group, policy, now)  # checks it, as a start does
+    row = None if policy is None else StoredPolicy(group, *policy_parts(policy), version, now)
+    groups.policy_set(group, version, row)
+    return version
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyInForce:
+    """A group's policy in force and where it comes from: `stored` (the row, which a
+    worker can use) or the code (`stored` None). `unusable` says why a stored row is not
+    in force, when there is one a worker cannot use."""
+
+    policy: DispatchPolicy
+    stored: StoredPolicy | None
+    unusable: str | None = None
+
+
+def policy_in_force(store: Store, code: DispatchPolicy | None, group: str) -> PolicyInForce:
+    """`group`'s policy in force: stored, else `code` (the App's; None if it defines no
+    such group).
+
+    Raises:
+        ValueError: if neither exists (the message says how to set one), or the group
+            name is invalid.
+    """
+    validate_group_name(group)
+    row = policy_store(store).group_policy(group)
+    unusable = None
+    if row is not None:
+        try:
+            return PolicyInForce(row.policy(), row)
+        except ValueError as error:
+            unusable = str(error)
+    if code is not None:
+        return PolicyInForce(code, None, unusable)
+    raise ValueError(
+        unusable or f"no policy is stored for Worker Group {group!r}, and no App defines "
+        "it here; store one with app.set_group_policy(group, policy) or "
+        f"`rota policy {group} --weighted a=5,b=1`")

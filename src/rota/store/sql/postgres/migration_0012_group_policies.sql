@@ -1,0 +1,15 @@
+-- Migration 12: Worker Group policies set while workers run (App.set_group_policy), one
+-- row per group, read by every worker running it. queues and weights are JSON lists
+-- (weights NULL for Strict): one row however many Queues. kind NULL: cleared, the group
+-- runs the policy in its code again; the row stays so that its version goes on moving.
+-- version moves on with every change, so a worker that knows it reads the row only
+-- when it changed (group_policy_versions.sql).
+-- {schema} is replaced by the store's schema, quoted as an identifier.
+CREATE TABLE {schema}.group_policies (
+    name       text        PRIMARY KEY,
+    kind       text,
+    queues     text,
+    weights    text,
+    version    bigint      NOT NULL,
+    updated_at timestamptz NOT NULL
+);

@@ -1,0 +1,84 @@
+"""The dashboard's group view: the policy in force (stored or the code's), editing it
+behind the token (`POST /api/groups/{name}/policy`), and why a Queue is held back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import rota
+from tests.dashboard.conftest import Seeded, ServedDashboard
+
+TOKEN = "s3cret-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+Serve = Callable[..., ServedDashboard]
+
+
+def fair(dashboard: ServedDashboard) -> dict[str, Any]:
+    groups = {g["name"]: g for g in dashboard.get("/api/groups").json()}
+    group: dict[str, Any] = groups["fair"]
+    return group
+
+
+def test_the_group_view_shows_the_codes_policy_then_the_stored_one(
+    seeded: Seeded, serve: Serve,
+) -> None:
+    # Given the "fair" group as its worker registered it (a=6, b=3, c=1)
+    dashboard = serve(seeded.source, clock=seeded.clock, token=TOKEN)
+    group = fair(dashboard)
+    assert (group["policy_source"], group["policy_input"]) == ("code", "a=6,b=3,c=1")
+    # When its weights are edited through the API
+    reply = dashboard.post("/api/groups/fair/policy", data={"weighted": "a=1,b=1,d=2"},
+                           headers=AUTH)
+    # Then the policy is stored, and the view shows it in force, with its version
+    assert reply.status == 200, reply.json()
+    assert reply.json()["source"] == "stored"
+    assert seeded.app.group_policy("fair") == rota.Weighted([("a", 1), ("b", 1), ("d", 2)])
+    group = fair(dashboard)
+    assert (group["policy_source"], group["policy_version"], group["policy_input"]) == (
+        "stored", 1, "a=1,b=1,d=2")
+    assert [q["queue"] for q in group["queues"]][:3] == ["a", "b", "d"]
+    # And the page says so, with the form and the way back
+    page = dashboard.get("/workers", headers=AUTH).text
+    assert "stored, version 1" in page and 'value="a=1,b=1,d=2"' in page
+    assert "back to the code" in page
+    # And a clear goes back to the code's
+    cleared = dashboard.post("/api/groups/fair/policy", body={"clear": True}, headers=AUTH)
+    assert cleared.status == 200 and cleared.json()["source"] == "code"
+    assert fair(dashboard)["policy_source"] == "code"
+
+
+def test_editing_needs_the_token_and_bad_input_changes_nothing(
+    seeded: Seeded, serve: Serve,
+) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock, token=TOKEN)
+    assert dashboard.post("/api/groups/fair/policy", data={"weighted": "a=1"}).status == 401
+    for body, words in (
+        ({"weighted": "a=0"}, "Weighted dispatch needs at least one queue, all weights >= 1."),
+        ({"weighted": "a=x"}, "is not an integer"),
+        ({"strict": "a,a"}, "named twice"),
+        ({}, "give one of"),
+        ({"weighted": "a=1", "strict": "a"}, "give one of"),
+        ({"weighted": 5}, "takes text like a=5,b=1"),
+    ):
+        reply = dashboard.post("/api/groups/fair/policy", body=body, headers=AUTH)
+        assert reply.status == 400 and words in reply.json()["error"], (body, reply.json())
+    assert dashboard.post("/api/groups/two%20words/policy", body={"clear": True},
+                          headers=AUTH).status == 400
+    assert fair(dashboard)["policy_source"] == "code"
+
+
+@pytest.mark.parametrize("store_kind", ["memory"], indirect=True)
+def test_each_queue_says_what_holds_it_back(seeded: Seeded, serve: Serve) -> None:
+    # Given a paused, b at its limit with jobs due, c with nothing due
+    seeded.app.pause_queue("a")
+    seeded.app.set_queue_limit("b", 0)
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    reasons = {q["queue"]: q["held_back"] for q in fair(dashboard)["queues"]}
+    # Then each gets its reason
+    assert reasons == {"a": "paused", "b": "limit 0 reached", "c": "nothing due"}
+    page = dashboard.get("/workers").text
+    assert '<td class="held-back">limit 0 reached</td>' in page
