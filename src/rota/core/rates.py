@@ -27,7 +27,9 @@ from datetime import UTC, datetime, timedelta
 from rota.core.durations import to_timedelta
 from rota.core.settings_range import checked_setting
 
-__all__ = ["Bucket", "QueueRate", "available", "next_token_at", "take", "validate_rate"]
+__all__ = [
+    "Bucket", "QueueRate", "available", "check_rate", "next_token_at", "take", "validate_rate",
+]
 
 _US = timedelta(microseconds=1)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -96,6 +98,21 @@ def validate_rate(jobs: object, per: object, burst: object = None) -> QueueRate:
             f"a rate of {count} per {period} with burst {size} takes more than "
             f"{MAX_REFILL.days:,} days to refill; give a shorter period or a smaller burst")
     return QueueRate(count, period, size)
+
+
+def check_rate(rate: object) -> QueueRate | None:
+    """`rate` if it is None or a `QueueRate` that `validate_rate` accepts (what a store's
+    `set_queue_rate` takes).
+
+    Raises:
+        TypeError: if it is neither, or a field has the wrong type.
+        ValueError: if a field is out of range (see `validate_rate`).
+    """
+    if rate is None:
+        return None
+    if not isinstance(rate, QueueRate):
+        raise TypeError(f"a Queue rate must be a rota.QueueRate or None; got {rate!r}")
+    return validate_rate(rate.jobs, rate.per, rate.burst)
 
 
 @dataclass(frozen=True, slots=True)
