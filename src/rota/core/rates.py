@@ -21,6 +21,7 @@ Pure: no I/O, no clock. Imports only `rota.core.durations` and `rota.core.settin
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -28,7 +29,8 @@ from rota.core.durations import to_timedelta
 from rota.core.settings_range import checked_setting
 
 __all__ = [
-    "Bucket", "QueueRate", "available", "check_rate", "next_token_at", "take", "validate_rate",
+    "Bucket", "QueueRate", "RatedQueue", "available", "cap_by_tokens", "check_rate",
+    "next_token_at", "settle", "stored_rate", "take", "validate_rate",
 ]
 
 _US = timedelta(microseconds=1)
@@ -122,6 +124,45 @@ class Bucket:
 
     empty_us: int
     remainder: int = 0
+
+
+RatedQueue = tuple[QueueRate, Bucket | None]
+"""A rated Queue as a claim reads it: its rate and its bucket (None: full)."""
+
+
+def stored_rate(jobs: int, per_us: int, burst: int, empty_us: int | None,
+                empty_rem: int | None) -> RatedQueue:
+    """A rated Queue from a store's settings row (migration 11's columns)."""
+    bucket = None if empty_us is None else Bucket(empty_us, empty_rem or 0)
+    return QueueRate(jobs, timedelta(microseconds=per_us), burst), bucket
+
+
+def cap_by_tokens(rated: Mapping[str, RatedQueue], asks: Sequence[tuple[str, int]],
+                  now: datetime) -> tuple[list[tuple[str, int]], set[str]]:
+    """A claim's asks (Queue, most to take), each rated Queue's capped by its tokens at
+    `now`; and the Queues whose tokens were fewer than asked (starved)."""
+    capped: list[tuple[str, int]] = []
+    starved: set[str] = set()
+    for queue, count in asks:
+        one = rated.get(queue)
+        if one is not None:
+            tokens = available(one[0], one[1], now)
+            if tokens < count:
+                count = tokens
+                starved.add(queue)
+        capped.append((queue, count))
+    return capped, starved
+
+
+def settle(rated: Mapping[str, RatedQueue], taken: Mapping[str, int], starved: Iterable[str],
+           now: datetime) -> tuple[dict[str, Bucket], datetime | None]:
+    """After a claim at `now` took `taken` jobs per Queue: the new buckets of the rated
+    Queues it took from, and when the first of the `starved` ones has a token again."""
+    buckets = {queue: take(*rated[queue], now, count)
+               for queue, count in taken.items() if count and queue in rated}
+    due = [next_token_at(rated[queue][0], buckets.get(queue, rated[queue][1]), now)
+           for queue in starved]
+    return buckets, min(due, default=None)
 
 
 def _scaled(rate: QueueRate, bucket: Bucket | None, now_us: int) -> int:
