@@ -834,6 +834,9 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
                   "rota.count_deleted_jobs, rota.fold_job_counts CASCADE")
     admin.execute("ALTER TABLE rota.workers DROP COLUMN clock_offset")  # migration 9
     admin.execute("ALTER TABLE rota.jobs DROP COLUMN last_traceback")  # migration 10
+    admin.execute("ALTER TABLE rota.queue_settings DROP COLUMN rate_jobs, DROP COLUMN "
+                  "rate_per_us, DROP COLUMN rate_burst, DROP COLUMN rate_empty_us, "
+                  "DROP COLUMN rate_empty_rem")  # migration 11
     admin.execute("DELETE FROM rota.schema_migrations WHERE version >= 8")
     admin.execute(
         "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
@@ -843,7 +846,7 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
         "('job', 'b', 'dead_lettered', %(t)s, '[]', '{}', %(t)s, %(t)s)", {"t": T0})
     # When this rota opens it and changes a job
     upgraded = make_store()
-    assert upgraded.migrate() == [8, 9, 10]
+    assert upgraded.migrate() == [8, 9, 10, 11]
     counted = upgraded.count_jobs()
     (dead,) = upgraded.list_jobs(state=JobState.DEAD_LETTERED)
     upgraded.requeue(dead.id, T0)
