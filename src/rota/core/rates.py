@@ -21,6 +21,7 @@ Pure: no I/O, no clock. Imports only `rota.core.durations` and `rota.core.settin
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,8 +30,9 @@ from rota.core.durations import to_timedelta
 from rota.core.settings_range import checked_setting
 
 __all__ = [
-    "Bucket", "QueueRate", "RatedQueue", "available", "cap_by_tokens", "check_rate",
-    "next_token_at", "settle", "stored_rate", "take", "validate_rate",
+    "RATE_FORM", "Bucket", "QueueRate", "RatedQueue", "available", "cap_by_tokens",
+    "check_rate", "next_token_at", "parse_rate", "settle", "stored_rate", "take",
+    "validate_rate",
 ]
 
 _US = timedelta(microseconds=1)
@@ -66,6 +68,31 @@ class QueueRate:
     def per_us(self) -> int:
         """`per` in whole microseconds (a timedelta holds no finer unit)."""
         return self.per // _US
+
+
+RATE_FORM = ("N/PERIOD: N jobs per PERIOD, a number of seconds or a number and a unit "
+             "(s, m, h, d), e.g. 10/1m, 6/30s or 100/60")
+_UNITS = {"s": 1, "m": 60, "h": 3_600, "d": 86_400}
+
+
+def parse_rate(text: str, burst: int | None = None) -> QueueRate:
+    """`10/1m`, `6/30s`, `100/60` (seconds), `1/1.5h` as a `QueueRate` with `burst`.
+
+    Raises:
+        ValueError: naming the text and the expected form, or the range a number breaks.
+    """
+    jobs_text, slash, period_text = text.strip().partition("/")
+    period_text = period_text.strip().lower()
+    unit = period_text[-1:] if period_text[-1:] in _UNITS else "s"
+    number = period_text[:-1] if period_text[-1:] in _UNITS else period_text
+    try:
+        jobs = int(jobs_text)
+        seconds = float(number)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a rate; expected {RATE_FORM}") from None
+    if not slash or not math.isfinite(seconds):
+        raise ValueError(f"{text!r} is not a rate; expected {RATE_FORM}")
+    return validate_rate(jobs, seconds * _UNITS[unit], burst)
 
 
 def describe_period(per: timedelta) -> str:
