@@ -35,8 +35,8 @@ from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
-from rota.core.rates import validate_rate
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
+from rota.core.rates import validate_rate
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
 from rota.core.schedules import Schedule

@@ -167,8 +167,10 @@ def run_rate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"queue": queue, "rate": rate_as_json(rate)}))
         return 0
-    print(f"Queue {queue!r}: " + ("no rate limit" if rate is None else
-                                  f"rate {rate.jobs}/{describe_period(rate.per)}, burst {rate.burst} (bucket full)"))
+    described = ("no rate limit" if rate is None else
+                 f"rate {rate.jobs}/{describe_period(rate.per)}, burst {rate.burst} "
+                 "(bucket full)")
+    print(f"Queue {queue!r}: {described}")
     if not has_jobs:
         print(f"no jobs in Queue {queue!r} yet; the setting applies when they come (check "
               "the name if you expected some)")

@@ -8,7 +8,8 @@ many that more than `limit` of its jobs are leased at once. The memory store and
 simulator apply `room` directly; the SQL stores spell the same rule in their claim
 statements, and the store contract suite checks that they agree.
 
-Pure: no I/O, no clock. Imports only `rota.core.jobs`, `rota.core.rates` and `rota.core.settings_range`.
+Pure: no I/O, no clock. Imports only `rota.core.jobs`, `rota.core.rates` and
+`rota.core.settings_range`.
 """
 
 from __future__ import annotations
