@@ -11,6 +11,7 @@ from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import JobRecord, JobState, PayloadTooLarge
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.queue_controls import QueueInfo
+from rota.core.rates import QueueRate
 from rota.core.retention import Retention
 from rota.core.retry import Retry, RetryPolicy
 from rota.core.workers import (
@@ -42,6 +43,7 @@ __all__ = [
     "OutcomeKind",
     "PayloadTooLarge",
     "QueueInfo",
+    "QueueRate",
     "QueueShare",
     "Retention",
     "Retry",

@@ -37,6 +37,7 @@ from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord
 from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
+from rota.core.rates import validate_rate
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
 from rota.core.schedules import Schedule
@@ -284,6 +285,43 @@ class App:
         checked = validate_queue_limit(limit)
         self.store.set_queue_limit(validate_queue_name(queue), checked)
         self._notify_enqueued((queue,))  # a higher limit may leave room: look at once
+
+    def set_queue_rate(self, queue: str, jobs: int | None, per: Duration | None = None,
+                       burst: int | None = None) -> None:
+        """At most `burst + jobs * T / per` jobs of `queue` claimed over any interval T, all
+        workers on this store together (a token bucket of `burst` tokens, refilled at
+        `jobs` per `per`, one taken per job claimed); `set_queue_rate(queue, None)`
+        removes the rate (the default). The store enforces it inside the claim,
+        atomically, together with the concurrency limit. A new rate starts with a full
+        bucket. A Queue out of tokens is found empty for the pass (its slots go to other
+        Queues); idle workers wake when its next token is due.
+
+        Args:
+            queue: the Queue's name (it need not have jobs yet).
+            jobs: tokens per `per`, a whole number from 1 to 2147483647; None: no rate.
+            per: the period, a `timedelta` or a number of seconds (required with `jobs`).
+            burst: the bucket's size, from 1 to 2147483647; None: `jobs`.
+
+        Raises:
+            TypeError: if `jobs` or `burst` is not an int (or None), or `per` is not a
+                duration.
+            ValueError: if a number is out of range, `per` is not positive, `per` or
+                `burst` is given without `jobs`, or `queue` breaks the Queue name rule.
+        """
+        if jobs is None:
+            if per is not None or burst is not None:
+                raise ValueError(
+                    "set_queue_rate(queue, None) removes the rate and takes no per or burst; "
+                    "give jobs too to set one")
+            rate = None
+        elif per is None:
+            raise ValueError(
+                f"a rate of {jobs} jobs needs its period: set_queue_rate({queue!r}, {jobs}, "
+                "per=timedelta(minutes=1))")
+        else:
+            rate = validate_rate(jobs, per, burst)
+        self.store.set_queue_rate(validate_queue_name(queue), rate)
+        self._notify_enqueued((queue,))  # a full bucket, or no rate, may leave room
 
     def queues(self) -> list[QueueInfo]:
         """Every Queue that has jobs or settings, sorted by name, as `rota.QueueInfo`:

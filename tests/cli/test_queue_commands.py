@@ -131,3 +131,46 @@ def test_bad_input_changes_nothing(
     capsys.readouterr()
     (info,) = run_json(capsys, "queues", *store)  # type: ignore[misc]
     assert info["limit"] == 4
+
+
+def test_rate_sets_and_removes_a_rate_that_binds_claims_and_queues_shows_it(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = "--store", durable_store_url
+    # Given a rate in rota's duration syntax, with a burst
+    assert run_json(capsys, "rate", "sendgrid", "6/30s", "--burst", "3", *store) == {
+        "queue": "sendgrid", "rate": {"jobs": 6, "per_s": 30.0, "burst": 3}}
+    # Then a claim takes at most the burst, and `rota queues` shows the rate
+    opened = open_store(durable_store_url)
+    try:
+        now = datetime.now(UTC)
+        opened.enqueue([NewJob("send", "sendgrid", now) for _ in range(8)], now)
+        lease = now + timedelta(minutes=1)
+        assert len(opened.claim(["sendgrid"], 8, now=now, owner="w",
+                                lease_expires_at=lease)) == 3
+    finally:
+        opened.close()
+    (row,) = run_json(capsys, "queues", *store)  # type: ignore[misc]
+    assert row["rate"] == {"jobs": 6, "per_s": 30.0, "burst": 3}
+    assert main(["queues", *store]) == 0
+    assert "6/30s (burst 3)" in capsys.readouterr().out
+    # And a bare number is seconds; 'none' removes the rate
+    assert main(["rate", "sendgrid", "10/60", *store]) == 0
+    assert capsys.readouterr().out == "Queue 'sendgrid': rate 10/1m, burst 10 (bucket full)\n"
+    assert run_json(capsys, "rate", "sendgrid", "none", *store) == {
+        "queue": "sendgrid", "rate": None}
+
+
+@pytest.mark.parametrize(("argv", "words"), [
+    (["10/x"], "is not a rate; expected N/PERIOD"),
+    (["10"], "is not a rate"),
+    (["0/1m"], "from 1 to 2147483647"),
+    (["10/1m", "--burst", "0"], "burst must be a whole number from 1"),
+    (["10/1m", "--burst", "many"], "--burst must be a whole number"),
+    (["none", "--burst", "3"], "--burst goes with a rate"),
+])
+def test_a_bad_rate_is_a_usage_error_naming_the_form(
+    tmp_path: object, capsys: pytest.CaptureFixture[str], argv: list[str], words: str,
+) -> None:
+    assert main(["rate", "q", *argv, "--store", "memory://"]) == 2
+    assert words in capsys.readouterr().err

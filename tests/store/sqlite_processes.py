@@ -71,3 +71,22 @@ def fire_instants(url: str, count: int, start: Barrier, results: Any) -> None:
         results.put(fired)
     finally:
         store.close()
+
+
+def claim_at_times(url: str, owner: str, offsets_us: list[int], start: Barrier,
+                   results: Any) -> None:
+    """Claim 3 of Queue "q" at each virtual time T0 + offset, finishing what it got;
+    put (owner, [(offset, jobs got), ...]) on `results`."""
+    store = open_store(url)
+    try:
+        start.wait()
+        got: list[tuple[int, int]] = []
+        for offset in offsets_us:
+            now = T0 + timedelta(microseconds=offset)
+            jobs = store.claim(["q"], 3, now=now, owner=owner, lease_expires_at=now + LEASE)
+            if jobs:
+                store.complete([job.lease for job in jobs], now)
+            got.append((offset, len(jobs)))
+        results.put((owner, got))
+    finally:
+        store.close()

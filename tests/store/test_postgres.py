@@ -861,6 +861,9 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
     admin.execute("ALTER TABLE rota.jobs DROP COLUMN last_traceback")  # migration 10
     admin.execute("ALTER TABLE rota.jobs DROP COLUMN debounce_key")  # migration 11
     admin.execute("DROP TABLE rota.group_policies")  # migration 12
+    admin.execute("ALTER TABLE rota.queue_settings DROP COLUMN rate_jobs, DROP COLUMN "
+                  "rate_per_us, DROP COLUMN rate_burst, DROP COLUMN rate_empty_us, "
+                  "DROP COLUMN rate_empty_rem")  # migration 13
     admin.execute("DELETE FROM rota.schema_migrations WHERE version >= 8")
     admin.execute(
         "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "

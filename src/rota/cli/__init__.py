@@ -31,7 +31,7 @@ SUBCOMMANDS = (
     "worker", "enqueue", "cancel", "queues", "jobs", "simulate", "demo", "migrate",
     "job", "requeue",
     "purge",
-    "pause", "resume", "limit",
+    "pause", "resume", "limit", "rate",
     "policy",
     "schedules",
     "workers",

@@ -1,4 +1,4 @@
-"""`rota pause`, `rota resume`, `rota limit` and `rota queues`: operate Queues.
+"""`rota pause`, `rota resume`, `rota limit`, `rota rate` and `rota queues`: operate Queues.
 
 Settings are written to the store; every worker on it obeys them at its next claim.
 A Queue need not have jobs yet (settings can precede jobs).
@@ -19,6 +19,7 @@ from rota.cli.display import line, make_console, user_text
 from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
 from rota.core.queues import validate_queue_name
+from rota.core.rates import RATE_FORM, QueueRate, describe_period, parse_rate
 from rota.core.serving import served_by
 from rota.core.settings_range import setting_range
 from rota.store import Store
@@ -54,6 +55,16 @@ def register_limit(subparsers: Subparsers) -> None:
         "together (or 'none' for no limit)", run_limit)
     parser.add_argument("limit", metavar="N", help=f"a whole number {setting_range(0)} "
                         "(0 takes nothing), or none")
+
+
+def register_rate(subparsers: Subparsers) -> None:
+    parser = _queue_command(
+        subparsers, "rate", "set a Queue's rate limit: at most BURST + N * T / PERIOD of its "
+        "jobs claimed over any interval T, all workers together (or 'none' for no rate)",
+        run_rate)
+    parser.add_argument("rate", metavar="N/PERIOD", help=f"{RATE_FORM}; or none")
+    parser.add_argument("--burst", metavar="B", help="the most jobs claimed at once after "
+                        f"a quiet spell, a whole number {setting_range(1)} (default N)")
 
 
 def register_queues(subparsers: Subparsers) -> None:
@@ -134,9 +145,48 @@ def run_limit(args: argparse.Namespace) -> int:
     return _change(args, lambda store: store.set_queue_limit(queue, limit))
 
 
+def run_rate(args: argparse.Namespace) -> int:
+    queue = _queue_name(args.queue)
+    rate: QueueRate | None = None
+    if args.rate.strip().lower() == "none":
+        if args.burst is not None:
+            raise UsageError("--burst goes with a rate, not with 'none'")
+    else:
+        try:
+            burst = None if args.burst is None else int(args.burst)
+        except ValueError:
+            raise UsageError(f"--burst must be a whole number {setting_range(1)}; got "
+                             f"{args.burst[:40]!r}") from None
+        try:
+            rate = parse_rate(args.rate, burst)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    with opened_store(args.store, args.app) as store:
+        store.set_queue_rate(queue, rate)
+        has_jobs = any(name == queue for name, _ in store.count_jobs())
+    if args.json:
+        print(json.dumps({"queue": queue, "rate": rate_as_json(rate)}))
+        return 0
+    described = ("no rate limit" if rate is None else
+                 f"rate {rate.jobs}/{describe_period(rate.per)}, burst {rate.burst} "
+                 "(bucket full)")
+    print(f"Queue {queue!r}: {described}")
+    if not has_jobs:
+        print(f"no jobs in Queue {queue!r} yet; the setting applies when they come (check "
+              "the name if you expected some)")
+    return 0
+
+
+def rate_as_json(rate: QueueRate | None) -> dict[str, object] | None:
+    if rate is None:
+        return None
+    return {"jobs": rate.jobs, "per_s": rate.per.total_seconds(), "burst": rate.burst}
+
+
 def info_as_json(info: QueueInfo) -> dict[str, object]:
     return {
         "name": info.name, "paused": info.paused, "limit": info.limit,
+        "rate": rate_as_json(info.rate),
         "counts": {state.value: info.counts[state] for state in JobState},
         "due": info.due,
         "oldest_due_at": None if info.oldest_due_at is None else info.oldest_due_at.isoformat(),
@@ -173,6 +223,7 @@ def run_queues(args: argparse.Namespace) -> int:
     table.add_column("Queue")
     table.add_column("paused")
     table.add_column("limit", justify="right")
+    table.add_column("rate", justify="right")
     for state in JobState:
         table.add_column(state.value, justify="right")
     table.add_column("due", justify="right")
@@ -184,7 +235,8 @@ def run_queues(args: argparse.Namespace) -> int:
         waited = "" if info.oldest_due_at is None else _ago(now - info.oldest_due_at)
         cells = [
             user_text(info.name), "paused" if info.paused else "", "" if info.limit is None
-            else str(info.limit), *(str(info.counts[s] or "") for s in JobState),
+            else str(info.limit), "" if info.rate is None else str(info.rate),
+            *(str(info.counts[s] or "") for s in JobState),
             str(info.due or ""), waited,
         ]
         if serving is not None:

@@ -8,7 +8,8 @@ many that more than `limit` of its jobs are leased at once. The memory store and
 simulator apply `room` directly; the SQL stores spell the same rule in their claim
 statements, and the store contract suite checks that they agree.
 
-Pure: no I/O, no clock. Imports only `rota.core.jobs` and `rota.core.settings_range`.
+Pure: no I/O, no clock. Imports only `rota.core.jobs`, `rota.core.rates` and
+`rota.core.settings_range`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from rota.core.jobs import JobState
+from rota.core.rates import QueueRate
 from rota.core.settings_range import checked_setting
 
 __all__ = [
@@ -85,6 +87,7 @@ class QueueInfo:
         counts: jobs per state; every `JobState` is present (0 if none).
         due: scheduled jobs due now (due_at <= the `now` the view was taken at).
         oldest_due_at: the due time of the longest-waiting due job; None if none is due.
+        rate: its rate limit (`QueueRate`, with the burst in force); None: no rate limit.
     """
 
     name: str
@@ -93,12 +96,14 @@ class QueueInfo:
     counts: dict[JobState, int] = field(default_factory=dict)
     due: int = 0
     oldest_due_at: datetime | None = None
+    rate: QueueRate | None = None
 
 
 def build_queue_infos(
     settings: Iterable[QueueSettings],
     counts: Mapping[tuple[str, JobState], int],
     due: Mapping[str, tuple[int, datetime | None]],
+    rates: Mapping[str, QueueRate] | None = None,
 ) -> list[QueueInfo]:
     """The `QueueInfo`s of every Queue that has jobs or non-default settings, by name.
 
@@ -106,9 +111,12 @@ def build_queue_infos(
         settings: the stored settings (rows with default values count as none).
         counts: jobs per (Queue, state); pairs with none may be left out.
         due: per Queue, (jobs due now, the oldest due time among them).
+        rates: the rate limits in force, by Queue (a rated Queue is listed).
     """
+    rates = rates or {}
     by_queue = {one.queue: one for one in settings if not one.is_default}
-    names = set(by_queue) | {queue for (queue, _), count in counts.items() if count > 0}
+    names = (set(by_queue) | set(rates)
+             | {queue for (queue, _), count in counts.items() if count > 0})
     infos: list[QueueInfo] = []
     for name in sorted(names):
         one = by_queue.get(name, QueueSettings(name))
@@ -117,6 +125,7 @@ def build_queue_infos(
             name=name, paused=one.paused, limit=one.limit,
             counts={state: counts.get((name, state), 0) for state in JobState},
             due=due_count, oldest_due_at=oldest if due_count else None,
+            rate=rates.get(name),
         ))
     return infos
 

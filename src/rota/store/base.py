@@ -72,6 +72,15 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   claimers (threads, processes, machines) ever leases more than the limit. Settings may
   name a Queue that has no jobs. A claim already running when a setting changes may still
   finish under the old one.
+- Rate limits (`set_queue_rate`): a rated Queue's token bucket (`rota.core.rates`) is
+  stored beside its settings and taken from inside the claim, in the same atomic step as
+  the lease: a claim at `now` takes from the Queue at most `available(rate, bucket, now)`
+  jobs (also capped by its room), and the bucket loses one token per job leased. So over
+  any interval T, claims whose `now` lies in it lease at most `burst + jobs * T / per` jobs
+  of the Queue, all claimers together. A new rate starts with a full bucket. A rated Queue
+  is controlled (`Claimed.controlled`), and one out of tokens still counts as having due
+  work in a probe; `Claimed.next_token_at` is the earliest instant a Queue the claim took
+  fewer jobs from than asked, for want of tokens, has a token again.
 - Worker registry (`register_worker`, `refresh_worker`, ...): one row per worker process,
   written with the heartbeats (never per job). `list_workers(now)` computes `alive` from
   the row's `dead_at` and `now`. `refresh_worker` adds its `new` counts to the per-minute
@@ -100,6 +109,7 @@ from rota.core.outcomes import (
 )
 from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import QueueInfo, QueueSettings
+from rota.core.rates import QueueRate
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo
 
@@ -140,25 +150,32 @@ class Claimed(list[JobRecord]):
     `controlled`, Queues of the claim that are paused or have a concurrency limit: at
     least every such Queue the claim took fewer jobs from than it asked (a planner does not
     hold those for empty: a Queue control, not a lack of due work, may be why); as
-    `applied`, how many of the claim's `outcomes` were applied (their lease still held)."""
+    `applied`, how many of the claim's `outcomes` were applied (their lease still held);
+    as `next_token_at`, when the earliest of the rated Queues that gave fewer jobs than
+    asked for want of tokens has a token again (None: no Queue was held back by its rate),
+    so that an idle worker sleeps until then rather than polling."""
 
-    __slots__ = ("applied", "controlled", "due")
+    __slots__ = ("applied", "controlled", "due", "next_token_at")
     due: frozenset[str]
     controlled: frozenset[str]
     applied: int
+    next_token_at: datetime | None
 
     def __init__(
         self, jobs: Iterable[JobRecord] = (), due: Iterable[str] = (),
         controlled: Iterable[str] = (), applied: int = 0,
+        next_token_at: datetime | None = None,
     ) -> None:
         super().__init__(jobs)
         self.due = frozenset(due)
         self.controlled = frozenset(controlled)
         self.applied = applied
+        self.next_token_at = next_token_at
 
     def __repr__(self) -> str:
         return (f"Claimed({list.__repr__(self)}, due={sorted(self.due)}, "
-                f"controlled={sorted(self.controlled)}, applied={self.applied})")
+                f"controlled={sorted(self.controlled)}, applied={self.applied}, "
+                f"next_token_at={self.next_token_at})")
 
 
 LeaseOutcome = tuple[Lease, Outcome]
@@ -418,6 +435,17 @@ class Store(Protocol):
         Raises:
             TypeError: if `limit` is not an int or None (a bool is refused too).
             ValueError: if `limit` < 0, or `queue` breaks the Queue name rule.
+        """
+        ...
+
+    def set_queue_rate(self, queue: str, rate: QueueRate | None) -> QueueRate | None:
+        """Rate-limit `queue` to `rate` (None: no rate limit), with a full bucket; returns
+        the rate in force after the change.
+
+        Raises:
+            TypeError, ValueError: if `rate` is not a `QueueRate` that
+                `rota.core.rates.validate_rate` accepts, or `queue` breaks the Queue name
+                rule.
         """
         ...
 

@@ -50,6 +50,7 @@ from rota.core.queue_controls import (
     validate_queue_limit,
 )
 from rota.core.queues import validate_queue_name
+from rota.core.rates import Bucket, QueueRate, available, check_rate, next_token_at, take
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import (
@@ -76,6 +77,8 @@ class MemoryStore:
         self._due: defaultdict[str, list[tuple[datetime, int]]] = defaultdict(list)
         self._next_id = 1
         self._settings: dict[str, QueueSettings] = {}
+        # Rated Queues: their rate and bucket (None: full, never taken from).
+        self._rates: dict[str, tuple[QueueRate, Bucket | None]] = {}
         # Per Queue with a limit, ids of its jobs leased at some point (seeded from the jobs
         # when the limit is set); those no longer leased are pruned when counted, so every
         # path that ends a lease keeps this right without touching it.
@@ -167,12 +170,15 @@ class MemoryStore:
             # One "transaction": if the claim raises, the outcomes and the leases it took
             # are undone (the heaps tolerate the stale entries this leaves).
             before = {lease.job_id: self._jobs.get(lease.job_id) for lease, _ in outcomes}
+            buckets = dict(self._rates) if self._rates else None
             taken: list[JobRecord] = []
             try:
                 applied = self._apply_outcomes(outcomes, now)
                 claimed = self._claim_locked(caps, limit, now, owner, lease_expires_at, probe,
                                              taken)
             except BaseException:
+                if buckets is not None:
+                    self._rates = buckets
                 for job in taken:
                     self._jobs[job.id] = job
                     heapq.heappush(self._due[job.queue], (job.due_at, job.id))
@@ -218,6 +224,7 @@ class MemoryStore:
         it was before, to `taken`."""
         claimed = Claimed()
         controlled: list[str] = []
+        rates = self._rates
         # With many tenant Queues this loop runs once per Queue asked, for about one job
         # each: what it reads of `self` is read once, and a Queue with no due entry costs a
         # lookup or two.
@@ -231,9 +238,17 @@ class MemoryStore:
                 controlled.append(queue)
                 held = 0 if settings.limit is None else self._count_leased(queue)
                 wanted = room(settings, held, wanted)
+            rated = rates.get(queue) if rates else None
+            starved = False
+            if rated is not None:
+                controlled.append(queue)
+                tokens = available(rated[0], rated[1], now)
+                if tokens < wanted:
+                    wanted, starved = tokens, True
             heap = heap_of(queue)
             if not heap:
-                continue
+                continue  # (no job: nothing waits for a token)
+            start = count
             stop = count + wanted
             while heap and count < stop and heap[0][0] <= now:
                 due_at, job_id = heapq.heappop(heap)
@@ -252,11 +267,24 @@ class MemoryStore:
                     leased_of[queue].add(job_id)
                 claimed.append(leased)
                 count += 1
+            if rated is not None:
+                if count > start:
+                    rated = rates[queue] = (rated[0], take(*rated, now, count - start))
+                if starved:
+                    self._starved(claimed, rated, now)
         if probe:
             has_due = self._has_due
             claimed.due = frozenset([queue for queue in probe if has_due(queue, now)])
         claimed.controlled = frozenset(controlled)
         return claimed
+
+    @staticmethod
+    def _starved(claimed: Claimed, rated: tuple[QueueRate, Bucket | None],
+                 now: datetime) -> None:
+        """A Queue was held back by its rate: note when its next token comes."""
+        due = next_token_at(rated[0], rated[1], now)
+        if claimed.next_token_at is None or due < claimed.next_token_at:
+            claimed.next_token_at = due
 
     def _has_due(self, queue: str, now: datetime) -> bool:
         """Whether `queue` has a due scheduled job and is not paused (for a probe)."""
@@ -581,11 +609,22 @@ class MemoryStore:
 
         return self._change_settings(queue, change)
 
+    def set_queue_rate(self, queue: str, rate: QueueRate | None) -> QueueRate | None:
+        checked = check_rate(rate)
+        validate_queue_name(queue)
+        with self._lock:
+            if checked is None:
+                self._rates.pop(queue, None)
+            else:
+                self._rates[queue] = (checked, None)
+        return checked
+
     def queue_infos(self, now: datetime) -> list[QueueInfo]:
         counts: defaultdict[tuple[str, JobState], int] = defaultdict(int)
         due: dict[str, tuple[int, datetime | None]] = {}
         with self._lock:
             settings = list(self._settings.values())
+            rates = {queue: rate for queue, (rate, _) in self._rates.items()}
             for job in self._jobs.values():
                 counts[(job.queue, job.state)] += 1
                 if job.state is JobState.SCHEDULED and job.due_at <= now:
@@ -593,7 +632,7 @@ class MemoryStore:
                     if oldest is None or job.due_at < oldest:
                         oldest = job.due_at
                     due[job.queue] = (count + 1, oldest)
-        return build_queue_infos(settings, counts, due)
+        return build_queue_infos(settings, counts, due, rates)
 
     # -- reads --------------------------------------------------------------------------
 

@@ -50,6 +50,7 @@ from rota.core.queue_controls import (
     validate_queue_limit,
 )
 from rota.core.queues import validate_queue_name
+from rota.core.rates import QueueRate, check_rate
 from rota.core.schedules import ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import LeaseOutcome, SchemaTooNew, listing_statement
@@ -356,19 +357,34 @@ class SqlStore(ABC, Generic[Conn]):
         return self._change_settings("set_queue_limit", {
             "queue": validate_queue_name(queue), "limit": validate_queue_limit(limit)})
 
+    def set_queue_rate(self, queue: str, rate: QueueRate | None) -> QueueRate | None:
+        checked = check_rate(rate)
+        params: dict[str, object] = {"queue": validate_queue_name(queue), "jobs": None,
+                                     "per_us": None, "burst": None}
+        if checked is not None:
+            params.update(jobs=checked.jobs, per_us=checked.per_us, burst=checked.burst)
+        rows, _ = self._run("set_queue_rate", {**params, **self._hints},
+                            "changing Queue settings", write=True)
+        if not rows[0][1]:  # a full bucket, or no rate, may leave room: others look now
+            self._wake_others([queue])
+        return checked
+
     def queue_infos(self, now: datetime) -> list[QueueInfo]:
         rows, _ = self._run("queue_infos", {"now": self._to_db_time(now)}, "reading Queues")
         settings: list[QueueSettings] = []
+        rates: dict[str, QueueRate] = {}
         counts: dict[tuple[str, JobState], int] = {}
         due: dict[str, tuple[int, datetime | None]] = {}
-        for queue, state, count, due_count, oldest, paused, limit in rows:
+        for queue, state, count, due_count, oldest, paused, limit, jobs, per_us, burst in rows:
             if state is None:  # a settings row
                 settings.append(QueueSettings(queue, paused=bool(paused), limit=limit))
+                if jobs is not None:
+                    rates[queue] = QueueRate(jobs, timedelta(microseconds=per_us), burst)
                 continue
             counts[(queue, STATES[state])] = count
             if due_count:
                 due[queue] = (due_count, None if oldest is None else self._from_db_time(oldest))
-        return build_queue_infos(settings, counts, due)
+        return build_queue_infos(settings, counts, due, rates)
 
     # -- schedules and the worker registry ----------------------------------------------
 

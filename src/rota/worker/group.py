@@ -107,6 +107,9 @@ class GroupRunner:
         # How many of the outcomes given to the last claim_pass were applied (their lease
         # still held), or None if no claim of that pass carried them (not written).
         self.outcomes_applied: int | None = None
+        # When the first Queue the last pass found out of tokens (its rate) has one again,
+        # or None; an idle drive sleeps no longer than until then (no busy polling).
+        self.next_token_at: datetime | None = None
 
     def note_work(self, queue: str) -> None:
         """A wake-up hint: jobs were enqueued into `queue` (any thread)."""
@@ -177,6 +180,7 @@ class GroupRunner:
         itself)."""
         self.outcomes_applied = None
         self.last_pass_failed = False
+        self.next_token_at = None
         offered = self._offered
         if offered is not None and offered[0] > self.policy_version:
             self._switch_policy(*offered)
@@ -212,6 +216,10 @@ class GroupRunner:
                 if isinstance(answer, Claimed):
                     plan.record_round(requests, answer, due=answer.due,
                                       controlled=answer.controlled)
+                    if answer.next_token_at is not None and (
+                            self.next_token_at is None
+                            or answer.next_token_at < self.next_token_at):
+                        self.next_token_at = answer.next_token_at
                 else:  # a store of the older contract: it does not say
                     plan.record_round(requests, answer, due=None)
             dispatched = plan.dispatch_order()

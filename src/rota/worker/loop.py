@@ -177,7 +177,7 @@ class GroupLoop:
         stopping = self.runtime.stop_flag
         self._wake.set()  # (re)started: pass at once
         while True:
-            await self._wait_for_trigger(poll_s)
+            await self._wait_for_trigger(self._idle_wait_s(poll_s))
             if stopping.is_set():
                 return
             free = self.free_capacity()
@@ -201,6 +201,15 @@ class GroupLoop:
                     self._wake.set()  # capped by max_claim_batch, or reflow left room
                 elif self.runner.probe_pending:
                     self._wake.set()  # found nothing: probe the Queues held for empty
+
+    def _idle_wait_s(self, poll_s: float) -> float:
+        """How long to wait for a trigger: the poll interval, or less when a Queue the
+        last pass found out of tokens has its next token sooner (then a pass claims it
+        without anyone polling faster)."""
+        due = self.runner.next_token_at
+        if due is None:
+            return poll_s
+        return max(0.0, min(poll_s, (due - self.runtime.clock.now()).total_seconds()))
 
     async def _pass(self, free: int, stopping: threading.Event) -> int:
         """One pass: claim up to `free` jobs, handing the claim the outcomes waiting to be

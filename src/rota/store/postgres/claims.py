@@ -27,6 +27,7 @@ from rota.core.jobs import (
     new_record,
 )
 from rota.core.outcomes import Succeeded
+from rota.core.rates import cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 from rota.store.corrupt import quarantine_undecodable
 from rota.store.postgres.connection import PostgresConnection
@@ -105,9 +106,11 @@ class PostgresClaims(PostgresConnection):
         else:
             rows, _ = self._run("claim", params)
             found = []
-        if rows and rows[0][0] is None:  # a Queue has a limit: claim.sql leased nothing
+        next_token_at: datetime | None = None
+        rated: list[str] = []
+        if rows and rows[0][0] is None:  # a limit or a rate: claim.sql leased nothing
             # (With outcomes, they were committed by then: see the module doc of base.)
-            rows = self._claim_limited(params)
+            rows, rated, next_token_at = self._claim_limited(params, caps, limit, now)
             if probed:  # the probe ran before this claim: ask again what it left
                 found, _ = self._run("probe", {"probe": probed, "now": params["now"]})
         wanted = set(probe)
@@ -116,8 +119,9 @@ class PostgresClaims(PostgresConnection):
                 self, [_leased_record(row, owner, lease_expires_at, now) for row in rows],
                 now),
             due=[str(row[0]) for row in found if row[1] and row[0] in wanted],
-            controlled=[str(row[0]) for row in found if row[2]],
+            controlled=[*rated, *(str(row[0]) for row in found if row[2])],
             applied=applied,
+            next_token_at=next_token_at,
         )
 
     def _claim_with_outcomes(
@@ -206,15 +210,41 @@ class PostgresClaims(PostgresConnection):
                 found = second.fetchall()
             return rows, found
 
-    def _claim_limited(self, params: Mapping[str, object]) -> list[Row]:
-        """A claim over Queues of which some have a concurrency limit: lock their settings
-        rows, then claim with a snapshot taken after the lock (claim_limited.sql says why),
-        in one transaction."""
+    def _claim_limited(
+        self, params: Mapping[str, object], caps: Sequence[tuple[str, int]], limit: int,
+        now: datetime,
+    ) -> tuple[list[Row], list[str], datetime | None]:
+        """A claim over Queues of which some have a concurrency limit or a rate: lock their
+        settings rows, then claim with a snapshot taken after the lock (claim_limited.sql
+        says why), each rated Queue's take capped by its tokens, then write the buckets it
+        took from, in one transaction. Returns the rows, the rated Queues asked, and when
+        the first of those held back by their tokens has one again."""
         with self._cursor("claim") as cursor, cursor.connection.transaction():
             cursor.execute(self._query("claim_limited_plan"))
             cursor.execute(self._query("lock_queue_limits"), {"queues": params["queues"]})
-            cursor.execute(self._query("claim_limited"), params)
-            return cursor.fetchall()
+            rated = {str(row[0]): stored_rate(*row[1:]) for row in cursor.fetchall()
+                     if row[1] is not None}
+            if not rated:
+                cursor.execute(self._query("claim_limited"), params)
+                return cursor.fetchall(), [], None
+            asks, starved = cap_by_tokens(
+                rated, [(queue, min(cap, limit)) for queue, cap in caps], now)
+            capped = {**params, "limits": "{" + ",".join(str(count) for _, count in asks) + "}"}
+            cursor.execute(self._query("claim_limited"), capped)
+            rows = cursor.fetchall()
+            taken: dict[str, int] = {}
+            for row in rows:
+                if row[2] in rated:
+                    taken[row[2]] = taken.get(row[2], 0) + 1
+            buckets, next_token_at = settle(rated, taken, starved, now)
+            if buckets:
+                cursor.execute(self._query("take_queue_tokens"), {
+                    "queues": text_array(list(buckets)),
+                    "empty_us": "{" + ",".join(str(b.empty_us) for b in buckets.values()) + "}",
+                    "empty_rem": "{" + ",".join(str(b.remainder) for b in buckets.values())
+                                 + "}",
+                })
+            return rows, list(rated), next_token_at
 
     def complete(
         self, leases: Sequence[Lease], now: datetime,

@@ -28,6 +28,7 @@ from rota.core.jobs import (
     new_record,
 )
 from rota.core.outcomes import Succeeded
+from rota.core.rates import RatedQueue, cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 from rota.store.corrupt import quarantine_undecodable
 from rota.store.sql_base import Row
@@ -139,6 +140,12 @@ class SQLiteClaims(SQLiteConnection):
 
             if outcomes:  # applied first, in the claim's transaction (one commit)
                 applied = self._apply_outcomes(conn, outcomes, now, changes)
+            rated = self._rated(conn, asks)
+            starved: set[str] = set()
+            if rated:
+                asks, starved = cap_by_tokens(rated, asks, now)
+                controlled.extend(rated)
+                asks = [(queue, count) for queue, count in asks if count > 0]
             if 1 < len(asks) <= MAX_ARMS and sum(count for _, count in asks) <= limit:
                 # Per-Queue limits that fit in the total: one statement for every Queue.
                 # With many tenant Queues this runs once per Queue asked, for about one job
@@ -183,12 +190,31 @@ class SQLiteClaims(SQLiteConnection):
                 if len(rows) < asked:
                     came_short(queue)
             count_jobs(conn, changes)
+            next_token_at = None
+            if rated:
+                taken = Counter(row[2] for row in claimed if row[2] in rated)
+                buckets, next_token_at = settle(rated, taken, starved, now)
+                for queue, bucket in buckets.items():
+                    conn.execute(sql("take_queue_tokens"), {
+                        "queue": queue, "empty_us": bucket.empty_us,
+                        "empty_rem": bucket.remainder})
             if probe:
                 due = self._probe(conn, probe, now)
         times: dict[int, datetime] = {}
         return Claimed(quarantine_undecodable(
             self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
-            due, controlled, applied)
+            due, controlled, applied, next_token_at)
+
+    @staticmethod
+    def _rated(conn: sqlite3.Connection, asks: Sequence[tuple[str, int]]
+               ) -> dict[str, RatedQueue]:
+        """Inside the claim's write transaction: the rated Queues among those asked, with
+        their buckets. A store without rates pays one index seek per claim for this."""
+        if not asks or not conn.execute(sql("any_queue_rate")).fetchone()[0]:
+            return {}
+        rows = conn.execute(sql("queue_rates"), {
+            "queues": json.dumps([queue for queue, _ in asks])}).fetchall()
+        return {row[0]: stored_rate(*row[1:]) for row in rows}
 
     def _apply_outcomes(
         self, conn: sqlite3.Connection, outcomes: Sequence[LeaseOutcome], now: datetime,

@@ -7,7 +7,7 @@
 -- SKIP LOCKED: a row another claimer is taking is passed over, never waited for.
 --
 -- Queue controls are read here, by every claim, with no cache: a paused Queue is left
--- out. If any Queue asked for has a concurrency limit (and is not paused), this statement
+-- out. If any Queue asked for has a concurrency limit or a rate (and is not paused), this statement
 -- leases nothing and returns one row of NULLs instead: the store then claims with
 -- lock_queue_limits.sql + claim_limited.sql in one transaction, which counts the Queue's
 -- leases under a lock. So claims over Queues without a limit stay one statement, one
@@ -25,7 +25,8 @@ controls AS (
     SELECT queue_settings.queue, queue_settings.paused
     FROM {schema}.queue_settings
     WHERE queue_settings.queue = ANY (%(queues)s::text[])
-      AND (queue_settings.paused OR queue_settings.concurrency_limit IS NOT NULL)
+      AND (queue_settings.paused OR queue_settings.concurrency_limit IS NOT NULL
+           OR queue_settings.rate_jobs IS NOT NULL)
 ),
 limited AS (
     SELECT 1 AS found

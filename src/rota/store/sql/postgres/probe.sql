@@ -1,5 +1,5 @@
 -- For each Queue in the probe array: whether it has a due scheduled job and is not paused
--- (`due`), and whether it is paused or has a concurrency limit (`controlled`). The probe
+-- (`due`), and whether it is paused or has a concurrency limit or a rate (`controlled`). The probe
 -- of a batched claim, sent alone or pipelined right behind the claim (one
 -- network round trip for both; it runs after the claim, so it sees what the claim left).
 -- A nested loop over the Queues: one index seek each on jobs_claimable (queue, due_at,
@@ -9,7 +9,8 @@
 -- with their jobs. A Queue at its concurrency limit still counts as due.
 SELECT probed.queue,
        due.id IS NOT NULL AND settings.paused IS NOT TRUE AS due,
-       settings.paused IS TRUE OR settings.concurrency_limit IS NOT NULL AS controlled
+       settings.paused IS TRUE OR settings.concurrency_limit IS NOT NULL
+           OR settings.rate_jobs IS NOT NULL AS controlled
 FROM unnest(%(probe)s::text[]) AS probed(queue)
 LEFT JOIN LATERAL (
     SELECT jobs.id
@@ -21,7 +22,7 @@ LEFT JOIN LATERAL (
     LIMIT 1
 ) AS due ON true
 LEFT JOIN LATERAL (
-    SELECT queue_settings.paused, queue_settings.concurrency_limit
+    SELECT queue_settings.paused, queue_settings.concurrency_limit, queue_settings.rate_jobs
     FROM {schema}.queue_settings
     WHERE queue_settings.queue = probed.queue
     OFFSET 0

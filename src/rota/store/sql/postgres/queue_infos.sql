@@ -16,7 +16,7 @@ WITH counted AS (
     SELECT queue, state, jobs FROM {schema}.job_counts_now
 )
 SELECT listed.queue, listed.state, listed.jobs, due.jobs, due.oldest,
-       NULL::boolean, NULL::integer
+       NULL::boolean, NULL::integer, NULL::integer, NULL::bigint, NULL::integer
 FROM counted AS listed
 LEFT JOIN (
     SELECT counted.queue,
@@ -61,5 +61,5 @@ LEFT JOIN (
     WHERE counted.state = 'scheduled'
 ) AS due ON due.queue = listed.queue AND listed.state = 'scheduled'
 UNION ALL
-SELECT queue, NULL, 0, 0, NULL, paused, concurrency_limit
+SELECT queue, NULL, 0, 0, NULL, paused, concurrency_limit, rate_jobs, rate_per_us, rate_burst
 FROM {schema}.queue_settings

@@ -29,7 +29,7 @@ SELECT queue, state, jobs,
            (SELECT min(due.due_at) FROM rota_jobs AS due
             WHERE due.state = 'scheduled' AND due.queue = counted.queue AND due.due_at <= :now)
        END,
-       NULL, NULL
+       NULL, NULL, NULL, NULL, NULL
 FROM (
     SELECT queue, state, jobs,
            CASE WHEN state = 'scheduled' THEN
@@ -43,5 +43,5 @@ FROM (
     WHERE jobs > 0
 ) AS counted
 UNION ALL
-SELECT queue, NULL, 0, 0, NULL, paused, concurrency_limit
+SELECT queue, NULL, 0, 0, NULL, paused, concurrency_limit, rate_jobs, rate_per_us, rate_burst
 FROM rota_queue_settings;
