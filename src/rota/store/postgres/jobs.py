@@ -35,6 +35,23 @@ def _enqueue_statement(params: Mapping[str, object]) -> str:
     return "enqueue_traced" if "trace_contexts" in params else "enqueue"
 
 
+def _columns(jobs: Sequence[NewJob]) -> dict[str, object]:
+    """The jobs as the enqueue statements' parallel arrays."""
+    return {
+        "names": [job.name for job in jobs],
+        "queues": [job.queue for job in jobs],
+        "due_ats": [job.due_at for job in jobs],
+        "args": [job.args_json for job in jobs],
+        "kwargs": [job.kwargs_json for job in jobs],
+    }
+
+
+def _key_columns(jobs: Sequence[NewJob]) -> dict[str, object]:
+    """The keyed statements' two arrays more (their trace contexts always travel)."""
+    return {"keys": [job.key for job in jobs],
+            "trace_contexts": [job.trace_context for job in jobs]}
+
+
 class PostgresJobs(PostgresConnection):
     def store_time(self) -> datetime:
         # Reads no table: a store opened read-only answers it before any schema exists.
@@ -64,13 +81,7 @@ class PostgresJobs(PostgresConnection):
         for job in jobs:
             utc(job.due_at, "due_at")
         params: dict[str, object] = {
-            "now": utc(now),
-            "names": [job.name for job in jobs],
-            "queues": [job.queue for job in jobs],
-            "due_ats": [job.due_at for job in jobs],
-            "args": [job.args_json for job in jobs],
-            "kwargs": [job.kwargs_json for job in jobs],
-            "channel": self.channel,
+            "now": utc(now), **_columns(jobs), "channel": self.channel,
         }
         if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
             params["trace_contexts"] = [job.trace_context for job in jobs]
@@ -124,14 +135,7 @@ class PostgresJobs(PostgresConnection):
         for _round in range(10):
             batch = [jobs[index] for index in pending]
             inserted = yield self._query("enqueue_keyed"), {
-                **params,
-                "names": [job.name for job in batch],
-                "queues": [job.queue for job in batch],
-                "due_ats": [job.due_at for job in batch],
-                "args": [job.args_json for job in batch],
-                "kwargs": [job.kwargs_json for job in batch],
-                "keys": [job.key for job in batch],
-                "trace_contexts": [job.trace_context for job in batch],
+                **params, **_columns(batch), **_key_columns(batch),
             }  # rows (id, name, key), in input order
             keyless = iter([row[0] for row in inserted if row[2] is None])
             by_key = {(row[1], row[2]): row[0] for row in inserted if row[2] is not None}
@@ -172,15 +176,8 @@ class PostgresJobs(PostgresConnection):
                 last[(job.name, job.key)] = index
         batch = [jobs[index] for index in last.values()]
         written = yield self._query("enqueue_debounced"), {
-            "now": params["now"],
-            "channel": params["channel"],
-            "names": [job.name for job in batch],
-            "queues": [job.queue for job in batch],
-            "due_ats": [job.due_at for job in batch],
-            "args": [job.args_json for job in batch],
-            "kwargs": [job.kwargs_json for job in batch],
-            "keys": [job.key for job in batch],
-            "trace_contexts": [job.trace_context for job in batch],
+            "now": params["now"], "channel": params["channel"],
+            **_columns(batch), **_key_columns(batch),
             "max_waits": [job.max_wait for job in batch],
         }  # rows (id, name, key)
         by_key = {(name, key): job_id for job_id, name, key in written}
