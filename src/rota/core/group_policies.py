@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from rota.core.groups import validate_group_name
-from rota.core.policy import DispatchPolicy, PolicyFault
+from rota.core.policy import DispatchPolicy, PolicyFault, name_in_fault
 from rota.core.workers import policy_from_parts, policy_parts
 
 
@@ -80,11 +80,7 @@ def checked_policy(group: str, policy: object) -> DispatchPolicy:
     try:
         policy.validate()
     except ValueError as error:
-        where = f"for Worker Group {group!r}"
-        fault = error.__cause__
-        error.__cause__ = PolicyFault(
-            f"{fault}, {where}" if isinstance(fault, PolicyFault) else where)
-        error.__suppress_context__ = True
+        name_in_fault(error, f"for Worker Group {group!r}")
         raise
     return policy
 

@@ -25,6 +25,15 @@ class PolicyFault(ValueError):
     """What is at fault in an invalid policy: the `__cause__` of the ValueError that
     `validate()` raises when that error's message is exact by specification. A group
     that fails to start adds its own name to it (rota.worker.group)."""
+
+
+def name_in_fault(error: ValueError, where: str) -> None:
+    """Add `where` (the Worker Group) to the fault in `error`'s cause, in place; the
+    message stays exact by specification."""
+    fault = error.__cause__
+    error.__cause__ = PolicyFault(f"{fault}, {where}" if isinstance(fault, PolicyFault)
+                                  else where)
+    error.__suppress_context__ = True
 STRICT_EMPTY = "Strict dispatch needs at least one queue."
 
 _sealed = False

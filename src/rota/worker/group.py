@@ -37,7 +37,7 @@ from rota.core.outcomes import (
     describe_error,
 )
 from rota.core.plurals import counted
-from rota.core.policy import DispatchPolicy, PolicyFault
+from rota.core.policy import DispatchPolicy, name_in_fault
 from rota.core.retry import Retry, RetryPolicy
 from rota.core.suspects import lease_expired_error
 from rota.store.base import Claimed, LeaseOutcome, Store, StoreError
@@ -85,11 +85,7 @@ class GroupRunner:
             self.dispatcher = for_policy(options.policy, remember_empty=True)
         except ValueError as error:
             # The message may be exact by specification: the group is named in its cause.
-            where = f"in Worker Group {options.name!r}: {options.policy!r}"
-            fault = error.__cause__
-            error.__cause__ = PolicyFault(
-                f"{fault}, {where}" if isinstance(fault, PolicyFault) else where)
-            error.__suppress_context__ = True
+            name_in_fault(error, f"in Worker Group {options.name!r}: {options.policy!r}")
             raise
         self.owner = new_owner_id(options.name)
         # The policy in force: the code's until a stored one is offered and switched to.
