@@ -6,6 +6,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -223,6 +224,21 @@ def test_queue_actions_with_the_token(seeded: Seeded, serve: Serve) -> None:
         .json()["limit"] is None
     # A Queue with no jobs yet can be paused (settings may precede jobs)
     assert dashboard.post("/api/queues/new-one/pause", headers=AUTH).json()["paused"]
+
+
+def test_queues_show_their_rate(seeded: Seeded, serve: Serve) -> None:
+    # Given a rate on Queue a (100 a minute, burst 10) and none on b
+    seeded.app.set_queue_rate("a", 100, per=timedelta(minutes=1), burst=10)
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    # Then the API, the Queues page and the Queue's page say so
+    queues = {q["name"]: q for q in dashboard.get("/api/queues").json()}
+    assert queues["a"]["rate"] == {"jobs": 100, "per_s": 60.0, "burst": 10,
+                                   "text": "100/1m (burst 10)"}
+    assert queues["b"]["rate"] is None
+    assert f'class="num rate-cell">{queues["a"]["rate"]["text"]}<' in dashboard.get(
+        "/queues").text
+    assert f'Rate {queues["a"]["rate"]["text"]}.' in dashboard.get("/queues/a").text
+    assert "No rate limit." in dashboard.get("/queues/b").text
 
 
 @pytest.mark.parametrize("limit", [-1, "-1", "many", 1.5, True, [], "3x"])

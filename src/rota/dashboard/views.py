@@ -117,6 +117,9 @@ def queue_json(
         max(0.0, (now - info.oldest_due_at).total_seconds())
     return {
         "name": info.name, "paused": info.paused, "limit": info.limit,
+        "rate": None if info.rate is None else {
+            "jobs": info.rate.jobs, "per_s": info.rate.per.total_seconds(),
+            "burst": info.rate.burst, "text": str(info.rate)},
         "counts": {state.value: info.counts.get(state, 0) for state in JobState},
         "due": info.due, "oldest_due_at": _time(info.oldest_due_at),
         "oldest_due_age_s": age,
