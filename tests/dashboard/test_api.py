@@ -516,3 +516,13 @@ def test_a_body_over_64_kib_is_refused_unread(seeded: Seeded, serve: Serve) -> N
     reply = dashboard.post("/api/queues/a/limit", data={"limit": "1"},
                            headers={"Content-Type": "text/csv"})
     assert reply.status == 415
+
+
+def test_the_dashboard_reads_at_the_stores_time() -> None:
+    from rota.dashboard.server import Source
+    from rota.store import StoreClock
+
+    assert isinstance(Source("memory://").clock, StoreClock)
+    assert isinstance(Source(MemoryStore()).clock, StoreClock)
+    virtual = rota.VirtualClock(NOW)
+    assert Source("memory://", clock=virtual).clock is virtual

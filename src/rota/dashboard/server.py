@@ -32,7 +32,7 @@ from starlette.staticfiles import StaticFiles
 
 from rota import Health
 from rota.app import App
-from rota.core.clock import Clock, SystemClock
+from rota.core.clock import Clock
 from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions, validate_group_name
 from rota.core.jobs import MAX_JOB_ID, JobState
@@ -43,7 +43,7 @@ from rota.core.queues import validate_queue_name
 from rota.core.settings_range import MAX_SETTING
 from rota.dashboard import auth, metrics, views
 from rota.dashboard.sources import GroupObservation, Observation, observe
-from rota.store import Store, StoreError, open_store
+from rota.store import Store, StoreError, open_store, store_clock_for
 from rota.store.base import GroupPolicyStore
 
 HERE = Path(__file__).parent
@@ -126,11 +126,11 @@ class Source:
             self._owned.append(self.reads)
             if source.split("://", 1)[0].lower() == "memory":
                 self._actions = App(self.reads, clock=clock)  # one in-process store for both
-            self.clock = clock or SystemClock()
+            self.clock = store_clock_for(self.reads, clock)
         elif isinstance(source, Store):
             self.reads = source
             self._actions = App(source, clock=clock)
-            self.clock = clock or SystemClock()
+            self.clock = store_clock_for(source, clock)
         else:
             raise TypeError(
                 "create_app takes a store URL, a rota.Store or a rota.App; got "
