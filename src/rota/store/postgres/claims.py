@@ -31,7 +31,7 @@ from rota.core.rates import cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 from rota.store.corrupt import quarantine_undecodable
 from rota.store.postgres.connection import PostgresConnection
-from rota.store.postgres.schema import COMPLETING, lease_columns, text_array, utc
+from rota.store.postgres.schema import COMPLETING, int_array, lease_columns, text_array, utc
 from rota.store.sql_base import Row
 
 
@@ -86,9 +86,7 @@ class PostgresClaims(PostgresConnection):
             return Claimed(due=[str(row[0]) for row in found if row[1]])
         params = {
             "queues": text_array([queue for queue, _ in caps]),
-            # An int[] literal ('{20,5}'), cast in the SQL: psycopg's list-of-int dumper
-            # picks an element type per call, ~10 us a claim (docs/decisions/0012).
-            "limits": "{" + ",".join(str(min(cap, limit)) for _, cap in caps) + "}",
+            "limits": int_array([min(cap, limit) for _, cap in caps]),
             "limit": limit,
             "now": utc(now),
             "owner": owner,
@@ -229,7 +227,7 @@ class PostgresClaims(PostgresConnection):
                 return cursor.fetchall(), [], None
             asks, starved = cap_by_tokens(
                 rated, [(queue, min(cap, limit)) for queue, cap in caps], now)
-            capped = {**params, "limits": "{" + ",".join(str(count) for _, count in asks) + "}"}
+            capped = {**params, "limits": int_array([count for _, count in asks])}
             cursor.execute(self._query("claim_limited"), capped)
             rows = cursor.fetchall()
             taken: dict[str, int] = {}
@@ -240,9 +238,8 @@ class PostgresClaims(PostgresConnection):
             if buckets:
                 cursor.execute(self._query("take_queue_tokens"), {
                     "queues": text_array(list(buckets)),
-                    "empty_us": "{" + ",".join(str(b.empty_us) for b in buckets.values()) + "}",
-                    "empty_rem": "{" + ",".join(str(b.remainder) for b in buckets.values())
-                                 + "}",
+                    "empty_us": int_array([b.empty_us for b in buckets.values()]),
+                    "empty_rem": int_array([b.remainder for b in buckets.values()]),
                 })
             return rows, list(rated), next_token_at
 
@@ -285,5 +282,5 @@ class PostgresClaims(PostgresConnection):
         if not job_ids:
             return set()
         rows, _ = self._run("cancel_requests", {
-            "ids": "{" + ",".join([str(int(job_id)) for job_id in job_ids]) + "}"})
+            "ids": int_array([int(job_id) for job_id in job_ids])})
         return {row[0] for row in rows}

@@ -103,10 +103,16 @@ def lease_columns(leases: Sequence[Lease]) -> dict[str, str]:
     `struct.pack` and two appends each, after a type survey of the list): ~4k instructions
     a job of a drain over the three arrays of `complete` (docs/decisions/0012)."""
     return {
-        "ids": "{" + ",".join([str(lease.job_id) for lease in leases]) + "}",
+        "ids": int_array([lease.job_id for lease in leases]),
         "owners": text_array([lease.owner for lease in leases], _quoted_owner),
-        "attempts": "{" + ",".join([str(lease.attempt) for lease in leases]) + "}",
+        "attempts": int_array([lease.attempt for lease in leases]),
     }
+
+
+def int_array(numbers: Iterable[int]) -> str:
+    """An int[] / bigint[] literal ('{20,5}') of `numbers`, cast in the SQL: psycopg's
+    list-of-int dumper picks an element type per call (docs/decisions/0012)."""
+    return "{" + ",".join(map(str, numbers)) + "}"
 
 
 def _quoted(text: str) -> str:
