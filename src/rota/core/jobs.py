@@ -1,6 +1,7 @@
 """Jobs: the records a store keeps, their states, and the table of legal state changes.
 
-Theory of operation: a job is `scheduled` until a claim leases it (`leased`, attempt + 1).
+Theory of operation: a job enqueued after other jobs (its parents) is `waiting` until they
+have finished, then `scheduled` (or `cancelled`: rota.core.workflows). A job is `scheduled` until a claim leases it (`leased`, attempt + 1).
 A lease ends in exactly one outcome: `succeeded`, back to `scheduled` (retry with a new due
 time, or released unstarted at shutdown), `dead_lettered` or `quarantined`. A scheduled job
 can be `cancelled`; a leased one gets a cancel request (`cancel_requested`) and ends
@@ -31,6 +32,7 @@ JsonValue = Any  # what json.loads returns; kept opaque on purpose
 
 
 class JobState(Enum):
+    WAITING = "waiting"
     SCHEDULED = "scheduled"
     LEASED = "leased"
     SUCCEEDED = "succeeded"
@@ -57,9 +59,15 @@ class JobEvent(Enum):
     QUARANTINE = "quarantine"
     CANCEL = "cancel"
     REQUEUE = "requeue"
+    PARENTS_DONE = "parents_done"
 
 
 TRANSITIONS: Mapping[tuple[JobState, JobEvent], JobState] = {
+    # A workflow job waits until its parents have finished (rota.core.workflows), then is
+    # scheduled in the transaction that finished its last parent; a parent that failed
+    # under after_outcome="succeeded", or a cancel, ends it cancelled.
+    (JobState.WAITING, JobEvent.PARENTS_DONE): JobState.SCHEDULED,
+    (JobState.WAITING, JobEvent.CANCEL): JobState.CANCELLED,
     (JobState.SCHEDULED, JobEvent.CLAIM): JobState.LEASED,
     (JobState.SCHEDULED, JobEvent.CANCEL): JobState.CANCELLED,
     (JobState.LEASED, JobEvent.COMPLETE): JobState.SUCCEEDED,
@@ -165,6 +173,9 @@ class JobRecord:
     # came from no exception (an expired lease, say). Read paths fill it on every store;
     # the durable stores' claims leave it None (running the job does not need it).
     last_traceback: str | None = None
+    # Workflows: the ids of the jobs this one was enqueued after (`configure(after=...)`),
+    # in the order given; () for a job without parents. Filled by every read and claim.
+    parents: tuple[int, ...] = ()
 
     @property
     def lease(self) -> Lease:
@@ -226,7 +237,7 @@ def _positional_constructor(cls: type[_Frozen]) -> Callable[..., _Frozen]:
     return build
 
 
-# `JobRecord(...)` with all 20 fields positionally, in declaration order (see above).
+# `JobRecord(...)` with all 21 fields positionally, in declaration order (see above).
 new_record: Callable[..., JobRecord] = _positional_constructor(JobRecord)
 _new_lease: Callable[[int, str, int], Lease] = _positional_constructor(Lease)
 
@@ -253,6 +264,12 @@ class NewJob:
     # no longer collects enqueues: this one makes a new job.
     debounced: bool = False
     max_wait: timedelta | None = None
+    # Workflows: the ids of existing jobs this one runs after (distinct, in the order
+    # given); while any has not finished it is `waiting`. `after_outcome` "succeeded": it
+    # runs once all succeeded, and is cancelled if one ends otherwise; "finished": it runs
+    # once all finished, whatever happened (rota.core.workflows).
+    parents: tuple[int, ...] = ()
+    after_outcome: str = "succeeded"
 
 
 # The most encoded JSON (UTF-8 bytes) a job's arguments, or its result, may take: the
@@ -351,6 +368,73 @@ def _checked_job_key(key: str) -> str:
     )
 
 
+# Workflows: what a child waits for. "succeeded": every parent succeeded (one that ends
+# otherwise cancels the child); "finished": every parent finished, whatever happened.
+AFTER_OUTCOMES = ("succeeded", "finished")
+
+
+def check_after_outcome(after_outcome: object) -> str:
+    """`after_outcome` if it is one of `AFTER_OUTCOMES`.
+
+    Raises:
+        ValueError: naming the two choices.
+    """
+    if not isinstance(after_outcome, str) or after_outcome not in AFTER_OUTCOMES:
+        raise ValueError(
+            f"after_outcome must be 'succeeded' (run once every parent succeeded; the "
+            f"default) or 'finished' (run once every parent finished, whatever happened); "
+            f"got {after_outcome!r}"
+        )
+    return after_outcome
+
+
+def check_parent_ids(parents: object) -> tuple[int, ...]:
+    """The parent job ids `after=` names, as a tuple: distinct, in the order given (a
+    repeated id counts once).
+
+    Raises:
+        TypeError: if `parents` is not an iterable of ints (a single id, a str), or holds
+            something else (a bool, a float, None).
+        ValueError: for an id outside 1..MAX_JOB_ID (no job has one).
+    """
+    if isinstance(parents, int | str | bytes) or not hasattr(parents, "__iter__"):
+        raise TypeError(
+            f"after= takes a list of job ids, e.g. after=[job_id]; got {parents!r} "
+            f"({type(parents).__name__})"
+        )
+    ids: dict[int, None] = {}
+    for parent in parents:
+        if isinstance(parent, bool) or not isinstance(parent, int):
+            raise TypeError(
+                f"after= holds {parent!r} ({type(parent).__name__}); it takes job ids (int), "
+                "as enqueue() returns them"
+            )
+        if not 1 <= parent <= MAX_JOB_ID:
+            raise ValueError(f"after= holds {parent}, which is no job's id (ids are 1 or more)")
+        ids[parent] = None
+    return tuple(ids)
+
+
+def check_job_parents(job: NewJob) -> None:
+    """Refuse a job's parents that no store can take (see `check_new_jobs`).
+
+    Raises:
+        ValueError: a bad `after_outcome`, a repeated or impossible parent id, or parents
+            together with a key (unique and debounced jobs cannot wait for parents).
+    """
+    check_after_outcome(job.after_outcome)
+    if not job.parents:
+        return
+    if job.key is not None:
+        raise ValueError(
+            f"job {job.name!r}: a job enqueued after other jobs (after=) cannot have a key "
+            "(unique or debounced); enqueue the keyed job from the last parent's handler "
+            "instead"
+        )
+    if check_parent_ids(job.parents) != job.parents:
+        raise ValueError(f"job {job.name!r}: its parents repeat an id: {job.parents!r}")
+
+
 def check_new_jobs(jobs: Sequence[NewJob]) -> None:
     """Refuse a batch that some store could not save as it is, before any store writes it:
     every store calls this first in `enqueue`, so that all of them accept and refuse the
@@ -376,6 +460,9 @@ def check_new_jobs(jobs: Sequence[NewJob]) -> None:
             if job.max_wait is not None and not job.debounced:
                 raise ValueError(f"job {job.name!r}: max_wait applies to a debounced job only")
     # "\n" cannot be part of the escape, so no false match forms across two texts.
+    if any(map(_PARENTS, jobs)):
+        for job in jobs:
+            check_job_parents(job)
     if _NUL_ESCAPE in "\n".join(map(_ARGS_JSON, jobs)) or \
             _NUL_ESCAPE in "\n".join(map(_KWARGS_JSON, jobs)):
         for index, job in enumerate(jobs):
@@ -392,6 +479,7 @@ _ARGS_JSON = attrgetter("args_json")
 _KWARGS_JSON = attrgetter("kwargs_json")
 _DEBOUNCED = attrgetter("debounced")
 _MAX_WAIT = attrgetter("max_wait")
+_PARENTS = attrgetter("parents")
 
 
 # How deep job arguments may nest (a list in a list ... counts each level). Far below

@@ -20,7 +20,7 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
 - `release` hands an unfinished job back: scheduled again at its old due time, and the
   attempt it was claimed for does not count (attempt - 1).
 - Bad input never half-writes: `enqueue` stores all of its jobs or none.
-- Cancel: `cancel` ends a scheduled job at once and marks a leased one `cancel_requested`;
+- Cancel: `cancel` ends a scheduled (or waiting) job at once and marks a leased one `cancel_requested`;
   `heartbeat` reports the marked jobs among the leases it renewed, and the worker ends them
   with `cancel_leased`. A marked job never goes back to scheduled: `retry`, `release` and a
   retrying `expire_lease` end it cancelled instead (last_error `CANCELLED_ON_REQUEST`).
@@ -81,6 +81,20 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   is controlled (`Claimed.controlled`), and one out of tokens still counts as having due
   work in a probe; `Claimed.next_token_at` is the earliest instant a Queue the claim took
   fewer jobs from than asked, for want of tokens, has a token again.
+- Workflows (`NewJob.parents`, rota.core.workflows): `enqueue` of a job with parents
+  checks they all exist (else `ValueError`, nothing of the batch stored) and stores the
+  child with its parents in the same transaction, starting as `workflows.at_enqueue`
+  says: `waiting` while a parent has not finished. Every change of a parent into a
+  finished state (by any method above, or by the outcomes of a claim) settles its waiting
+  children in the same transaction, by reading that parent's own children only: each
+  child is scheduled once its last parent's end lets it run (due at the later of its
+  due time and that parent's `finished_at`), or cancelled at the parent's `finished_at`
+  with `workflows.parent_failed_error`, which settles its own children in turn. A
+  parent's end counts once for each child, however often the parent is requeued and
+  finishes again. `cancel` of a waiting job cancels it (and so settles its children).
+  `purge` never deletes a job while a child of it has not finished (waiting, scheduled
+  or leased). `JobRecord.parents` is filled by every read and claim;
+  `job_children(id)` lists a job's children.
 - Worker registry (`register_worker`, `refresh_worker`, ...): one row per worker process,
   written with the heartbeats (never per job). `list_workers(now)` computes `alive` from
   the row's `dead_at` and `now`. `refresh_worker` adds its `new` counts to the per-minute
@@ -349,7 +363,7 @@ class Store(Protocol):
         ...
 
     def cancel(self, job_id: int, now: datetime) -> bool:
-        """Cancel a scheduled job at once, or mark a leased one `cancel_requested` (its
+        """Cancel a scheduled or waiting job at once, or mark a leased one `cancel_requested` (its
         worker learns it within about a second, `cancel_requests`). False for a finished or
         unknown job."""
         ...
@@ -385,6 +399,11 @@ class Store(Protocol):
         ...
 
     def get_job(self, job_id: int) -> JobRecord | None: ...
+
+    def job_children(self, job_id: int) -> list[int]:
+        """The ids of the jobs enqueued after `job_id` (its children), ascending; [] for
+        a job without any, or an unknown one."""
+        ...
 
     def list_jobs(
         self,
