@@ -215,7 +215,7 @@ class SqlStore(ABC, Generic[Conn]):
         undecodable arguments set `arguments_error` (rota.store.corrupt)."""
         (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
          created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-         finished_at, key, last_traceback) = row
+         finished_at, key, last_traceback, parents) = row
         at = self._from_db_time
         args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
         return JobRecord(
@@ -227,12 +227,20 @@ class SqlStore(ABC, Generic[Conn]):
             result=decode_result(result), cancel_requested=bool(cancel_requested),
             arguments_error=arguments_error,
             finished_at=None if finished_at is None else at(finished_at), key=key,
-            last_traceback=last_traceback,
+            last_traceback=last_traceback, parents=self._from_db_parents(parents),
         )
+
+    @abstractmethod
+    def _from_db_parents(self, value: Any, /) -> tuple[int, ...]:
+        """A row's `parents` column as the tuple of parent ids (NULL: ())."""
 
     def get_job(self, job_id: int) -> JobRecord | None:
         rows, _ = self._run("get_job", {"id": job_id}, "reading a job")
         return self._record(rows[0]) if rows else None
+
+    def job_children(self, job_id: int) -> list[int]:
+        rows, _ = self._run("job_children", {"id": job_id}, "reading a job's children")
+        return [row[0] for row in rows]
 
     def list_jobs(
         self,
