@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import TypeVar
 
 from rota.core.clock import ensure_utc
 from rota.core.group_policies import StoredPolicy, checked_policy
@@ -51,6 +52,13 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.rates import Bucket, QueueRate, available, check_rate, next_token_at, take
+from rota.core.workflows import (
+    at_enqueue,
+    due_when_released,
+    parent_failed_error,
+    parent_lets_child_run,
+    unknown_parent_error,
+)
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import (
@@ -61,6 +69,8 @@ from rota.core.workers import (
     policy_parts,
 )
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
+
+_V = TypeVar("_V")
 
 
 class MemoryStore:
@@ -97,6 +107,14 @@ class MemoryStore:
         # and the other way round, so a requeue can take a job out of collecting.
         self._debounce_holder: dict[tuple[str, str], int] = {}
         self._debounce_of: dict[int, tuple[str, str]] = {}
+        # Workflows: per parent, its children and whether its end is still to be counted
+        # for each (pending); per waiting child, how many parents it still waits for and
+        # its after_outcome. While a claim applies outcomes, `_undo` collects how to take
+        # back what settling children changed (the claim's "transaction").
+        self._edges: dict[int, dict[int, bool]] = {}
+        self._waiting_for: dict[int, int] = {}
+        self._after_outcome: dict[int, str] = {}
+        self._undo: list[Callable[[], None]] | None = None
         self._schedules: dict[str, ScheduleRow] = {}
         # Worker registry: rows by worker id, history by (minute, group, Queue, outcome),
         # groups as last registered.
@@ -120,8 +138,15 @@ class MemoryStore:
         check_new_jobs(jobs)  # the same jobs refused on every store
         decoded = [decode_arguments(job.args_json, job.kwargs_json) for job in jobs]
         with self._lock:
+            for job in jobs:  # before anything is stored: all of the batch or none
+                for parent in job.parents:
+                    if parent not in self._jobs:
+                        raise ValueError(unknown_parent_error(parent))
             ids: list[int] = []
             for job, (args, kwargs) in zip(jobs, decoded, strict=True):
+                if job.parents:
+                    ids.append(self._enqueue_child(job, args, kwargs, now))
+                    continue
                 if job.debounced:
                     ids.append(self._enqueue_debounced(job, args, kwargs, now))
                     continue
@@ -142,6 +167,73 @@ class MemoryStore:
                 heapq.heappush(self._due[job.queue], (job.due_at, job_id))
                 ids.append(job_id)
             return ids
+
+    def _enqueue_child(self, job: NewJob, args: tuple[object, ...],
+                       kwargs: dict[str, object], now: datetime) -> int:
+        """One job with parents, under the lock (its parents exist: `enqueue` checked)."""
+        states = {parent: self._jobs[parent].state for parent in job.parents}
+        start = at_enqueue(job.parents, states, job.after_outcome)
+        job_id = self._next_id
+        self._next_id += 1
+        self._jobs[job_id] = JobRecord(
+            id=job_id, name=job.name, queue=job.queue, state=start.state, attempt=0,
+            due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
+            last_error=start.error, finished_at=now if start.state.finished else None,
+            trace_context=job.trace_context, parents=job.parents,
+        )
+        for parent in job.parents:
+            self._edges.setdefault(parent, {})[job_id] = not states[parent].finished
+        if start.state is JobState.WAITING:
+            self._waiting_for[job_id] = start.waiting_for
+            self._after_outcome[job_id] = job.after_outcome
+        elif start.state is JobState.SCHEDULED:
+            heapq.heappush(self._due[job.queue], (job.due_at, job_id))
+        return job_id
+
+    def _parent_finished(self, parent: JobRecord) -> None:
+        """Under the lock, once `parent` has just changed into a finished state: settle its
+        waiting children (rota.core.workflows), and theirs in turn when one is cancelled."""
+        ended = [parent]
+        while ended:
+            job = ended.pop()
+            edges = self._edges.get(job.id)
+            if not edges:
+                continue
+            assert job.finished_at is not None
+            pending = [child for child, waiting in edges.items() if waiting]
+            for child_id in pending:
+                self._write_undoable(edges, child_id, False)
+                child = self._jobs.get(child_id)
+                if child is None or child.state is not JobState.WAITING:
+                    continue
+                if parent_lets_child_run(job.state, self._after_outcome[child_id]):
+                    left = self._waiting_for[child_id] - 1
+                    self._write_undoable(self._waiting_for, child_id, left)
+                    if left == 0:
+                        self._put(replace(
+                            child, state=transition(child.state, JobEvent.PARENTS_DONE),
+                            due_at=due_when_released(child.due_at, job.finished_at),
+                        ))
+                        heapq.heappush(self._due[child.queue], (
+                            self._jobs[child_id].due_at, child_id))
+                else:
+                    cancelled = replace(
+                        child, state=transition(child.state, JobEvent.CANCEL),
+                        finished_at=job.finished_at,
+                        last_error=parent_failed_error(job.id, job.state), last_traceback=None,
+                    )
+                    self._put(cancelled)
+                    ended.append(cancelled)
+
+    def _put(self, job: JobRecord) -> None:
+        """Store `job`'s new record, undoably while a claim applies outcomes."""
+        self._write_undoable(self._jobs, job.id, job)
+
+    def _write_undoable(self, table: dict[int, _V], key: int, value: _V) -> None:
+        if self._undo is not None:
+            old = table[key]
+            self._undo.append(lambda: table.__setitem__(key, old))
+        table[key] = value
 
     def enqueue_on(
         self, connection: object, jobs: Sequence[NewJob], now: datetime
@@ -172,11 +264,14 @@ class MemoryStore:
             before = {lease.job_id: self._jobs.get(lease.job_id) for lease, _ in outcomes}
             buckets = dict(self._rates) if self._rates else None
             taken: list[JobRecord] = []
+            self._undo = [] if outcomes else None
             try:
                 applied = self._apply_outcomes(outcomes, now)
                 claimed = self._claim_locked(caps, limit, now, owner, lease_expires_at, probe,
                                              taken)
             except BaseException:
+                for undo in reversed(self._undo or ()):
+                    undo()
                 if buckets is not None:
                     self._rates = buckets
                 for job in taken:
@@ -188,6 +283,8 @@ class MemoryStore:
                         if old.state is JobState.LEASED and old.queue in self._leased:
                             self._leased[old.queue].add(job_id)
                 raise
+            finally:
+                self._undo = None
         claimed.applied = applied
         return claimed
 
@@ -346,6 +443,8 @@ class MemoryStore:
         self._jobs[job.id] = updated
         if state is JobState.SCHEDULED:
             heapq.heappush(self._due[job.queue], (updated.due_at, job.id))
+        elif state.finished:
+            self._parent_finished(updated)
 
     def complete(
         self, leases: Sequence[Lease], now: datetime,
@@ -466,11 +565,12 @@ class MemoryStore:
             if job.state is JobState.LEASED:
                 self._jobs[job_id] = replace(job, cancel_requested=True)
                 return True
-            if job.state is not JobState.SCHEDULED:
+            if job.state is not JobState.SCHEDULED and job.state is not JobState.WAITING:
                 return False
-            self._jobs[job_id] = replace(
-                job, state=transition(job.state, JobEvent.CANCEL), finished_at=now
-            )
+            cancelled = replace(job, state=transition(job.state, JobEvent.CANCEL),
+                                finished_at=now)
+            self._jobs[job_id] = cancelled
+            self._parent_finished(cancelled)
             return True
 
     def _enqueue_debounced(self, job: NewJob, args: tuple[object, ...],
@@ -564,10 +664,16 @@ class MemoryStore:
                 if len(doomed) >= limit:
                     break
                 if (job.state in wanted and job.finished_at is not None
-                        and job.finished_at < finished_before):
+                        and job.finished_at < finished_before
+                        and not self._has_unfinished_child(job.id)):
                     doomed.append(job.id)
             for job_id in doomed:
-                del self._jobs[job_id]  # stale due-heap entries of it are skipped by claim
+                parents = self._jobs.pop(job_id).parents
+                self._edges.pop(job_id, None)
+                self._waiting_for.pop(job_id, None)
+                self._after_outcome.pop(job_id, None)
+                for parent in parents:
+                    self._edges.get(parent, {}).pop(job_id, None)  # stale due-heap entries of it are skipped by claim
                 debounce_key = self._debounce_of.pop(job_id, None)
                 if debounce_key is not None and \
                         self._debounce_holder.get(debounce_key) == job_id:
@@ -576,6 +682,11 @@ class MemoryStore:
                 if name_key is not None and self._key_holder.get(name_key) == job_id:
                     del self._key_holder[name_key]
             return len(doomed)
+
+    def _has_unfinished_child(self, job_id: int) -> bool:
+        jobs = self._jobs
+        return any(child in jobs and not jobs[child].state.finished
+                   for child in self._edges.get(job_id, ()))
 
     # -- Queue controls -------------------------------------------------------------------
 
@@ -639,6 +750,10 @@ class MemoryStore:
     def get_job(self, job_id: int) -> JobRecord | None:
         with self._lock:
             return self._jobs.get(job_id)
+
+    def job_children(self, job_id: int) -> list[int]:
+        with self._lock:
+            return sorted(self._edges.get(job_id, ()))
 
     def list_jobs(
         self,
