@@ -23,7 +23,13 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
 from rota.core.clock import Clock, ensure_utc
 from rota.core.durations import Duration, due_after, to_timedelta
-from rota.core.jobs import NewJob, encode_arguments, validate_job_key
+from rota.core.jobs import (
+    NewJob,
+    check_after_outcome,
+    check_parent_ids,
+    encode_arguments,
+    validate_job_key,
+)
 from rota.core.queues import validate_queue_name
 from rota.core.retry import RetryPolicy
 from rota.store.base import AsyncTransactionalEnqueue, Store
@@ -62,6 +68,7 @@ class ConfiguredJob(Generic[P, R]):
         self, definition: JobDefinition[P, R], queue: str, due: datetime | None,
         delay: timedelta | None, connection: object | None = None, key: str | None = None,
         debounce: timedelta | None = None, max_wait: timedelta | None = None,
+        after: tuple[int, ...] = (), after_outcome: str = "succeeded",
     ) -> None:
         self._definition = definition
         self.queue = validate_queue_name(queue)
@@ -71,6 +78,8 @@ class ConfiguredJob(Generic[P, R]):
         self._key = None if key is None else validate_job_key(key)
         self._debounce = debounce
         self._max_wait = max_wait
+        self._after = after
+        self._after_outcome = after_outcome
 
     def _store_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         """Store `jobs`: on the caller's connection when one was configured (woken on
@@ -107,6 +116,7 @@ class ConfiguredJob(Generic[P, R]):
             args_json=args_json, kwargs_json=kwargs_json,
             key=self._key if key is None else key, trace_context=trace_context,
             debounced=self._debounce is not None, max_wait=self._max_wait,
+            parents=self._after, after_outcome=self._after_outcome,
         )
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
@@ -325,6 +335,8 @@ class JobDefinition(ConfiguredJob[P, R]):
         key: str | None = None,
         debounce: Duration | None = None,
         max_wait: Duration | None = None,
+        after: Iterable[int] | None = None,
+        after_outcome: str | None = None,
         **unknown: object,
     ) -> ConfiguredJob[P, R]:
         """Override the Queue or the due time for enqueues made through the result, or
@@ -351,24 +363,35 @@ class JobDefinition(ConfiguredJob[P, R]):
             max_wait: with `debounce`, the latest a debounced job is due: never past its
                 first enqueue + `max_wait` (a timedelta or seconds, at least `debounce`).
                 Without it, enqueues that keep coming keep moving the job back.
+            after: ids of existing jobs (its parents) this one runs after: it is stored
+                `waiting` and becomes `scheduled` (in its own Queue, due at the later of
+                now and its own due time) in the transaction that finishes its last
+                parent (docs/workflows.md). An empty list: no parents.
+            after_outcome: "succeeded" (the default): run once every parent succeeded; a
+                parent that ends dead_lettered, quarantined or cancelled cancels this job
+                and its own children. "finished": run once every parent finished,
+                whatever happened.
 
         Raises:
             TypeError: for an unknown option (`priority` included: rota has none). A
                 connection of the wrong kind is a TypeError at enqueue.
             ValueError: for a bad Queue name, a naive `due`, a negative delay, both `due`
                 and `delay`, or a bad key; for `debounce` without `key`, or with `due` or
-                `delay`; for `max_wait` without `debounce`, or shorter than it.
+                `delay`; for `max_wait` without `debounce`, or shorter than it; for
+                `after` with `key`, or `after_outcome` without `after`. At enqueue, for an
+                `after` id that is no job (nothing stored).
         """
         if "priority" in unknown:
             raise TypeError(NO_PRIORITY)
         if unknown:
             raise TypeError(
                 f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due=, "
-                "delay=, key=, debounce=, max_wait= and connection="
+                "delay=, key=, debounce=, max_wait=, after=, after_outcome= and connection="
             )
         if due is not None and delay is not None:
             raise ValueError("give configure() either due= or delay=, not both")
         debounce_s, max_wait_s = _debounce_options(key, debounce, max_wait, due, delay)
+        parents = _after_options(after, after_outcome, key)
         return ConfiguredJob(
             self,
             self.queue if queue is None else queue,
@@ -378,7 +401,34 @@ class JobDefinition(ConfiguredJob[P, R]):
             key,
             debounce_s,
             max_wait_s,
+            parents,
+            "succeeded" if after_outcome is None else after_outcome,
         )
 
     def __repr__(self) -> str:
         return f"<JobDefinition {self.name!r} queue={self.queue!r}>"
+
+
+def _after_options(after: Iterable[int] | None, after_outcome: str | None,
+                   key: str | None) -> tuple[int, ...]:
+    """The parent ids `configure(after=...)` names, checked with `after_outcome`.
+
+    Raises:
+        TypeError, ValueError: see `configure`.
+    """
+    if after is None:
+        if after_outcome is not None:
+            raise ValueError(
+                "after_outcome= applies to a job enqueued after other jobs; give after=[ids] "
+                "too, or leave after_outcome out"
+            )
+        return ()
+    if after_outcome is not None:
+        check_after_outcome(after_outcome)
+    parents = check_parent_ids(after)
+    if parents and key is not None:
+        raise ValueError(
+            "a job enqueued after other jobs (after=) cannot have a key (unique or "
+            "debounced); enqueue the keyed job from the last parent's handler instead"
+        )
+    return parents

@@ -1,12 +1,13 @@
 """Jobs: the records a store keeps, their states, and the table of legal state changes.
 
 Theory of operation: a job enqueued after other jobs (its parents) is `waiting` until they
-have finished, then `scheduled` (or `cancelled`: rota.core.workflows). A job is `scheduled` until a claim leases it (`leased`, attempt + 1).
-A lease ends in exactly one outcome: `succeeded`, back to `scheduled` (retry with a new due
-time, or released unstarted at shutdown), `dead_lettered` or `quarantined`. A scheduled job
-can be `cancelled`; a leased one gets a cancel request (`cancel_requested`) and ends
-`cancelled` when its worker acts on it. A job with a cancel request never goes back to
-`scheduled`: a retry, a release or an expired lease of it ends it `cancelled` instead. A
+have finished, then `scheduled`, or `cancelled` (rota.core.workflows). A job is
+`scheduled` until a claim leases it (`leased`, attempt + 1). A lease ends in exactly one
+outcome: `succeeded`, back to `scheduled` (retry with a new due time, or released
+unstarted at shutdown), `dead_lettered` or `quarantined`. A scheduled or waiting job can be
+`cancelled`; a leased one gets a cancel request (`cancel_requested`) and ends `cancelled`
+when its worker acts on it. A job with a cancel request never goes back to `scheduled`: a
+retry, a release or an expired lease of it ends it `cancelled` instead. A
 `dead_lettered`, `quarantined` or `cancelled` job can be requeued (`scheduled`, attempt 0).
 Every store applies `TRANSITIONS`, in Python or as SQL `WHERE` clauses; the contract suite
 checks they agree.

@@ -52,13 +52,6 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.rates import Bucket, QueueRate, available, check_rate, next_token_at, take
-from rota.core.workflows import (
-    at_enqueue,
-    due_when_released,
-    parent_failed_error,
-    parent_lets_child_run,
-    unknown_parent_error,
-)
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
 from rota.core.workers import (
@@ -67,6 +60,13 @@ from rota.core.workers import (
     WorkerInfo,
     minute_of,
     policy_parts,
+)
+from rota.core.workflows import (
+    at_enqueue,
+    due_when_released,
+    parent_failed_error,
+    parent_lets_child_run,
+    unknown_parent_error,
 )
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 

@@ -20,7 +20,7 @@ _CURRENT: ContextVar[CurrentJob] = ContextVar("rota.current_job")
 
 class CurrentJob:
     """The job a handler is running for (`rota.current_job()`): `id`, `name`, `queue`,
-    `attempt` (1-based) and `cancel_requested`."""
+    `attempt` (1-based), `parents` and `cancel_requested`."""
 
     # Built once per job on the hot path: two slots, the rest read through the record.
     __slots__ = ("_cancel_requested", "_job")
@@ -50,6 +50,13 @@ class CurrentJob:
     def attempt(self) -> int:
         """This attempt's number, 1-based."""
         return self._job.attempt
+
+    @property
+    def parents(self) -> tuple[int, ...]:
+        """The ids of the jobs this one was enqueued after (`configure(after=...)`), in the
+        order given; () for a job without parents. Read a parent's result with
+        `app.get_job(id).result` (retention keeps a parent while its child runs)."""
+        return self._job.parents
 
     @property
     def cancel_requested(self) -> bool:
