@@ -22,8 +22,9 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
 - Bad input never half-writes: `enqueue` stores all of its jobs or none.
 - Cancel: `cancel` ends a scheduled (or waiting) job at once and marks a leased one
   `cancel_requested`; `heartbeat` reports the marked jobs among the leases it renewed,
-  and the worker ends them with `cancel_leased`. A marked job never goes back to scheduled: `retry`, `release` and a
-  retrying `expire_lease` end it cancelled instead (last_error `CANCELLED_ON_REQUEST`).
+  and the worker ends them with `cancel_leased`. A marked job never goes back to
+  scheduled: `retry`, `release` and a retrying `expire_lease` end it cancelled instead
+  (last_error `CANCELLED_ON_REQUEST`).
 - `requeue` takes a dead_lettered, quarantined or cancelled job back to scheduled, attempt
   0, due at `now`, its result, cancel request, `finished_at`, `last_error` and
   `last_traceback` cleared: a fresh run.

@@ -668,12 +668,13 @@ class MemoryStore:
                         and not self._has_unfinished_child(job.id)):
                     doomed.append(job.id)
             for job_id in doomed:
+                # (stale due-heap entries of it are skipped by claim)
                 parents = self._jobs.pop(job_id).parents
                 self._edges.pop(job_id, None)
                 self._waiting_for.pop(job_id, None)
                 self._after_outcome.pop(job_id, None)
                 for parent in parents:
-                    self._edges.get(parent, {}).pop(job_id, None)  # stale due-heap entries of it are skipped by claim
+                    self._edges.get(parent, {}).pop(job_id, None)
                 debounce_key = self._debounce_of.pop(job_id, None)
                 if debounce_key is not None and \
                         self._debounce_holder.get(debounce_key) == job_id:
