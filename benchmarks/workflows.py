@@ -109,7 +109,7 @@ def run_case(url: str, build: Callable[[Store, int], int], jobs: int, label: str
 def fresh_url(kind: str, scratch: Path, name: str) -> str:
     if kind == "sqlite":
         return f"sqlite:///{scratch / f'{name}.db'}"
-    from benchmarks import pg  # noqa: PLC0415 (psycopg only when PostgreSQL is measured)
+    from benchmarks import pg  # psycopg only when PostgreSQL is measured
     return pg.fresh_database(f"wf_{name}_bench")
 
 
