@@ -83,7 +83,7 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
     the rows of one claim, memoises the conversions of their due and creation times (jobs
     enqueued together share them)."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
-     result, cancel_requested, finished_at, trace_context) = row
+     result, cancel_requested, finished_at, trace_context, parents) = row
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     if (due := times.get(due_at)) is None:
         due = times[due_at] = at(due_at)
@@ -94,6 +94,7 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
         created, None if finished_at is None else at(finished_at), owner, expires, started,
         None if result is None else decode_result(result), bool(cancel_requested),
         arguments_error, None, trace_context, None,
+        () if parents is None else tuple(json.loads(parents)),
     )
 
 

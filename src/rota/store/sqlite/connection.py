@@ -10,6 +10,7 @@ Imports only the standard library, the core, the store contract and the shared S
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
@@ -59,6 +60,11 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
     _EXPIRE_LEASE: ClassVar[tuple[str, str]] = ("expire_lease_retry", "expire_lease_dead_letter")
     _to_db_time = staticmethod(us)
     _from_db_time = staticmethod(at)
+
+    @staticmethod
+    def _from_db_parents(value: str | None, /) -> tuple[int, ...]:
+        """The `parents` column (migration 14): a JSON array of ids, NULL for none."""
+        return () if value is None else tuple(json.loads(value))
 
     def __init__(
         self,

@@ -1,0 +1,134 @@
+-- Migration 14: workflows, jobs enqueued after other jobs (rota.core.workflows).
+--
+-- Columns of the job (nullable, or a constant default: SQLite rewrites no rows to add them):
+-- parents: the ids of the jobs it was enqueued after, a JSON array in the order given
+-- ("[3,1]"); NULL for a job without parents. after_outcome: NULL without parents, else
+-- 'succeeded' or 'finished'. waiting_for: how many of its parents have not finished, while
+-- it is 'waiting'; set to 0 when the settling below ends it (scheduled or cancelled), and
+-- left as it was when `cancel` ends a waiting job by hand (see the trigger's WHEN).
+-- has_children: 1 once a job was named as a parent (set by the child's enqueue, in its
+-- transaction); the settle trigger and purge.sql look no further for a job without it.
+ALTER TABLE rota_jobs ADD COLUMN parents TEXT;
+ALTER TABLE rota_jobs ADD COLUMN after_outcome TEXT;
+ALTER TABLE rota_jobs ADD COLUMN waiting_for INTEGER;
+ALTER TABLE rota_jobs ADD COLUMN has_children INTEGER NOT NULL DEFAULT 0;
+
+-- One edge per (parent, child). pending: 1 while the parent's end has not been counted
+-- for that child; an edge to a parent already finished at the child's enqueue is inserted
+-- with 0. A parent requeued after it finished finds none of its edges pending when it
+-- finishes again: its end counts once for each child.
+CREATE TABLE rota_job_edges (
+    parent_id INTEGER NOT NULL,
+    child_id  INTEGER NOT NULL,
+    pending   INTEGER NOT NULL,
+    PRIMARY KEY (parent_id, child_id)
+) WITHOUT ROWID;
+
+-- The settle step: every change of a parent into a finished state, by any statement of
+-- rota's or by hand, settles its waiting children in the same transaction. Ordinary jobs
+-- pay the WHEN's first test (has_children is 0).
+--
+-- One firing settles the whole cascade, whatever its depth: `ended` is the parent with the
+-- waiting descendants its end cancels (children that needed every parent to succeed, and
+-- theirs in turn, through waiting jobs only), found by one recursive query. Then:
+-- 1. every waiting child that an end of `ended` lets go on (the parent succeeded, or the
+--    child runs whatever happened: after_outcome 'finished') counts those ends off its
+--    waiting_for, through pending edges only; at 0 it is scheduled, due at the later of
+--    its own due time and the parent's finished_at;
+-- 2. the edges out of `ended` are no longer pending;
+-- 3. the cancelled descendants end at the parent's finished_at, last_error naming the
+--    parent whose end cancelled each (the lowest id when several did): the text of
+--    rota.core.workflows.parent_failed_error. They are ended with waiting_for = 0, which
+--    the WHEN leaves out: their children were settled in 1 and 2 already.
+-- Each statement walks the same `ended`: 1 changes only children that go on (never one
+-- the walk passes through), 2 only edges, and 3 does not read `pending`.
+--
+-- So the trigger never fires from its own action, and nothing depends on
+-- PRAGMA recursive_triggers or on SQLITE_MAX_TRIGGER_DEPTH (1000): a connection with or
+-- without recursive triggers (rota's, a caller's `enqueue_on` connection, the sqlite3
+-- shell) settles a chain of any length in one firing. The count trigger of migration 8
+-- (another trigger, which fires from a trigger's action whatever that pragma says)
+-- counts the moves waiting -> scheduled and waiting -> cancelled.
+CREATE TRIGGER rota_jobs_settle AFTER UPDATE OF state ON rota_jobs
+WHEN NEW.has_children
+     AND NEW.state IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
+     AND OLD.state NOT IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
+     AND (OLD.state <> 'waiting' OR NEW.waiting_for > 0)
+BEGIN
+    UPDATE rota_jobs
+    SET waiting_for = waiting_for - settled.ends,
+        state = CASE WHEN waiting_for > settled.ends THEN 'waiting' ELSE 'scheduled' END,
+        due_at = CASE WHEN waiting_for > settled.ends THEN due_at
+                      ELSE max(due_at, NEW.finished_at) END
+    FROM (
+        WITH RECURSIVE ended(id) AS (
+            SELECT NEW.id
+            UNION
+            SELECT edge.child_id
+            FROM ended
+            JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
+            JOIN rota_jobs AS child ON child.id = edge.child_id
+            WHERE NEW.state <> 'succeeded' AND child.state = 'waiting'
+              AND child.after_outcome = 'succeeded'
+        )
+        SELECT edge.child_id AS id, count(*) AS ends
+        FROM ended JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
+        WHERE edge.pending
+        GROUP BY edge.child_id
+    ) AS settled
+    WHERE rota_jobs.id = settled.id AND rota_jobs.state = 'waiting'
+      AND (NEW.state = 'succeeded' OR rota_jobs.after_outcome = 'finished');
+
+    UPDATE rota_job_edges SET pending = 0
+    WHERE pending AND parent_id IN (
+        WITH RECURSIVE ended(id) AS (
+            SELECT NEW.id
+            UNION
+            SELECT edge.child_id
+            FROM ended
+            JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
+            JOIN rota_jobs AS child ON child.id = edge.child_id
+            WHERE NEW.state <> 'succeeded' AND child.state = 'waiting'
+              AND child.after_outcome = 'succeeded'
+        )
+        SELECT id FROM ended
+    );
+
+    UPDATE rota_jobs
+    SET state = 'cancelled', finished_at = NEW.finished_at, waiting_for = 0,
+        last_error = 'Cancelled: parent job ' || doomed.cause || ' ended '
+            || CASE WHEN doomed.cause = NEW.id THEN NEW.state ELSE 'cancelled' END
+            || ', and this job was to run only after its parents succeeded '
+            || '(after_outcome=''succeeded'')',
+        last_traceback = NULL
+    FROM (
+        WITH RECURSIVE doomed(id, cause) AS (
+            SELECT edge.child_id, NEW.id
+            FROM rota_job_edges AS edge
+            JOIN rota_jobs AS child ON child.id = edge.child_id
+            WHERE NEW.state <> 'succeeded' AND edge.parent_id = NEW.id
+              AND child.state = 'waiting' AND child.after_outcome = 'succeeded'
+            UNION
+            SELECT edge.child_id, doomed.id
+            FROM doomed
+            JOIN rota_job_edges AS edge ON edge.parent_id = doomed.id
+            JOIN rota_jobs AS child ON child.id = edge.child_id
+            WHERE child.state = 'waiting' AND child.after_outcome = 'succeeded'
+        )
+        SELECT id, min(cause) AS cause FROM doomed GROUP BY id
+    ) AS doomed
+    WHERE rota_jobs.id = doomed.id;
+END;
+
+-- Deleting a job (purge, retention, by hand) deletes its edges: as a parent by parent_id,
+-- as a child through its parents list (one primary-key seek each). purge.sql deletes no
+-- job while a child of it has not finished.
+CREATE TRIGGER rota_jobs_edges_deleted AFTER DELETE ON rota_jobs
+WHEN OLD.has_children OR OLD.parents IS NOT NULL
+BEGIN
+    DELETE FROM rota_job_edges WHERE OLD.has_children AND parent_id = OLD.id;
+    DELETE FROM rota_job_edges
+    WHERE parent_id IN (SELECT value FROM json_each(OLD.parents)) AND child_id = OLD.id;
+END;
+
+PRAGMA user_version = 14;
