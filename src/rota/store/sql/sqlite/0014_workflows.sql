@@ -97,8 +97,8 @@ BEGIN
             UNION
             SELECT edge.child_id
             FROM ended
-            JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
-            JOIN rota_jobs AS child ON child.id = edge.child_id
+            CROSS JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
+            CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
             WHERE NEW.state <> 'succeeded' AND child.state = 'waiting'
               AND child.after_outcome = 'succeeded'
         )
@@ -107,7 +107,7 @@ BEGIN
         WHERE edge.pending
         GROUP BY edge.child_id
     ) AS settled
-    JOIN rota_jobs AS child ON child.id = settled.id
+    CROSS JOIN rota_jobs AS child ON child.id = settled.id
     CROSS JOIN (SELECT 'waiting' AS state, -1 AS sign
                 UNION ALL SELECT 'scheduled', 1) AS moved
     WHERE child.state = 'waiting' AND child.waiting_for = settled.ends
@@ -129,8 +129,8 @@ BEGIN
             UNION
             SELECT edge.child_id
             FROM ended
-            JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
-            JOIN rota_jobs AS child ON child.id = edge.child_id
+            CROSS JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
+            CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
             WHERE NEW.state <> 'succeeded' AND child.state = 'waiting'
               AND child.after_outcome = 'succeeded'
         )
@@ -152,8 +152,8 @@ BEGIN
             UNION
             SELECT edge.child_id
             FROM ended
-            JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
-            JOIN rota_jobs AS child ON child.id = edge.child_id
+            CROSS JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
+            CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
             WHERE NEW.state <> 'succeeded' AND child.state = 'waiting'
               AND child.after_outcome = 'succeeded'
         )
@@ -166,7 +166,7 @@ BEGIN
         WITH RECURSIVE doomed(id, cause) AS (
             SELECT edge.child_id, NEW.id
             FROM rota_job_edges AS edge
-            JOIN rota_jobs AS child ON child.id = edge.child_id
+            CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
             WHERE NEW.has_children
               AND NEW.state IN ('dead_lettered', 'quarantined', 'cancelled')
               AND OLD.state NOT IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
@@ -176,13 +176,13 @@ BEGIN
             UNION
             SELECT edge.child_id, doomed.id
             FROM doomed
-            JOIN rota_job_edges AS edge ON edge.parent_id = doomed.id
-            JOIN rota_jobs AS child ON child.id = edge.child_id
+            CROSS JOIN rota_job_edges AS edge ON edge.parent_id = doomed.id
+            CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
             WHERE child.state = 'waiting' AND child.after_outcome = 'succeeded'
         )
         SELECT DISTINCT id FROM doomed
     ) AS doomed
-    JOIN rota_jobs AS child ON child.id = doomed.id
+    CROSS JOIN rota_jobs AS child ON child.id = doomed.id
     CROSS JOIN (SELECT 'waiting' AS state, -1 AS sign
                 UNION ALL SELECT 'cancelled', 1) AS moved
     WHERE true
@@ -200,7 +200,7 @@ BEGIN
         WITH RECURSIVE doomed(id, cause) AS (
             SELECT edge.child_id, NEW.id
             FROM rota_job_edges AS edge
-            JOIN rota_jobs AS child ON child.id = edge.child_id
+            CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
             WHERE NEW.has_children
               AND NEW.state IN ('dead_lettered', 'quarantined', 'cancelled')
               AND OLD.state NOT IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
@@ -210,8 +210,8 @@ BEGIN
             UNION
             SELECT edge.child_id, doomed.id
             FROM doomed
-            JOIN rota_job_edges AS edge ON edge.parent_id = doomed.id
-            JOIN rota_jobs AS child ON child.id = edge.child_id
+            CROSS JOIN rota_job_edges AS edge ON edge.parent_id = doomed.id
+            CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
             WHERE child.state = 'waiting' AND child.after_outcome = 'succeeded'
         )
         SELECT id, min(cause) AS cause FROM doomed GROUP BY id

@@ -10,7 +10,7 @@ WHERE id IN (
     WHERE state = :state AND finished_at IS NOT NULL AND finished_at < :finished_before
       AND NOT (has_children AND EXISTS (
           SELECT 1 FROM rota_job_edges AS edge
-          JOIN rota_jobs AS child ON child.id = edge.child_id
+          CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
           WHERE edge.parent_id = rota_jobs.id
             AND child.state IN ('waiting', 'scheduled', 'leased')))
     ORDER BY finished_at

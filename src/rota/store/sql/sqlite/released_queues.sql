@@ -9,12 +9,12 @@ WITH RECURSIVE ended(id) AS (
     UNION
     SELECT edge.child_id
     FROM ended
-    JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
-    JOIN rota_jobs AS child ON child.id = edge.child_id
+    CROSS JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
+    CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
     WHERE child.state = 'cancelled' AND child.finished_at = :now AND child.waiting_for = 0
 )
 SELECT DISTINCT child.queue
 FROM ended
-JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
-JOIN rota_jobs AS child ON child.id = edge.child_id
+CROSS JOIN rota_job_edges AS edge ON edge.parent_id = ended.id
+CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
 WHERE child.state = 'scheduled';
