@@ -24,42 +24,25 @@ CREATE TABLE rota_job_edges (
     PRIMARY KEY (parent_id, child_id)
 ) WITHOUT ROWID;
 
--- One trigger for every change of a job's state, which migration 8's count trigger was:
--- SQLite runs a row trigger's WHEN inside the trigger's program, so each trigger on
--- UPDATE OF state costs every claimed and every completed job a call of its program
--- (measured: a second trigger here added 12 % to a store-only claim and complete drain).
--- Its WHEN is one of two conditions, and each part of its body runs under its own.
+-- One trigger for every change of a job's state, which migration 8's count trigger was,
+-- with as small a program: SQLite runs a row trigger's WHEN inside the trigger's program,
+-- and every claimed and every completed job calls the program of each trigger on UPDATE
+-- OF state, whose cost grows with the program (its registers are set up and released at
+-- each call). Measured: a second trigger holding the settling added 12 % to a store-only
+-- claim and complete drain, and one merged trigger holding it 4 % to the worker drain's
+-- instructions per job. So this one only counts and hands a parent to settle to
+-- rota_jobs_settle below, through a row of rota_job_settling.
 --
 -- The count (migration 8, as it was): every change of state but the two hot ones, which
--- the store counts itself, and but the moves out of 'waiting' that the settling below
--- makes (waiting -> scheduled, and waiting -> cancelled with waiting_for 0), which it
--- counts itself.
+-- the store counts itself, and but the moves out of 'waiting' that the settling makes
+-- (waiting -> scheduled, and waiting -> cancelled with waiting_for 0), which it counts
+-- itself.
 --
 -- The settle step: every change of a parent into a finished state, by any statement of
--- rota's or by hand, settles its waiting children in the same transaction. Ordinary jobs
--- pay the WHEN's test of has_children (0).
---
--- One firing settles the whole cascade, whatever its depth: `ended` is the parent with the
--- waiting descendants its end cancels (children that needed every parent to succeed, and
--- theirs in turn, through waiting jobs only), found by one recursive query (empty when
--- the row settles nothing). Then:
--- 1. every waiting child that an end of `ended` lets go on (the parent succeeded, or the
---    child runs whatever happened: after_outcome 'finished') counts those ends off its
---    waiting_for, through pending edges only; at 0 it is scheduled, due at the later of
---    its own due time and the parent's finished_at (counted first);
--- 2. the edges out of `ended` are no longer pending;
--- 3. the cancelled descendants end at the parent's finished_at, last_error naming the
---    parent whose end cancelled each (the lowest id when several did): the text of
---    rota.core.workflows.parent_failed_error (counted first). They are ended with
---    waiting_for = 0, which the WHEN leaves out: their children were settled in 1 and 2.
--- Each statement walks the same `ended`: 1 changes only children that go on (never one
--- the walk passes through), 2 only edges, and 3 does not read `pending`.
---
--- So the trigger never needs to fire from its own action, and nothing depends on
--- PRAGMA recursive_triggers or on SQLITE_MAX_TRIGGER_DEPTH (1000): a connection with or
--- without recursive triggers (rota's, a caller's `enqueue_on` connection, the sqlite3
--- shell) settles a chain of any length in one firing and counts it once (with them on,
--- the rows it changes fire it again, and both conditions leave them out).
+-- rota's or by hand (which must set finished_at, as every rota statement does), settles
+-- its waiting children in the same transaction. Ordinary jobs pay the WHEN's test of
+-- has_children (0). A waiting job ended by the settling (waiting_for 0) is left out: the
+-- settling of its ancestor settled its children already.
 DROP TRIGGER rota_jobs_count_moved;
 
 CREATE TRIGGER rota_jobs_moved AFTER UPDATE OF state ON rota_jobs
@@ -86,14 +69,54 @@ BEGIN
       AND NOT (OLD.state = 'waiting' AND (NEW.state = 'scheduled' OR NEW.waiting_for = 0))
     ON CONFLICT (queue, state) DO UPDATE SET jobs = jobs + 1;
 
+    INSERT INTO rota_job_settling (id, state, finished_at)
+    SELECT NEW.id, NEW.state, NEW.finished_at
+    WHERE NEW.has_children
+      AND NEW.state IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
+      AND OLD.state NOT IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
+      AND (OLD.state <> 'waiting' OR NEW.waiting_for > 0);
+END;
+
+-- The settling of one parent: NEW is a row of rota_job_settling (the parent's id, the
+-- finished state it entered, its finished_at), written by rota_jobs_moved and deleted at
+-- the end of this trigger (the table is empty outside it).
+--
+-- One firing settles the whole cascade, whatever its depth: `ended` is the parent with the
+-- waiting descendants its end cancels (children that needed every parent to succeed, and
+-- theirs in turn, through waiting jobs only), found by one recursive query. Then:
+-- 1. every waiting child that an end of `ended` lets go on (the parent succeeded, or the
+--    child runs whatever happened: after_outcome 'finished') counts those ends off its
+--    waiting_for, through pending edges only; at 0 it is scheduled, due at the later of
+--    its own due time and the parent's finished_at (counted first);
+-- 2. the edges out of `ended` are no longer pending;
+-- 3. the cancelled descendants end at the parent's finished_at, last_error naming the
+--    parent whose end cancelled each (the lowest id when several did): the text of
+--    rota.core.workflows.parent_failed_error (counted first), and waiting_for 0, which
+--    rota_jobs_moved leaves out.
+-- Each statement walks the same `ended`: 1 changes only children that go on (never one
+-- the walk passes through), 2 only edges, and 3 does not read `pending`. Every walk seeks
+-- the edges of the jobs it has, then each child by id (CROSS JOIN fixes that order: the
+-- planner otherwise may take the children from an index of their state).
+--
+-- So no trigger needs to fire from its own action, and nothing depends on
+-- PRAGMA recursive_triggers or on SQLITE_MAX_TRIGGER_DEPTH (1000): a connection with or
+-- without recursive triggers (rota's, a caller's `enqueue_on` connection, the sqlite3
+-- shell) settles a chain of any length in one firing, three triggers deep at most, and
+-- counts it once (with them on, the rows it changes fire rota_jobs_moved again, whose
+-- conditions leave them out).
+CREATE TABLE rota_job_settling (
+    id          INTEGER PRIMARY KEY,
+    state       TEXT    NOT NULL,
+    finished_at INTEGER NOT NULL
+);
+
+CREATE TRIGGER rota_jobs_settle AFTER INSERT ON rota_job_settling
+BEGIN
     INSERT INTO rota_job_counts (queue, state, jobs)
     SELECT child.queue, moved.state, moved.sign * count(*)
     FROM (
         WITH RECURSIVE ended(id) AS (
-            SELECT NEW.id WHERE NEW.has_children
-                  AND NEW.state IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
-                  AND OLD.state NOT IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
-                  AND (OLD.state <> 'waiting' OR NEW.waiting_for > 0)
+            SELECT NEW.id
             UNION
             SELECT edge.child_id
             FROM ended
@@ -122,10 +145,7 @@ BEGIN
                       ELSE max(due_at, NEW.finished_at) END
     FROM (
         WITH RECURSIVE ended(id) AS (
-            SELECT NEW.id WHERE NEW.has_children
-                  AND NEW.state IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
-                  AND OLD.state NOT IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
-                  AND (OLD.state <> 'waiting' OR NEW.waiting_for > 0)
+            SELECT NEW.id
             UNION
             SELECT edge.child_id
             FROM ended
@@ -145,10 +165,7 @@ BEGIN
     UPDATE rota_job_edges SET pending = 0
     WHERE pending AND parent_id IN (
         WITH RECURSIVE ended(id) AS (
-            SELECT NEW.id WHERE NEW.has_children
-                  AND NEW.state IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
-                  AND OLD.state NOT IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
-                  AND (OLD.state <> 'waiting' OR NEW.waiting_for > 0)
+            SELECT NEW.id
             UNION
             SELECT edge.child_id
             FROM ended
@@ -167,11 +184,7 @@ BEGIN
             SELECT edge.child_id, NEW.id
             FROM rota_job_edges AS edge
             CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
-            WHERE NEW.has_children
-              AND NEW.state IN ('dead_lettered', 'quarantined', 'cancelled')
-              AND OLD.state NOT IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
-              AND (OLD.state <> 'waiting' OR NEW.waiting_for > 0)
-              AND edge.parent_id = NEW.id
+            WHERE NEW.state <> 'succeeded' AND edge.parent_id = NEW.id
               AND child.state = 'waiting' AND child.after_outcome = 'succeeded'
             UNION
             SELECT edge.child_id, doomed.id
@@ -201,11 +214,7 @@ BEGIN
             SELECT edge.child_id, NEW.id
             FROM rota_job_edges AS edge
             CROSS JOIN rota_jobs AS child ON child.id = edge.child_id
-            WHERE NEW.has_children
-              AND NEW.state IN ('dead_lettered', 'quarantined', 'cancelled')
-              AND OLD.state NOT IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled')
-              AND (OLD.state <> 'waiting' OR NEW.waiting_for > 0)
-              AND edge.parent_id = NEW.id
+            WHERE NEW.state <> 'succeeded' AND edge.parent_id = NEW.id
               AND child.state = 'waiting' AND child.after_outcome = 'succeeded'
             UNION
             SELECT edge.child_id, doomed.id
@@ -217,6 +226,8 @@ BEGIN
         SELECT id, min(cause) AS cause FROM doomed GROUP BY id
     ) AS doomed
     WHERE rota_jobs.id = doomed.id;
+
+    DELETE FROM rota_job_settling WHERE id = NEW.id;
 END;
 
 -- Deleting a job (purge, retention, by hand) deletes its edges: as a parent by parent_id,
