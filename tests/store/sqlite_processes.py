@@ -90,3 +90,39 @@ def claim_at_times(url: str, owner: str, offsets_us: list[int], start: Barrier,
         results.put((owner, got))
     finally:
         store.close()
+
+
+def finish_parents_one_by_one(url: str, start: Barrier, results: Any) -> None:
+    """Claim Queue "p" one job at a time, succeeding odd ids and dead-lettering even
+    ones, until it is empty; put ("finished", ids) on `results`."""
+    store = open_store(url)
+    try:
+        start.wait()
+        finished: list[int] = []
+        while jobs := store.claim(["p"], 1, now=T0, owner="f", lease_expires_at=T0 + LEASE):
+            lease = jobs[0].lease
+            if lease.job_id % 2:
+                store.complete([lease], T0)
+            else:
+                store.dead_letter(lease, T0, "Boom: failed")
+            finished.append(lease.job_id)
+        results.put(("finished", finished))
+    finally:
+        store.close()
+
+
+def enqueue_children(url: str, pairs: list[tuple[int, int]], start: Barrier,
+                     results: Any) -> None:
+    """For each pair of parents, enqueue into Queue "c" one child that needs both to
+    succeed and one that runs whatever happened; put ("children", ids) on `results`."""
+    store = open_store(url)
+    try:
+        start.wait()
+        children: list[int] = []
+        for pair in pairs:
+            children += store.enqueue([NewJob("job", "c", T0, parents=pair)], T0)
+            children += store.enqueue([NewJob("job", "c", T0, parents=pair,
+                                              after_outcome="finished")], T0)
+        results.put(("children", children))
+    finally:
+        store.close()

@@ -217,3 +217,34 @@ def test_sqlite_failure_midway_undoes_only_rotas_writes(sqlite_url: str) -> None
         assert store.count_jobs() == {}
     finally:
         store.close()
+
+
+def test_children_take_the_same_path_on_the_callers_connection(store_url: str,
+                                                               store: Store) -> None:
+    # Given a parent that succeeded and one still scheduled
+    done, open_ = store.enqueue([new("p"), new("p")], T0)
+    lease = store.claim(["p"], 1, now=T0, owner="w", lease_expires_at=T0)[0].lease
+    assert store.complete([lease], T0) == 1
+    with callers_connection(store_url) as conn:
+        # When the caller enqueues children of them in its transaction, and a batch naming
+        # a parent that does not exist (refused, its transaction still usable)
+        ready, waiting = store.enqueue_on(conn, [
+            NewJob("job", "c", T0, parents=(done,)),
+            NewJob("job", "c", T0, parents=(done, open_))], T0)
+        with pytest.raises(ValueError, match="does not exist"):
+            store.enqueue_on(conn, [NewJob("job", "c", T0, parents=(done, 999_999))], T0)
+        # Then nothing is visible before the commit
+        assert store.job_children(done) == []
+        conn.commit()
+    # And after it each child started as its parents say, counted in that state
+    assert store.job_children(done) == [ready, waiting]
+    assert store.job_children(open_) == [waiting]
+    states = {job.id: job.state for job in store.list_jobs(queue="c")}
+    assert states == {ready: JobState.SCHEDULED, waiting: JobState.WAITING}
+    assert store.count_jobs()[("c", JobState.WAITING)] == 1
+    # And the other parent's end releases the waiting one
+    lease = store.claim(["p"], 1, now=T0, owner="w", lease_expires_at=T0)[0].lease
+    assert store.complete([lease], T0) == 1
+    record = store.get_job(waiting)
+    assert record is not None and record.state is JobState.SCHEDULED
+    assert record.parents == (done, open_)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import rota
+import rota.core.outcomes
 from rota.core.jobs import JobState, NewJob
 from rota.store.sqlite import SQLiteStore
 from rota.store.sqlite import wake as sqlite_module
@@ -336,3 +337,90 @@ def test_a_wake_socket_above_fd_setsize_works(db: Path, no_poll: None) -> None:
         other.close()
         for fd in fillers:
             os.close(fd)
+
+
+def test_children_released_elsewhere_name_their_queues_without_the_poll(
+    db: Path, no_poll: None
+) -> None:
+    # Given a listening store, its poll off, and another store object holding parents
+    # whose children wait in other Queues
+    listening_store, other = SQLiteStore(db), SQLiteStore(db)
+    try:
+        a, b, c, d = other.enqueue([NewJob("n", "p", T0) for _ in range(4)], T0)
+        other.enqueue([NewJob("n", "after-a", T0, parents=(a,))], T0)
+        doomed, = other.enqueue([NewJob("n", "doomed", T0, parents=(b,))], T0)
+        other.enqueue([NewJob("n", "anyway", T0, parents=(doomed,),
+                              after_outcome="finished")], T0)
+        other.enqueue([NewJob("n", "after-c", T0, parents=(c,))], T0)
+        waiting, = other.enqueue([NewJob("n", "w", T0, parents=(d,))], T0)
+        other.enqueue([NewJob("n", "after-w", T0, parents=(waiting,),
+                              after_outcome="finished")], T0)
+        leases = {job.id: job.lease for job in other.claim(
+            ["p"], 4, now=T0, owner="o", lease_expires_at=T0)}
+        with listening(listening_store) as (hints, _watcher):
+            # When a parent succeeds: no new job id for the watcher to find
+            assert other.complete([leases[a]], T0) == 1
+            # Then the datagram names its child's Queue
+            assert hints.get(timeout=WAIT_S) == "after-a"
+            # And a dead-lettered parent names the Queue of the job released past the
+            # child it cancelled (the cascade)
+            assert other.dead_letter(leases[b], T0, "Boom: failed")
+            assert hints.get(timeout=WAIT_S) == "anyway"
+            # And so do an outcome carried by a claim, and the cancel of a waiting job
+            other.claim([], 0, now=T0, owner="o", lease_expires_at=T0,
+                        outcomes=[(leases[c], rota.core.outcomes.Succeeded())])
+            assert hints.get(timeout=WAIT_S) == "after-c"
+            assert other.cancel(waiting, T0)
+            assert hints.get(timeout=WAIT_S) == "after-w"
+            assert hints.empty()
+    finally:
+        listening_store.close()
+        other.close()
+
+
+FINISH_IN_A_CHILD = """
+import sys
+from rota.store.sqlite import SQLiteStore
+from tests.store.sqlite_processes import T0
+store = SQLiteStore(sys.argv[1])
+try:
+    (job,) = store.claim(["parents"], 1, now=T0, owner="other", lease_expires_at=T0)
+    assert store.complete([job.lease], T0) == 1
+finally:
+    store.close()
+"""
+
+
+def test_a_worker_runs_a_child_its_parent_released_in_another_process(
+    db: Path, no_poll: None
+) -> None:
+    # Given a worker serving "children" that polls every hour, its watcher too, and a
+    # waiting child there after a parent in a Queue it does not serve
+    app = rota.App(f"sqlite:///{db}")
+    ran = threading.Event()
+
+    @app.job("n", queue="children")
+    async def n() -> None:
+        ran.set()
+
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("children"), poll_interval=3600))
+    store = SQLiteStore(db)
+    parent, = store.enqueue([NewJob("n", "parents", T0)], T0)
+    store.enqueue([NewJob("n", "children", T0, parents=(parent,))], T0)
+    store.close()
+    root = Path(__file__).resolve().parents[2]
+
+    async def scenario() -> bool:
+        async with app.serve():
+            # When another process runs the parent to success
+            await asyncio.to_thread(
+                subprocess.run, [sys.executable, "-c", FINISH_IN_A_CHILD, str(db)],
+                check=True, timeout=60, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+            return await asyncio.to_thread(ran.wait, WAIT_S)
+
+    try:
+        # Then the worker runs the child: only the datagram could have woken it
+        assert asyncio.run(scenario())
+    finally:
+        app.close()

@@ -83,7 +83,7 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
     the rows of one claim, memoises the conversions of their due and creation times (jobs
     enqueued together share them)."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
-     result, cancel_requested, finished_at, trace_context) = row
+     result, cancel_requested, finished_at, trace_context, parents) = row
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     if (due := times.get(due_at)) is None:
         due = times[due_at] = at(due_at)
@@ -94,6 +94,7 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
         created, None if finished_at is None else at(finished_at), owner, expires, started,
         None if result is None else decode_result(result), bool(cancel_requested),
         arguments_error, None, trace_context, None,
+        () if parents is None else tuple(json.loads(parents)),
     )
 
 
@@ -130,6 +131,8 @@ class SQLiteClaims(SQLiteConnection):
         # What the claim and its successes move, counted in one statement (migration 8).
         changes: dict[tuple[str, str], int] = {}
         applied = 0
+        settled: list[int] = []  # jobs with children that the outcomes finished
+        released: list[str] = []
         with self._write("claiming") as conn:
 
             def came_short(queue: str) -> None:
@@ -139,7 +142,9 @@ class SQLiteClaims(SQLiteConnection):
                     controlled.append(queue)
 
             if outcomes:  # applied first, in the claim's transaction (one commit)
-                applied = self._apply_outcomes(conn, outcomes, now, changes)
+                applied = self._apply_outcomes(conn, outcomes, now, changes, settled)
+                if settled:
+                    released = self._released_queues(conn, settled, params["now"])
             rated = self._rated(conn, asks)
             starved: set[str] = set()
             if rated:
@@ -200,6 +205,8 @@ class SQLiteClaims(SQLiteConnection):
                         "empty_rem": bucket.remainder})
             if probe:
                 due = self._probe(conn, probe, now)
+        if released:
+            self._wake_others(released)
         times: dict[int, datetime] = {}
         return Claimed(quarantine_undecodable(
             self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
@@ -218,19 +225,24 @@ class SQLiteClaims(SQLiteConnection):
 
     def _apply_outcomes(
         self, conn: sqlite3.Connection, outcomes: Sequence[LeaseOutcome], now: datetime,
-        changes: dict[tuple[str, str], int],
+        changes: dict[tuple[str, str], int], settled: list[int],
     ) -> int:
         """Inside a write transaction: each outcome with the statement its own method runs
         (successes batched, their count moves added to `changes` for the caller to
-        count); how many leases were still held."""
+        count; the finished jobs that have children added to `settled`); how many leases
+        were still held."""
         applied = 0
         for name, params in self._single_outcomes(outcomes, now):
-            applied += conn.execute(sql(name), params).rowcount
+            # Each returns one row per lease held: the job's id if it has children.
+            for (parent,) in conn.execute(sql(name), params).fetchall():
+                applied += 1
+                if parent is not None:
+                    settled.append(parent)
         succeeded = [lease for lease, outcome in outcomes if isinstance(outcome, Succeeded)]
         results = [outcome.result_json for _, outcome in outcomes
                    if isinstance(outcome, Succeeded)]
         if succeeded:
-            applied += self._complete_on(conn, succeeded, results, now, changes)
+            applied += self._complete_on(conn, succeeded, results, now, changes, settled)
         return applied
 
     def _probe(self, conn: sqlite3.Connection, queues: Sequence[str],
@@ -257,19 +269,26 @@ class SQLiteClaims(SQLiteConnection):
         if not leases:
             return 0
         changes: dict[tuple[str, str], int] = {}
+        settled: list[int] = []
+        released: list[str] = []
         with self._write("completing jobs") as conn:
-            finished = self._complete_on(conn, leases, results, now, changes)
+            finished = self._complete_on(conn, leases, results, now, changes, settled)
             count_jobs(conn, changes)
+            if settled:
+                released = self._released_queues(conn, settled, us(now))
+        if released:
+            self._wake_others(released)
         return finished
 
     @staticmethod
     def _complete_on(conn: sqlite3.Connection, leases: Sequence[Lease],
                      results: Sequence[str | None] | None, now: datetime,
-                     changes: dict[tuple[str, str], int]) -> int:
+                     changes: dict[tuple[str, str], int], settled: list[int]) -> int:
         """Inside a write transaction: finish `leases` as succeeded (complete.sql, one
         statement per 200 leases) and add the jobs it moved to `changes` (the caller
-        counts them, migration 8); how many were still held. Shared by `complete` and the
-        outcomes a claim carries, so both count alike."""
+        counts them, migration 8), and to `settled` those that have children (the caller
+        wakes the Queues of the children released); how many were still held. Shared by
+        `complete` and the outcomes a claim carries, so both count alike."""
         with_results = results is not None and results.count(None) < len(results)
         finished: list[Row] = []
         for start in range(0, len(leases), MAX_COMPLETED):
@@ -285,11 +304,13 @@ class SQLiteClaims(SQLiteConnection):
                     params += (lease.job_id, lease.owner, lease.attempt)
             finished += conn.execute(complete_sql(len(batch), with_results),
                                      params).fetchall()
-        if finished and finished.count(finished[0]) == len(finished):  # one Queue
+        # One Queue and no job with children (rows alike: ids appear only beside those).
+        if finished and finished[0][1] is None and finished.count(finished[0]) == len(finished):
             move(changes, finished[0][0], len(finished), "leased", "succeeded")
         else:
-            for queue, jobs in Counter(queue for (queue,) in finished).items():
+            for queue, jobs in Counter(queue for queue, _ in finished).items():
                 move(changes, queue, jobs, "leased", "succeeded")
+            settled += [parent for _, parent in finished if parent is not None]
         return len(finished)
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:

@@ -10,6 +10,7 @@ Imports only the standard library, the core, the store contract and the shared S
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sqlite3
@@ -30,6 +31,14 @@ from rota.store.sqlite.wake import WakeSender, _EnqueueWatcher, wake_directory
 EXPECTED_FORM: Final = "expected sqlite:///relative/path.db or sqlite:////absolute/path.db"
 DEFAULT_BUSY_TIMEOUT_S: Final = 5.0
 MINIMUM_SQLITE: Final = (3, 35, 0)  # UPDATE ... RETURNING
+
+
+# The statements the shared methods run (rota.store.sql_base) that may end one job: each
+# returns the job's id when it ended a job with children, whose released children's
+# Queues `_run` then wakes.
+_ENDING_ONE: Final = frozenset({
+    "dead_letter", "quarantine", "cancel_leased", "retry", "expire_lease_retry",
+    "expire_lease_dead_letter", "cancel"})
 
 
 def _is_busy(error: sqlite3.Error) -> bool:
@@ -59,6 +68,11 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
     _EXPIRE_LEASE: ClassVar[tuple[str, str]] = ("expire_lease_retry", "expire_lease_dead_letter")
     _to_db_time = staticmethod(us)
     _from_db_time = staticmethod(at)
+
+    @staticmethod
+    def _from_db_parents(value: str | None, /) -> tuple[int, ...]:
+        """The `parents` column (migration 14): a JSON array of ids, NULL for none."""
+        return () if value is None else tuple(json.loads(value))
 
     def __init__(
         self,
@@ -369,9 +383,25 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
 
     def _run(self, name: str, params: Mapping[str, object], doing: str, *,
              write: bool = False) -> tuple[list[Row], int]:
+        released: list[str] = []
         with self._write(doing) if write else self._read(doing) as conn:
             cursor = conn.execute(sql(name), params)
-            return cursor.fetchall(), cursor.rowcount
+            rows, count = cursor.fetchall(), cursor.rowcount
+            if name in _ENDING_ONE and rows and rows[0][0] is not None:
+                released = self._released_queues(conn, [rows[0][0]], params["now"])
+        if released:
+            self._wake_others(released)
+        return rows, count
+
+    @staticmethod
+    def _released_queues(conn: sqlite3.Connection, settled: Sequence[int],
+                         now: object) -> list[str]:
+        """Inside the write transaction that finished `settled` (jobs with children) at
+        `now` (as stored): the Queues of the jobs their ends made claimable, for
+        `_wake_others` after the commit (released_queues.sql)."""
+        rows = conn.execute(sql("released_queues"), {
+            "parents": json.dumps(list(settled)), "now": now}).fetchall()
+        return [queue for (queue,) in rows]
 
     def _wake_others(self, queues: Sequence[str] | None = None) -> None:
         """After a commit that added jobs (or, given `queues`, made jobs of those Queues

@@ -8,6 +8,7 @@ Imports only the standard library, the core, the store contract and the SQLite m
 
 from __future__ import annotations
 
+import json
 import operator
 import os
 import sqlite3
@@ -22,12 +23,15 @@ from rota.core.jobs import JobState, NewJob, check_new_jobs, check_requeueable, 
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration
 from rota.core.workers import ServedCount, WorkerInfo, minute_of
+from rota.core.workflows import at_enqueue
 from rota.store.base import StoreError
 from rota.store.registry_rows import policy_columns
+from rota.store.sql_base import STATES
 from rota.store.sqlite.connection import SQLiteConnection
 from rota.store.sqlite.schema import count_jobs, schema_version_known, sql, us
 
 _queue_of: Final = operator.attrgetter("queue")
+_parents_of: Final = operator.attrgetter("parents")
 
 
 def enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, ...]]:
@@ -53,6 +57,8 @@ def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obje
     order. A keyed job whose name and key a live job holds is not inserted: its id is that
     job's (an earlier job of the same batch included). Rows with a 7th column (a trace
     context) go through enqueue_traced.sql."""
+    if any(map(_parents_of, jobs)):
+        return _insert_with_children(conn, rows, jobs)
     if all(job.key is None for job in jobs):
         traced = bool(rows) and len(rows[0]) == 7
         conn.executemany(sql("enqueue_traced" if traced else "enqueue"), rows)
@@ -81,6 +87,52 @@ def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obje
         else:
             inserted[(job.queue, "scheduled")] += 1
         ids.append(int(found[0]))
+    count_jobs(conn, inserted)
+    return ids
+
+
+def _insert_with_children(conn: sqlite3.Connection | sqlite3.Cursor,
+                          rows: list[tuple[object, ...]], jobs: Sequence[NewJob]) -> list[int]:
+    """`insert_jobs` for a batch holding jobs with parents (keyless, as check_new_jobs
+    requires), job after job: each child marks its parents and reads their states
+    (enqueue_parents.sql), starts as rota.core.workflows.at_enqueue says, and gets one edge
+    per parent. An unknown parent raises ValueError, and the caller's transaction (or
+    savepoint) takes the whole batch back. Each job is counted in the state it starts in."""
+    ids: list[int] = []
+    inserted: Counter[tuple[str, str]] = Counter()
+    insert, mark, child, edges = (sql("enqueue_keyed"), sql("enqueue_parents"),
+                                  sql("enqueue_child"), sql("enqueue_edges"))
+    for row, job in zip(rows, jobs, strict=True):
+        name, queue, due_at, args, kwargs, created_at = row[:6]
+        params: dict[str, object] = {
+            "name": name, "queue": queue, "due_at": due_at, "args": args, "kwargs": kwargs,
+            "created_at": created_at, "key": job.key, "trace_context": job.trace_context}
+        if not job.parents:
+            if job.debounced:
+                job_id, new = _enqueue_debounced(conn, params, job.max_wait)
+                inserted[(job.queue, "scheduled")] += new
+                ids.append(job_id)
+                continue
+            found = conn.execute(insert, params).fetchone()
+            if found is None:  # a unique key's live job (the write lock is held)
+                found = conn.execute(sql("live_key_id"),
+                                     {"name": name, "key": job.key}).fetchone()
+            else:
+                inserted[(job.queue, "scheduled")] += 1
+            ids.append(int(found[0]))
+            continue
+        parents = json.dumps(job.parents, separators=(",", ":"))
+        states = {job_id: STATES[state] for job_id, state in
+                  conn.execute(mark, {"parents": parents}).fetchall()}
+        start = at_enqueue(job.parents, states, job.after_outcome)
+        cancelled = start.state is JobState.CANCELLED
+        params.update(state=start.state.value, parents=parents,
+                      after_outcome=job.after_outcome, waiting_for=start.waiting_for,
+                      finished_at=created_at if cancelled else None, last_error=start.error)
+        (job_id,) = conn.execute(child, params).fetchone()
+        conn.execute(edges, {"parents": parents, "child": job_id})
+        inserted[(job.queue, start.state.value)] += 1
+        ids.append(int(job_id))
     count_jobs(conn, inserted)
     return ids
 

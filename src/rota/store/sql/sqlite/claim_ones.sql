@@ -34,4 +34,4 @@ WHERE id IN (
 )
 -- The same columns as claim.sql's RETURNING (the caller decodes them alike).
 RETURNING id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, result,
-          cancel_requested, finished_at, trace_context;
+          cancel_requested, finished_at, trace_context, parents;

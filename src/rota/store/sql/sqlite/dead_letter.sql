@@ -1,5 +1,8 @@
+-- Returns the id of a job with children that it ended (NULL otherwise): the store
+-- wakes the Queues of the children that the settle trigger released.
 UPDATE rota_jobs
 SET state = 'dead_lettered', last_error = :error, last_traceback = :traceback,
     finished_at = :now,
     lease_owner = NULL, lease_expires_at = NULL
-WHERE id = :id AND state = 'leased' AND lease_owner = :owner AND attempt = :attempt;
+WHERE id = :id AND state = 'leased' AND lease_owner = :owner AND attempt = :attempt
+RETURNING CASE WHEN has_children THEN id END;

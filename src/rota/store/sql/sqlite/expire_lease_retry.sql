@@ -1,3 +1,5 @@
+-- Returns the id of a job with children that it ended (NULL otherwise): the store
+-- wakes the Queues of the children that the settle trigger released.
 -- Applies only while the lease is held and expired at :now: racing sweepers apply it once.
 UPDATE rota_jobs
 SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'scheduled' END,
@@ -8,4 +10,5 @@ SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'scheduled' END,
     finished_at = CASE WHEN cancel_requested THEN :now END,
     lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND state = 'leased' AND lease_owner = :owner AND attempt = :attempt
-  AND lease_expires_at <= :now;
+  AND lease_expires_at <= :now
+RETURNING CASE WHEN has_children AND state = 'cancelled' THEN id END;
