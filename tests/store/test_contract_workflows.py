@@ -117,7 +117,7 @@ def test_a_parent_that_fails_cancels_the_child_that_needed_it(store: Store,
     parent, other = store.enqueue([job("p"), job("p")], T0)
     child, = store.enqueue([job("c", after=(parent, other))], T0)
     grandchild, = store.enqueue([job("g", after=(child,))], T0)
-    first = run(store, "p")[0].lease
+    first, second = (record.lease for record in run(store, "p"))
     assert first.job_id == parent
     # When the parent ends otherwise than succeeded
     finish(store, first, how, T0 + timedelta(seconds=5))
@@ -135,7 +135,7 @@ def test_a_parent_that_fails_cancels_the_child_that_needed_it(store: Store,
     assert f"parent job {child} ended cancelled" in grand_record.last_error
     assert store.count_jobs().get(("c", JobState.WAITING), 0) == 0
     # And the other parent finishing later changes nothing
-    finish(store, run(store, "p")[0].lease, JobState.SUCCEEDED)
+    finish(store, second, JobState.SUCCEEDED)
     assert state(store, child) is JobState.CANCELLED
 
 
