@@ -300,11 +300,13 @@ LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
         ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e",
                    "now": T0, "cancelled_error": "c", "traceback": "t"}, "jobs_pkey"),
         # Retention: the purge finds its batch through the finished-rows index...
-        ("purge", {"states": ["succeeded", "cancelled"], "finished_before": T0,
-                   "limit": 1000}, "jobs_finished"),
-        # ...and deletes what it locked by primary key
-        ("purge", {"states": ["succeeded", "cancelled"], "finished_before": T0,
-                   "limit": 1000}, "jobs_pkey"),
+        ("purge_lock", {"states": ["succeeded", "cancelled"], "finished_before": T0,
+                        "limit": 1000}, "jobs_finished"),
+        # ...and deletes what it locked by primary key, with the edges of those jobs
+        ("purge", {"ids": "{1,2}", "states": ["succeeded", "cancelled"],
+                   "finished_before": T0}, "jobs_pkey"),
+        ("purge", {"ids": "{1,2}", "states": ["succeeded", "cancelled"],
+                   "finished_before": T0}, "job_edges_pkey"),
     ],
 )
 def test_hot_statements_keep_their_index_paths_in_generic_plans(
@@ -864,6 +866,11 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
     admin.execute("ALTER TABLE rota.queue_settings DROP COLUMN rate_jobs, DROP COLUMN "
                   "rate_per_us, DROP COLUMN rate_burst, DROP COLUMN rate_empty_us, "
                   "DROP COLUMN rate_empty_rem")  # migration 13
+    admin.execute("DROP TRIGGER jobs_settle_children ON rota.jobs")  # migration 14
+    admin.execute("DROP FUNCTION rota.settle_children")
+    admin.execute("DROP TABLE rota.job_edges")
+    admin.execute("ALTER TABLE rota.jobs DROP COLUMN parents, DROP COLUMN after_outcome, "
+                  "DROP COLUMN waiting_for, DROP COLUMN has_children")
     admin.execute("DELETE FROM rota.schema_migrations WHERE version >= 8")
     admin.execute(
         "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
