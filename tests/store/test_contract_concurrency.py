@@ -7,13 +7,14 @@ the threads together; nothing waits on a timer.
 
 from __future__ import annotations
 
+import random
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
-from rota.core.jobs import JobState, NewJob
+from rota.core.jobs import JobState, Lease, NewJob
 from rota.store import Store
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -160,3 +161,64 @@ def test_concurrent_purgers_delete_each_job_once_and_spare_live_ones(
     # And the live jobs were all claimed, none deleted
     assert sorted(results[3]) == sorted(live)
     assert stores[0].count_jobs() == {("q", JobState.LEASED): 10}
+
+
+def test_children_enqueued_while_their_parents_finish_are_each_settled_once(
+    open_stores: OpenStores,
+) -> None:
+    # Given 120 leased parents; a fifth of them will fail
+    stores = open_stores(6)
+    parents = stores[0].enqueue([new("p") for _ in range(120)], T0)
+    leases = [job.lease for job in stores[0].claim(["p"], 120, now=T0, owner="w",
+                                                   lease_expires_at=T0 + LEASE)]
+    rng = random.Random(7)
+    failing = set(rng.sample(parents, 24))
+    # ...finished by two finishers, each in shuffled batches (successes several at a time,
+    # failures one by one), while four enqueuers add children after 1-4 random parents
+    # each (fan-ins across both finishers' batches), needing success or mere finish
+    rng.shuffle(leases)
+    halves = [leases[:60], leases[60:]]
+    plans = [[(tuple(rng.sample(parents, rng.randint(1, 4))),
+               rng.choice(["succeeded", "finished"])) for _ in range(30)] for _ in range(4)]
+
+    def finisher(store: Store, mine: list[Lease]) -> Callable[[], None]:
+        def run() -> None:
+            for start in range(0, len(mine), 6):
+                batch = mine[start:start + 6]
+                good = [lease for lease in batch if lease.job_id not in failing]
+                assert store.complete(good, T0) == len(good)
+                for lease in batch:
+                    if lease.job_id in failing:
+                        assert store.dead_letter(lease, T0, "Boom: failed")
+        return run
+
+    def enqueuer(store: Store, plan: list[tuple[tuple[int, ...], str]]
+                 ) -> Callable[[], list[tuple[int, tuple[int, ...], str]]]:
+        def run() -> list[tuple[int, tuple[int, ...], str]]:
+            made = []
+            for after, outcome in plan:
+                child, = store.enqueue([NewJob("job", "c", T0, parents=after,
+                                               after_outcome=outcome)], T0)
+                made.append((child, after, outcome))
+            return made
+        return run
+
+    # When they all run at once
+    results = run_together([
+        finisher(stores[0], halves[0]), finisher(stores[1], halves[1]),
+        *(enqueuer(stores[2 + i], plans[i]) for i in range(4)),
+    ])
+
+    # Then no child waits: each is scheduled exactly when its parents let it run, and
+    # cancelled otherwise
+    children = [made for result in results[2:] for made in result or ()]
+    assert len(children) == 120
+    for child, after, outcome in children:
+        record = stores[0].get_job(child)
+        assert record is not None and record.parents == after
+        runs = outcome == "finished" or not failing.intersection(after)
+        assert record.state is (JobState.SCHEDULED if runs else JobState.CANCELLED), (
+            child, after, outcome, record.state)
+    counts = stores[0].count_jobs()
+    assert ("c", JobState.WAITING) not in counts
+    assert sum(n for (queue, _), n in counts.items() if queue == "c") == 120

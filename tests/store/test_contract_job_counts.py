@@ -180,3 +180,30 @@ def test_counts_stay_exact_when_one_write_touches_hundreds_of_queues(store: Stor
     counts = store.count_jobs()
     assert sum(n for (_, state), n in counts.items() if state is JobState.SUCCEEDED) == 30
     assert sum(n for (_, state), n in counts.items() if state is JobState.LEASED) == 20
+
+
+def test_counts_stay_exact_through_a_workflow(store: Store) -> None:
+    # Given parents, children inserted waiting, and one inserted cancelled at once
+    now = T0
+    good, bad = store.enqueue([NewJob("job", "a", now), NewJob("job", "a", now)], now)
+    waiting = store.enqueue([NewJob("job", "b", now, parents=(good,)),
+                             NewJob("job", "b", now, parents=(good, bad)),
+                             NewJob("job", "c", now, parents=(bad,), after_outcome="finished")],
+                            now)
+    grandchild, = store.enqueue([NewJob("job", "c", now, parents=(waiting[1],))], now)
+    assert_counts_exact(store, now)
+    assert store.count_jobs()[("b", JobState.WAITING)] == 2
+    leases = {job.id: job.lease for job in store.claim(["a"], 10, now=now, owner="w",
+                                                       lease_expires_at=now + LEASE)}
+    # When one parent dead-letters (a child and its own child cancelled, one waits on)
+    assert store.dead_letter(leases[bad], now, "boom")
+    assert_counts_exact(store, now)
+    # And the other succeeds (the last waiting children scheduled)
+    assert store.complete([leases[good]], now) == 1
+    assert_counts_exact(store, now)
+    # Then nothing waits, and a child inserted cancelled is counted cancelled
+    store.enqueue([NewJob("job", "c", now, parents=(bad,))], now)
+    assert_counts_exact(store, now)
+    counts = store.count_jobs()
+    assert JobState.WAITING not in {state for _, state in counts}
+    assert counts[("c", JobState.CANCELLED)] == 2 and grandchild

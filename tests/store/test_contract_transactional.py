@@ -248,3 +248,34 @@ def test_children_take_the_same_path_on_the_callers_connection(store_url: str,
     record = store.get_job(waiting)
     assert record is not None and record.state is JobState.SCHEDULED
     assert record.parents == (done, open_)
+
+
+def test_children_enqueued_on_the_callers_connection_wait_once_it_commits(
+    store_url: str, store: Store
+) -> None:
+    # Given a parent, committed
+    (parent,) = store.enqueue([new("p")], T0)
+    with callers_connection(store_url) as conn:
+        # When the caller enqueues a child after it, and a plain job, in its transaction
+        child, plain = store.enqueue_on(
+            conn, [NewJob("job", "c", T0, parents=(parent,)), new("q")], T0)
+        # Then, before the commit, neither exists and the parent has no children
+        assert store.get_job(child) is None and store.job_children(parent) == []
+        conn.commit()
+        # And a rolled-back child leaves nothing behind
+        (rolled,) = store.enqueue_on(conn, [NewJob("job", "c", T0, parents=(parent,))], T0)
+        conn.rollback()
+        # And an unknown parent is refused, the caller's transaction still usable
+        with pytest.raises(ValueError, match="does not exist"):
+            store.enqueue_on(conn, [NewJob("job", "c", T0, parents=(parent, 987_654))], T0)
+        conn.rollback()
+    # Then the committed child waits for its parent, and runs once it succeeded
+    record = store.get_job(child)
+    assert record is not None and record.state is JobState.WAITING
+    assert record.parents == (parent,)
+    assert store.get_job(rolled) is None and store.job_children(parent) == [child]
+    held = store.claim(["p", "q"], 5, now=T0, owner="w", lease_expires_at=T0)
+    assert sorted(job.id for job in held) == [parent, plain]
+    assert store.complete([job.lease for job in held], T0) == 2
+    assert [job.id for job in store.claim(["c"], 5, now=T0, owner="w",
+                                          lease_expires_at=T0)] == [child]

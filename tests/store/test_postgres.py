@@ -300,11 +300,13 @@ LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
         ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e",
                    "now": T0, "cancelled_error": "c", "traceback": "t"}, "jobs_pkey"),
         # Retention: the purge finds its batch through the finished-rows index...
-        ("purge", {"states": ["succeeded", "cancelled"], "finished_before": T0,
-                   "limit": 1000}, "jobs_finished"),
-        # ...and deletes what it locked by primary key
-        ("purge", {"states": ["succeeded", "cancelled"], "finished_before": T0,
-                   "limit": 1000}, "jobs_pkey"),
+        ("purge_lock", {"states": ["succeeded", "cancelled"], "finished_before": T0,
+                        "limit": 1000}, "jobs_finished"),
+        # ...and deletes what it locked by primary key, with the edges of those jobs
+        ("purge", {"ids": "{1,2}", "states": ["succeeded", "cancelled"],
+                   "finished_before": T0}, "jobs_pkey"),
+        ("purge", {"ids": "{1,2}", "states": ["succeeded", "cancelled"],
+                   "finished_before": T0}, "job_edges_pkey"),
     ],
 )
 def test_hot_statements_keep_their_index_paths_in_generic_plans(
@@ -864,6 +866,11 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
     admin.execute("ALTER TABLE rota.queue_settings DROP COLUMN rate_jobs, DROP COLUMN "
                   "rate_per_us, DROP COLUMN rate_burst, DROP COLUMN rate_empty_us, "
                   "DROP COLUMN rate_empty_rem")  # migration 13
+    admin.execute("DROP TRIGGER jobs_settle_children ON rota.jobs")  # migration 14
+    admin.execute("DROP FUNCTION rota.settle_children")
+    admin.execute("DROP TABLE rota.job_edges")
+    admin.execute("ALTER TABLE rota.jobs DROP COLUMN parents, DROP COLUMN after_outcome, "
+                  "DROP COLUMN waiting_for, DROP COLUMN has_children")
     admin.execute("DELETE FROM rota.schema_migrations WHERE version >= 8")
     admin.execute(
         "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
@@ -883,3 +890,99 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
     assert upgraded.count_jobs() == {("a", JobState.SUCCEEDED): 1,
                                      ("a", JobState.SCHEDULED): 2,
                                      ("b", JobState.SCHEDULED): 1}
+
+
+# -- workflows ----------------------------------------------------------------------------
+
+
+def test_a_child_released_by_its_parents_finish_wakes_its_queue(
+    make_store: Callable[..., PostgresStore],
+) -> None:
+    # Given a listener, and another store holding a leased parent
+    listening, other = make_store(), make_store()
+    (parent,) = other.enqueue([new("parents")], T0)
+    (lease,) = [job.lease for job in other.claim(["parents"], 1, now=T0, owner="w",
+                                                 lease_expires_at=T0 + LEASE)]
+    hints = Hints()
+    stop = listening.listen(hints)
+    try:
+        # When a child is enqueued after it: it waits, and its Queue hears nothing
+        (child,) = other.enqueue([NewJob("job", "children", T0, parents=(parent,))], T0)
+        other.enqueue([new("marker")], T0)
+        assert "children" not in hints.wait_for("marker")
+        # And the parent succeeds
+        assert other.complete([lease], T0) == 1
+        # Then the release of the child wakes its Queue, as an enqueue would
+        received = hints.wait_for("children")
+    finally:
+        stop()
+    assert Counter(received)["children"] == 1
+    record = other.get_job(child)
+    assert record is not None and record.state is JobState.SCHEDULED
+
+
+def test_a_chain_of_a_thousand_is_cancelled_at_once(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given a chain of 1,000 children, each after the one before, under the server's
+    # max_stack_depth (2MB by default): a recursive trigger would nest once per link
+    store = make_store()
+    (first,) = store.enqueue([new("p")], T0)
+    chain = [first]
+    for _ in range(1000):
+        chain += store.enqueue([NewJob("job", "c", T0, parents=(chain[-1],))], T0)
+    (lease,) = [job.lease for job in store.claim(["p"], 1, now=T0, owner="w",
+                                                 lease_expires_at=T0 + LEASE)]
+    # When the first link dead-letters
+    assert store.dead_letter(lease, T0, "Boom: failed")
+    # Then every link is cancelled in that transaction, each naming its own parent
+    rows = admin.execute("SELECT id, state, last_error FROM rota.jobs WHERE queue = 'c' "
+                         "ORDER BY id").fetchall()
+    assert [row[1] for row in rows] == ["cancelled"] * 1000
+    assert all(f"parent job {parent} ended" in str(row[2])
+               for parent, row in zip(chain, rows, strict=False))
+    assert store.count_jobs()[("c", JobState.CANCELLED)] == 1000
+
+
+def test_an_enqueue_of_children_never_holds_one_parent_while_it_waits_for_another(
+    make_store: Callable[..., PostgresStore], pg_url: str,
+) -> None:
+    # Given two leased parents, and a batch of outcomes holding the second (uncommitted)
+    store = make_store()
+    first, second = store.enqueue([new("p"), new("p")], T0)
+    leases = {job.id: job.lease for job in store.claim(["p"], 2, now=T0, owner="w",
+                                                       lease_expires_at=T0 + LEASE)}
+    with psycopg.connect(pg_url) as holder:
+        holder.execute("SET lock_timeout = '5s'")
+        holder.execute("UPDATE rota.jobs SET state = 'succeeded', finished_at = %(t)s, "
+                       "lease_owner = NULL, lease_expires_at = NULL WHERE id = %(id)s",
+                       {"t": T0, "id": second})
+        # When a child of both is enqueued meanwhile: it must wait for the second
+        made: list[int] = []
+        enqueuer = threading.Thread(target=lambda: made.extend(store.enqueue(
+            [NewJob("job", "c", T0, parents=(first, second))], T0)))
+        enqueuer.start()
+        waiting = False  # polled on the server, with a generous deadline
+        with psycopg.connect(pg_url, autocommit=True) as watcher:
+            for _ in range(int(HINT_WAIT_S / 0.01)):
+                (count,) = watcher.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                    "current_database() AND wait_event_type = 'Lock'").fetchone() or (0,)
+                if count:
+                    waiting = True
+                    break
+                threading.Event().wait(0.01)
+        assert waiting and not made
+        # Then the batch can still take the first parent (the enqueue holds neither while
+        # it waits: no deadlock), and commits
+        holder.execute("UPDATE rota.jobs SET state = 'succeeded', finished_at = %(t)s, "
+                       "lease_owner = NULL, lease_expires_at = NULL WHERE id = %(id)s",
+                       {"t": T0, "id": first})
+        holder.commit()
+        enqueuer.join()
+    # And the child saw both parents finished: it starts scheduled
+    (child,) = made
+    record = store.get_job(child)
+    assert record is not None and record.state is JobState.SCHEDULED
+    assert store.job_children(first) == store.job_children(second) == [child]
+    assert leases

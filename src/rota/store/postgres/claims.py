@@ -31,7 +31,14 @@ from rota.core.rates import cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 from rota.store.corrupt import quarantine_undecodable
 from rota.store.postgres.connection import PostgresConnection
-from rota.store.postgres.schema import COMPLETING, int_array, lease_columns, text_array, utc
+from rota.store.postgres.schema import (
+    COMPLETED_PARENTS,
+    COMPLETING,
+    int_array,
+    lease_columns,
+    text_array,
+    utc,
+)
 from rota.store.sql_base import Row
 
 
@@ -39,7 +46,7 @@ def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at:
                    ) -> JobRecord:
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at, trace_context) = row
+     created_at, trace_context, parents) = row
     # A row that cannot be decoded gives a record with `arguments_error` set instead of
     # raising (rota.store.corrupt).
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
@@ -48,7 +55,7 @@ def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at:
     return new_record(
         job_id, name, queue, JobState.LEASED, attempt, due_at, args, kwargs, last_error,
         created_at, None, owner, lease_expires_at, started_at, None, False, arguments_error,
-        None, trace_context, None,
+        None, trace_context, None, () if parents is None else tuple(parents),
     )
 
 
@@ -141,6 +148,8 @@ class PostgresClaims(PostgresConnection):
             statements = []
             if not probed:
                 rows, _ = self._run(claim_name, params)
+                if rows[0][0] == COMPLETED_PARENTS:  # children were released: claim again
+                    return self._run("claim", params)[0], [], rows[0][3]
                 return rows[1:], [], rows[0][3]
         with self._cursor("claim") as cursor:
             conn = cursor.connection
@@ -170,10 +179,13 @@ class PostgresClaims(PostgresConnection):
                 raise
             applied = sum(write.rowcount for write in writes)
             rows = claimed.fetchall() if claimed is not None else []
+            released = False
             if completing:
-                applied, rows = rows[0][3], rows[1:]
+                applied, released, rows = rows[0][3], rows[0][0] == COMPLETED_PARENTS, rows[1:]
             found = second.fetchall() if second is not None else []
-            return rows, found, applied
+        if released and params is not None:  # children were released: claim again
+            rows, found = self._claim_and_probe(params, probed)
+        return rows, found, applied
 
     def _outcome_statements(
         self, outcomes: Sequence[LeaseOutcome], now: datetime

@@ -146,6 +146,9 @@ class PostgresConnection(SqlStore[Connection]):
     def _from_db_time(self, value: datetime, /) -> datetime:
         return value  # timestamptz, in UTC (`_configure`)
 
+    def _from_db_parents(self, value: list[int] | None, /) -> tuple[int, ...]:
+        return () if value is None else tuple(value)  # bigint[], NULL without parents
+
     def __init__(
         self,
         conninfo: str,

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Generator, Mapping, Sequence
 from datetime import datetime, timedelta
+from operator import attrgetter
+from typing import Final, TypeVar
 
 import psycopg
 from psycopg.rows import tuple_row
@@ -20,13 +22,23 @@ from rota.core.jobs import JobState, NewJob, check_new_jobs, check_requeueable
 from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration
 from rota.core.workers import ServedCount, WorkerInfo, minute_of
+from rota.core.workflows import Start, at_enqueue
 from rota.store.base import StoreError
 from rota.store.postgres.connection import PostgresConnection
-from rota.store.postgres.schema import utc
+from rota.store.postgres.schema import int_array, utc
 from rota.store.registry_rows import policy_columns
-from rota.store.sql_base import Row
+from rota.store.sql_base import STATES, Row
 
-_Steps = Generator[tuple[str, dict[str, object]], list[Row], list[int]]
+T = TypeVar("T")
+# Statements sans I/O: yield (query, params), are sent each statement's rows ([] for a
+# statement without any), return what they computed.
+_Gen = Generator[tuple[str, dict[str, object]], list[Row], T]
+_Steps = _Gen[list[int]]
+_PLAIN: Final = Start(JobState.SCHEDULED, 0)  # a job of a batch of children without parents
+_PARENTS: Final = attrgetter("parents")
+# How many times an enqueue of children waits for a parent another transaction holds
+# before it gives up (lock_parents.sql): each wait is one transaction's commit.
+_PARENT_LOCK_ROUNDS: Final = 1000
 
 
 def _enqueue_statement(params: Mapping[str, object]) -> str:
@@ -65,12 +77,13 @@ class PostgresJobs(PostgresConnection):
         if not jobs:
             return []
         params = self._enqueue_params(jobs, now)
-        if all(job.key is None for job in jobs):
+        if all(job.key is None for job in jobs) and not any(map(_PARENTS, jobs)):
             rows, _ = self._run(_enqueue_statement(params), params)
             return [row[0] for row in rows]
-        # Unique jobs: a few statements, so one transaction on the pooled connection.
+        # Unique jobs, workflows: a few statements, so one transaction on the pooled
+        # connection.
         with self._cursor("enqueue") as cursor, cursor.connection.transaction():
-            return self._enqueue_keyed(cursor, jobs, params)
+            return self._drive(cursor, self._enqueue_steps(jobs, params))
 
     def _enqueue_params(self, jobs: Sequence[NewJob], now: datetime) -> dict[str, object]:
         """enqueue.sql's parameters, after the checks every store makes."""
@@ -87,32 +100,102 @@ class PostgresJobs(PostgresConnection):
             params["trace_contexts"] = [job.trace_context for job in jobs]
         return params
 
-    def _enqueue_keyed(self, cursor: psycopg.Cursor[Row], jobs: Sequence[NewJob],
-                       params: dict[str, object]) -> list[int]:
-        """Enqueue a batch that has keys on `cursor` (inside a transaction): the
-        statements of `_keyed_steps`, run one after another."""
-        steps = self._keyed_steps(jobs, params)
+    @staticmethod
+    def _drive(cursor: psycopg.Cursor[Row], steps: _Gen[T]) -> T:
+        """Run the statements of `steps` on `cursor` (inside a transaction), one after
+        another; what `steps` returns."""
         query, query_params = next(steps)
         while True:
             cursor.execute(query, query_params)
+            rows = cursor.fetchall() if cursor.description is not None else []
             try:
-                query, query_params = steps.send(cursor.fetchall())
+                query, query_params = steps.send(rows)
             except StopIteration as done:
-                ids: list[int] = done.value
-                return ids
+                result: T = done.value
+                return result
 
-    async def _enqueue_keyed_async(self, cursor: psycopg.AsyncCursor[Row],
-                                   jobs: Sequence[NewJob], params: dict[str, object]
-                                   ) -> list[int]:
-        steps = self._keyed_steps(jobs, params)
+    @staticmethod
+    async def _drive_async(cursor: psycopg.AsyncCursor[Row], steps: _Gen[T]) -> T:
         query, query_params = next(steps)
         while True:
             await cursor.execute(query, query_params)
+            rows = await cursor.fetchall() if cursor.description is not None else []
             try:
-                query, query_params = steps.send(await cursor.fetchall())
+                query, query_params = steps.send(rows)
             except StopIteration as done:
-                ids: list[int] = done.value
-                return ids
+                result: T = done.value
+                return result
+
+    def _enqueue_steps(self, jobs: Sequence[NewJob], params: dict[str, object]) -> _Steps:
+        """The statements of an enqueue that has keys or parents (`_keyed_steps`,
+        `_children_steps`): returns the ids in input order. A job with parents has no key
+        (check_new_jobs), so a batch of both splits into the keyed jobs and the rest."""
+        if not any(map(_PARENTS, jobs)):
+            return (yield from self._keyed_steps(jobs, params))
+        keyed = [index for index, job in enumerate(jobs) if job.key is not None]
+        if not keyed:
+            return (yield from self._children_steps(jobs, params))
+        taken = set(keyed)
+        rest = [index for index in range(len(jobs)) if index not in taken]
+        ids = [0] * len(jobs)
+        rest_ids = yield from self._children_steps([jobs[i] for i in rest], params)
+        keyed_ids = yield from self._keyed_steps([jobs[i] for i in keyed], params)
+        for index, job_id in (*zip(rest, rest_ids, strict=True),
+                              *zip(keyed, keyed_ids, strict=True)):
+            ids[index] = job_id
+        return ids
+
+    def _children_steps(self, jobs: Sequence[NewJob], params: dict[str, object]) -> _Steps:
+        """Enqueue a batch without keys, of which some jobs have parents: lock the parents
+        and read their states (`_lock_parents`), start each child as
+        rota.core.workflows.at_enqueue says (ValueError for a parent that does not exist:
+        nothing was written yet, and the caller's transaction rolls back what it has),
+        then enqueue_children.sql."""
+        wanted = list(dict.fromkeys(parent for job in jobs for parent in job.parents))
+        states = yield from self._lock_parents(wanted)
+        starts = [at_enqueue(job.parents, states, job.after_outcome) if job.parents
+                  else _PLAIN for job in jobs]
+        parent_ids: list[int] = []
+        parent_starts: list[int] = []
+        for job in jobs:
+            parent_starts.append(len(parent_ids) + 1)  # PostgreSQL arrays count from 1
+            parent_ids.extend(job.parents)
+        rows = yield self._query("enqueue_children"), {
+            "now": params["now"], "channel": params["channel"], **_columns(jobs),
+            "trace_contexts": [job.trace_context for job in jobs],
+            "states": [start.state.value for start in starts],
+            "errors": [start.error for start in starts],
+            "parent_ids": int_array(parent_ids),
+            "parent_starts": int_array(parent_starts),
+            "parent_counts": int_array([len(job.parents) for job in jobs]),
+            "after_outcomes": [job.after_outcome for job in jobs],
+            "waiting_fors": int_array([start.waiting_for for start in starts]),
+            "unfinished": int_array([parent for parent in wanted
+                                     if not states[parent].finished]),
+        }
+        return [row[0] for row in rows]
+
+    def _lock_parents(self, ids: Sequence[int]) -> _Gen[dict[int, JobState]]:
+        """Lock the jobs `ids` (lock_parents.sql) and return the state of each that
+        exists. One held by another transaction is waited for alone, holding none of the
+        others (the savepoint's rollback lets them go), then all are tried again: so this
+        never waits while holding a parent, and never deadlocks with a batch of outcomes
+        that holds some of them."""
+        literal = int_array(ids)
+        yield "SAVEPOINT rota_parents", {}
+        for _round in range(_PARENT_LOCK_ROUNDS):
+            rows = yield self._query("lock_parents"), {"ids": literal}
+            held = [job_id for job_id, state in rows if state is None]
+            if not held:
+                yield "RELEASE SAVEPOINT rota_parents", {}
+                return {job_id: STATES[state] for job_id, state in rows}
+            yield "ROLLBACK TO SAVEPOINT rota_parents", {}
+            yield self._query("wait_for_job"), {"id": held[0]}
+            yield "ROLLBACK TO SAVEPOINT rota_parents", {}
+        raise StoreError(
+            f"PostgreSQL store {self._url!r}: the parents of the jobs enqueued stayed held "
+            f"by other transactions ({_PARENT_LOCK_ROUNDS} rounds); retry the enqueue"
+        )
 
     def _keyed_steps(self, jobs: Sequence[NewJob], params: dict[str, object]) -> _Steps:
         """The statements that enqueue a batch with keys, sans I/O: yields (query, params),
@@ -213,13 +296,13 @@ class PostgresJobs(PostgresConnection):
         self._refuse_closed()
         self._ensure_ready()  # migrated: the statement needs the schema
         with connection.cursor(row_factory=tuple_row) as cursor:
-            if all(job.key is None for job in jobs):
+            if all(job.key is None for job in jobs) and not any(map(_PARENTS, jobs)):
                 cursor.execute(self._query(_enqueue_statement(params)), params)
                 return [row[0] for row in cursor.fetchall()]
             if connection.autocommit:  # no transaction of the caller's: make one
                 with connection.transaction():
-                    return self._enqueue_keyed(cursor, jobs, params)
-            return self._enqueue_keyed(cursor, jobs, params)
+                    return self._drive(cursor, self._enqueue_steps(jobs, params))
+            return self._drive(cursor, self._enqueue_steps(jobs, params))
 
     async def enqueue_on_async(
         self, connection: object, jobs: Sequence[NewJob], now: datetime
@@ -241,13 +324,13 @@ class PostgresJobs(PostgresConnection):
         if not self._ready:
             await asyncio.to_thread(self._ensure_ready)  # migrating blocks: off the loop
         async with connection.cursor(row_factory=tuple_row) as cursor:
-            if all(job.key is None for job in jobs):
+            if all(job.key is None for job in jobs) and not any(map(_PARENTS, jobs)):
                 await cursor.execute(self._query(_enqueue_statement(params)), params)
                 return [row[0] for row in await cursor.fetchall()]
             if connection.autocommit:  # no transaction of the caller's: make one
                 async with connection.transaction():
-                    return await self._enqueue_keyed_async(cursor, jobs, params)
-            return await self._enqueue_keyed_async(cursor, jobs, params)
+                    return await self._drive_async(cursor, self._enqueue_steps(jobs, params))
+            return await self._drive_async(cursor, self._enqueue_steps(jobs, params))
 
     def requeue(self, job_id: int, now: datetime) -> bool:
         try:
@@ -275,12 +358,21 @@ class PostgresJobs(PostgresConnection):
         chosen = purgeable_states(states)
         if limit <= 0:
             return 0
-        _, count = self._run("purge", {
+        params: dict[str, object] = {
             "states": [state.value for state in chosen],
             "finished_before": utc(finished_before, "finished_before"),
-            "limit": limit,
-        })
-        return count
+        }
+        # Two statements: the second's snapshot is taken after the first locked the rows
+        # (purge.sql says why).
+        with self._cursor("purge") as cursor, cursor.connection.transaction():
+            cursor.execute(self._query("purge_lock"), {**params, "limit": limit})
+            ids = [row[0] for row in cursor.fetchall()]
+            if not ids:
+                return 0
+            cursor.execute(self._query("purge"), {**params, "ids": int_array(ids)})
+            row = cursor.fetchone()
+            assert row is not None
+            return int(row[0])
 
     # -- the writes of schedules and of the worker registry (reads: sql_base) --------
 

@@ -35,24 +35,35 @@ SCHEMA_VERSION: Final = FILES.known_version()
 
 
 # A claim that also completes a batch of successes, in one statement: claim.sql with
-# complete.sql (or complete_results.sql) as its first CTE, and a first row (id NULL) whose
-# attempt is how many jobs it completed. The CTEs share one snapshot and touch different
-# rows (leased, scheduled): exactly the two statements in one transaction. By name:
+# complete.sql (or complete_results.sql) as its first CTE, and a first row whose attempt
+# is how many jobs it completed and whose id is -1, or -2 when a completed job has
+# children (the claim then leased nothing: claim.sql says why). The CTEs share one
+# snapshot and touch different rows (leased, scheduled): exactly the two statements in one
+# transaction. By name:
 CLAIM_COMPLETING: Final = {"claim_completing": "complete",
                            "claim_completing_results": "complete_results"}
 COMPLETING: Final = {complete: claim for claim, complete in CLAIM_COMPLETING.items()}
+# The id of claim_completing's first row when a completed job has children.
+COMPLETED_PARENTS: Final = -2
 
 
 def _claim_completing_text(complete_name: str) -> str:
     claim, complete = FILES.text("claim"), FILES.text(complete_name)
     first = "-- claim_completing: completed AS (complete.sql RETURNING jobs.id),\n"
-    last = "    -- claim_completing: UNION ALL the count of completed (in attempt, id NULL)\n"
-    if first not in claim or last not in claim:  # a packaging mistake, never user input
+    middle = "      -- claim_completing: AND no completed job has children\n"
+    last = "    -- claim_completing: UNION ALL the count of completed (in attempt, id -1 or -2)\n"
+    if first not in claim or middle not in claim or last not in claim:
+        # a packaging mistake, never user input
         raise RuntimeError("claim.sql lost the places marked for claim_completing")
     return (claim
-            .replace(first, f"completed AS (\n{complete}    RETURNING jobs.id\n),\n")
-            .replace(last, "    UNION ALL\n    SELECT -1, NULL, NULL, NULL, count(*)::int, NULL, "
-                           "NULL, NULL, NULL, NULL, NULL\n    FROM completed\n"))
+            .replace(first, f"completed AS (\n{complete}    RETURNING jobs.id, "
+                            "jobs.has_children\n),\n")
+            .replace(middle, "      AND NOT EXISTS (SELECT FROM completed "
+                             "WHERE completed.has_children)\n")
+            .replace(last, "    UNION ALL\n    SELECT -1, CASE WHEN bool_or(has_children) "
+                           f"THEN {COMPLETED_PARENTS} ELSE -1 END, NULL, NULL, "
+                           "count(*)::int, NULL, NULL, NULL, NULL, NULL, NULL, NULL\n"
+                           "    FROM completed\n"))
 
 
 @cache

@@ -15,7 +15,10 @@
 --
 -- claim_completing (a claim carrying a batch of successes, postgres.py `_sql_text`) is
 -- this statement with complete.sql as a first CTE and its count as a first row, at the
--- two places marked "claim_completing".
+-- three places marked "claim_completing". A completed job with children settles them
+-- (migration 14) after this statement's snapshot was taken, so the claim would not see
+-- a child they release: then it leases nothing, and the count row's id is -2 (else -1),
+-- and the store claims again with claim.sql alone.
 WITH
 -- claim_completing: completed AS (complete.sql RETURNING jobs.id),
 -- The settings rows that pause or limit a Queue asked for (none, almost always): one
@@ -41,6 +44,7 @@ wanted AS (
     FROM unnest(%(queues)s::text[], %(limits)s::int[])
         WITH ORDINALITY AS w(queue, queue_limit, position)
     WHERE NOT EXISTS (SELECT FROM limited)
+      -- claim_completing: AND no completed job has children
       AND NOT EXISTS (SELECT FROM controls WHERE controls.queue = w.queue)
 ),
 picked AS (
@@ -77,17 +81,18 @@ leased AS (
     -- scheduled job has neither).
     RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.attempt, jobs.due_at,
               jobs.args::text AS args, jobs.kwargs::text AS kwargs, jobs.last_error,
-              jobs.created_at, jobs.trace_context
+              jobs.created_at, jobs.trace_context, jobs.parents
 )
-SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, trace_context
+SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, trace_context,
+       parents
 FROM (
     SELECT position, id, name, queue, attempt, due_at, args, kwargs, last_error, created_at,
-           trace_context
+           trace_context, parents
     FROM leased
     UNION ALL
     -- The signal "a Queue has a limit": id NULL (leased is empty then).
-    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM limited
-    -- claim_completing: UNION ALL the count of completed (in attempt, id NULL)
+    -- claim_completing: UNION ALL the count of completed (in attempt, id -1 or -2)
 ) AS claimed
 ORDER BY position, due_at, id

@@ -76,8 +76,9 @@ leased AS (
       AND jobs.id = picked.id
     RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.attempt, jobs.due_at,
               jobs.args::text AS args, jobs.kwargs::text AS kwargs, jobs.last_error,
-              jobs.created_at, jobs.trace_context
+              jobs.created_at, jobs.trace_context, jobs.parents
 )
-SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, trace_context
+SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, trace_context,
+       parents
 FROM leased
 ORDER BY position, due_at, id
