@@ -31,8 +31,8 @@ from rota.core.settings_range import checked_setting
 
 __all__ = [
     "RATE_FORM", "Bucket", "QueueRate", "RatedQueue", "available", "cap_by_tokens",
-    "check_rate", "next_token_at", "parse_rate", "settle", "stored_rate", "take",
-    "validate_rate",
+    "check_rate", "describe_period", "next_token_at", "parse_rate", "settle", "stored_rate",
+    "take", "validate_rate",
 ]
 
 _US = timedelta(microseconds=1)
