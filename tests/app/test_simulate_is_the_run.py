@@ -1,12 +1,14 @@
 """`rota simulate` shows exactly what a Worker Group does: the same round trips (claims
 with their per-Queue counts, probes and their answers) and the same dispatch order as
-`run_until_idle()` on a real store, for any policy, pool, backlog and Queue controls."""
+`run_until_idle()` on a real store, for any policy, pool, backlog and Queue controls; and
+with rate limits, on a VirtualClock, the same as a group whose jobs each take the
+simulator's `pass_every` and which, idle, sleeps until its next token."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +35,11 @@ class TripRecorder:
     def __init__(self, inner: Store) -> None:
         self.inner = inner
         self.trips: list[Trip] = []
+        self.claimed_at: datetime | None = None  # the `now` of the last claim
 
     def claim(self, queues: Sequence[str], limit: int, *, limits: Sequence[int] | None = None,
               probe: Sequence[str] = (), **rest: Any) -> list[JobRecord]:
+        self.claimed_at = rest["now"]
         answer = self.inner.claim(queues, limit, limits=limits, probe=probe, **rest)
         assert isinstance(answer, Claimed)
         got = [job.queue for job in answer]
@@ -73,25 +77,71 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+@st.composite
+def rated_scenarios(draw: st.DrawFn) -> dict[str, Any]:
+    """A scenario with one or two rated Queues, and the virtual time a pass with jobs
+    takes."""
+    scenario = draw(scenarios())
+    names = list(scenario["policy"].queues)
+    rated = draw(st.lists(st.sampled_from(names), min_size=1, max_size=2, unique=True))
+    scenario["rates"] = {name: rota.QueueRate(jobs, timedelta(seconds=seconds), jobs + extra)
+                         for name in rated
+                         for jobs, seconds, extra in [draw(st.tuples(
+                             st.integers(1, 4), st.integers(1, 20), st.integers(0, 4)))]}
+    scenario["pass_every"] = timedelta(seconds=draw(st.sampled_from([0, 1, 7])))
+    return scenario
+
+
 _counter = itertools.count()
+START = datetime(2026, 1, 1, tzinfo=UTC)
+# The simulator re-probes no Queue for the poll interval: the run's is longer than any
+# scenario's virtual time.
+NO_RECHECK = timedelta(days=30)
 
 
 def run(scenario: dict[str, Any], url: str) -> tuple[list[Trip], list[str]]:
-    """The scenario under run_until_idle() on a fresh store at `url`."""
+    """The scenario under run_until_idle() on a fresh store at `url`. With rates, each
+    pass's jobs take `pass_every` of virtual time (the first one run moves the clock on),
+    and when the group is idle the clock moves on to the first token of a rated Queue
+    that has due jobs and could be claimed, and the group runs again."""
+    clock = rota.VirtualClock(START)
     store = TripRecorder(open_store(url))
-    app = rota.App(store, clock=rota.VirtualClock(datetime(2026, 1, 1, tzinfo=UTC)))  # type: ignore[arg-type]
+    app = rota.App(store, clock=clock)  # type: ignore[arg-type]
     order: list[str] = []
+    rates: dict[str, rota.QueueRate] = scenario.get("rates", {})
+    step: timedelta = scenario.get("pass_every", timedelta(0))
+
+    def work(queue: str) -> None:
+        order.append(queue)
+        if clock.now() == store.claimed_at:  # the pass's first job
+            clock.advance(step)
+
     try:
-        job = app.job("work")(lambda queue: order.append(queue))
+        job = app.job("work")(work)
         for queue, jobs in scenario["backlog"].items():
             job.configure(queue=queue).enqueue_many([(queue,)] * jobs)
         for queue in scenario["paused"]:
             app.pause_queue(queue)
         for queue, limit in scenario["limits"].items():
             app.set_queue_limit(queue, limit)
+        for queue, rate in rates.items():
+            app.set_queue_rate(queue, rate.jobs, per=rate.per, burst=rate.burst)
         app.add_worker_group(rota.WorkerGroupOptions(
-            name="g", policy=scenario["policy"], pool_size=scenario["pool"]))
+            name="g", policy=scenario["policy"], pool_size=scenario["pool"],
+            poll_interval=NO_RECHECK if rates else 1))
         app.run_until_idle()
+        for _ in range(1_000):
+            if not rates:
+                break
+            waits = [info.next_token_at for info in app.queues()
+                     if info.rate is not None and info.tokens == 0 and info.due
+                     and not info.paused and info.limit != 0]
+            if not waits:
+                break
+            clock.set(min(w for w in waits if w is not None))
+            app.run_until_idle()
+        else:
+            raise AssertionError("the rated Queues never drained")
     finally:
         app.close()
     return store.trips, order
@@ -103,7 +153,8 @@ def assert_simulation_is_the_run(scenario: dict[str, Any], url: str) -> None:
     # When the simulator runs it for more passes than the drive took
     simulated = simulate(scenario["policy"], scenario["pool"], len(trips) + 2,
                          scenario["backlog"], paused=scenario["paused"],
-                         limits=scenario["limits"])
+                         limits=scenario["limits"], rates=scenario.get("rates"),
+                         pass_every=scenario.get("pass_every", timedelta(0)), start=START)
     simulated_trips = [as_tuple(trip) for one in simulated.passes for trip in one.round_trips]
     # Then it shows the very round trips the store received, in order, and after them only
     # round trips that claim nothing; and the same dispatch order
@@ -138,6 +189,33 @@ def test_the_simulation_is_the_run_on_sqlite(scenario: dict[str, Any], tmp_path:
 @given(scenario=scenarios())
 @example(scenario=ISSUE_EXAMPLE)
 def test_the_simulation_is_the_run_on_postgres(scenario: dict[str, Any]) -> None:
+    for url in fresh_postgres_url(POSTGRES_URL, "simulate_is_the_run"):
+        assert_simulation_is_the_run(scenario, url)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rated_scenarios())
+def test_the_simulation_of_rated_queues_is_the_run_on_the_memory_store(
+    scenario: dict[str, Any],
+) -> None:
+    assert_simulation_is_the_run(scenario, "memory://")
+
+
+@settings(max_examples=10, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(scenario=rated_scenarios())
+def test_the_simulation_of_rated_queues_is_the_run_on_sqlite(
+    scenario: dict[str, Any], tmp_path: Path,
+) -> None:
+    assert_simulation_is_the_run(scenario, f"sqlite:///{tmp_path / f'{next(_counter)}.db'}")
+
+
+@pytest.mark.postgres
+@settings(max_examples=6, deadline=None)
+@given(scenario=rated_scenarios())
+def test_the_simulation_of_rated_queues_is_the_run_on_postgres(
+    scenario: dict[str, Any],
+) -> None:
     for url in fresh_postgres_url(POSTGRES_URL, "simulate_is_the_run"):
         assert_simulation_is_the_run(scenario, url)
 

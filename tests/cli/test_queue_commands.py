@@ -152,6 +152,9 @@ def test_rate_sets_and_removes_a_rate_that_binds_claims_and_queues_shows_it(
         opened.close()
     (row,) = run_json(capsys, "queues", *store)  # type: ignore[misc]
     assert row["rate"] == {"jobs": 6, "per_s": 30.0, "burst": 3}
+    # (its bucket at the store's time of the read: whole tokens, and when the next comes)
+    assert isinstance(row["tokens"], int) and 0 <= row["tokens"] <= 3
+    assert datetime.fromisoformat(row["next_token_at"]) > now
     assert main(["queues", *store]) == 0
     assert "6/30s (burst 3)" in capsys.readouterr().out
     # And a bare number is seconds; 'none' removes the rate

@@ -177,3 +177,61 @@ def test_the_text_schedule_shows_a_passs_probe(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "pass 5: claims 7 from a (got 1)" in out
     assert "pass 7: probes a,b,c (due: none)" in out
+
+
+def test_a_rated_queue_is_served_within_its_rate_and_the_schedule_says_when_it_starved(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # When a=1,b=1 over a pool of 4 is simulated with a rated 6 a minute (burst 2), a pass
+    # every 5 s, for a minute
+    assert main(["simulate", "--weighted", "a=1,b=1", "--pool", "4", "--passes", "12",
+                 "--rate", "a=6/1m", "--burst", "a=2", "--pass-every", "5s"]) == 0
+    out = capsys.readouterr().out
+    # Then the header names the rate and the time step, each pass its time, a pass without
+    # a's token its b-only order, and the end a's share against its bound
+    assert ("Weighted 1:1 over a, b, pool 4, 12 passes, rate a=6/1m (burst 2), a pass "
+            "every 5 s\n") in out
+    assert "pass 1 at +0 s: claims 2 from a, 2 from b\n        order  a b a b\n" in out
+    assert ("pass 2 at +5 s: claims 2 from a (got 0), 2 from b, 2 from b\n"
+            "        order  b b b b\n        out of tokens a\n") in out
+    assert ("a: rate 6/1m (burst 2), served 7 over 55 s, at most 2 + 6 * 55 / 60 = 7\n"
+            "  out of tokens in 11 passes: +5 s to +55 s\n") in out
+
+
+def test_the_json_gives_each_passs_time_and_the_queues_out_of_tokens(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # When Strict a > b is simulated with a rated 1 per 10 s (a bare number is seconds),
+    # a pass every 4 s
+    result = run_json(capsys, "--strict", "a,b", "--pool", "2", "--passes", "4",
+                      "--rate", "a=1/10", "--pass-every", "4")
+    # Then a gets its one token at 0 s, then none until 10 s; b takes its slots
+    assert result["rates"] == {"a": {"jobs": 1, "per_s": 10.0, "burst": 1}}
+    assert result["pass_every_s"] == 4.0
+    passes = result["passes"]
+    assert isinstance(passes, list)
+    assert [(p["at_s"], p["order"], p["out_of_tokens"]) for p in passes] == [
+        (0.0, ["a", "b"], ["a"]), (4.0, ["b", "b"], ["a"]), (8.0, ["b", "b"], ["a"]),
+        (12.0, ["a", "b"], ["a"])]
+    assert result["served"] == {"a": 2, "b": 6}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--rate", "a=10"], "--rate of Queue 'a': '10' is not a rate; expected N/PERIOD"),
+        (["--rate", "a"], "--rate takes Queue=N/PERIOD pairs"),
+        (["--rate", "z=1/1m"], "rate names Queue 'z'"),
+        (["--rate", "a=0/1m"], "jobs must be a whole number from 1"),
+        (["--rate", "a=1/1m", "--burst", "a=0"], "burst must be a whole number from 1"),
+        (["--rate", "a=1/1m", "--burst", "b=3"], "--burst names Queue 'b', which has no"),
+        (["--pass-every", "soon"], "--pass-every: 'soon' is not a duration"),
+        (["--pass-every=-1s"], "--pass-every: '-1s' is not a duration"),
+    ],
+)
+def test_bad_rates_are_one_line_usage_errors(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", "--strict", "a,b", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

@@ -4,6 +4,7 @@ behind the token (`POST /api/groups/{name}/policy`), and why a Queue is held bac
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -82,3 +83,24 @@ def test_each_queue_says_what_holds_it_back(seeded: Seeded, serve: Serve) -> Non
     assert reasons == {"a": "paused", "b": "limit 0 reached", "c": "nothing due"}
     page = dashboard.get("/workers").text
     assert '<td class="held-back">limit 0 reached</td>' in page
+
+
+def test_a_queue_out_of_tokens_says_its_rate_is_reached(seeded: Seeded, serve: Serve) -> None:
+    # Given b rated 1 a minute, its one token taken by a claim (2 of its jobs still due),
+    # and a rated 100 a minute, its bucket full
+    now = seeded.clock.now()
+    seeded.app.set_queue_rate("b", 1, per=timedelta(minutes=1))
+    seeded.app.set_queue_rate("a", 100, per=timedelta(minutes=1))
+    taken = seeded.app.store.claim(["b"], 1, now=now, owner="other",
+                                   lease_expires_at=now + timedelta(minutes=5))
+    assert len(taken) == 1
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    # Then the fairness view says b's rate is reached, in the rate's own syntax, and a
+    # is not held back
+    reasons = {q["queue"]: q["held_back"] for q in fair(dashboard)["queues"]}
+    assert reasons == {"a": None, "b": "rate 1/1m reached", "c": "nothing due"}
+    assert '<td class="held-back">rate 1/1m reached</td>' in dashboard.get("/workers").text
+    # And once its next token is due, nothing holds b back
+    seeded.clock.advance(60)
+    reasons = {q["queue"]: q["held_back"] for q in fair(dashboard)["queues"]}
+    assert reasons["b"] is None

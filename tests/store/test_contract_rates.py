@@ -246,3 +246,27 @@ def test_processes_claiming_a_rated_queue_stay_within_the_rate(
         assert store.count_jobs()[("q", JobState.SUCCEEDED)] == total
     finally:
         store.close()
+
+
+def test_queue_infos_carry_each_buckets_tokens_and_next_token_at_now(store: Store) -> None:
+    # Given a Queue rated 4 per 10 s with a burst of 6, a rated Queue never taken from,
+    # and a Queue without a rate
+    store.enqueue([new() for _ in range(10)] + [new("free")], T0)
+    store.set_queue_rate("q", rate(4, 10, 6))
+    store.set_queue_rate("idle", rate(1, 60))
+
+    def bucket(at: datetime) -> dict[str, tuple[int | None, datetime | None]]:
+        return {info.name: (info.tokens, info.next_token_at) for info in store.queue_infos(at)}
+
+    # Then a full bucket holds its burst, a token now; a Queue without a rate has none
+    assert bucket(T0) == {"q": (6, T0), "idle": (1, T0), "free": (None, None)}
+    # When a claim takes 5 of q's 6 tokens, then the last one
+    assert len(claim(store, ["q"], 5)) == 5
+    assert bucket(T0)["q"] == (1, T0)
+    assert len(claim(store, ["q"], 5)) == 1
+    # Then q's bucket is empty at T0, its next token due in 2.5 s; the reads take nothing
+    assert bucket(T0)["q"] == (0, T0 + timedelta(seconds=2.5))
+    assert bucket(T0 + timedelta(seconds=2.4))["q"] == (0, T0 + timedelta(seconds=2.5))
+    assert bucket(T0 + timedelta(seconds=5))["q"] == (2, T0 + timedelta(seconds=5))
+    assert bucket(T0 + timedelta(hours=1))["q"] == (6, T0 + timedelta(hours=1))
+    assert len(claim(store, ["q"], 5, T0 + timedelta(seconds=5))) == 2

@@ -187,6 +187,8 @@ def info_as_json(info: QueueInfo) -> dict[str, object]:
     return {
         "name": info.name, "paused": info.paused, "limit": info.limit,
         "rate": rate_as_json(info.rate),
+        "tokens": info.tokens,
+        "next_token_at": None if info.next_token_at is None else info.next_token_at.isoformat(),
         "counts": {state.value: info.counts[state] for state in JobState},
         "due": info.due,
         "oldest_due_at": None if info.oldest_due_at is None else info.oldest_due_at.isoformat(),

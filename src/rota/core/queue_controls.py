@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from rota.core.jobs import JobState
-from rota.core.rates import QueueRate
+from rota.core.rates import QueueRate, RatedQueue, available, describe_period, next_token_at
 from rota.core.settings_range import checked_setting
 
 __all__ = [
@@ -88,6 +88,10 @@ class QueueInfo:
         due: scheduled jobs due now (due_at <= the `now` the view was taken at).
         oldest_due_at: the due time of the longest-waiting due job; None if none is due.
         rate: its rate limit (`QueueRate`, with the burst in force); None: no rate limit.
+        tokens: with a rate, the whole tokens in its bucket at the view's `now`: how many
+            of its jobs a claim then could take (0: its rate is reached); None: no rate.
+        next_token_at: with a rate, when its bucket next holds a whole token (the view's
+            `now` if it holds one already); None: no rate.
     """
 
     name: str
@@ -97,13 +101,16 @@ class QueueInfo:
     due: int = 0
     oldest_due_at: datetime | None = None
     rate: QueueRate | None = None
+    tokens: int | None = None
+    next_token_at: datetime | None = None
 
 
 def build_queue_infos(
     settings: Iterable[QueueSettings],
     counts: Mapping[tuple[str, JobState], int],
     due: Mapping[str, tuple[int, datetime | None]],
-    rates: Mapping[str, QueueRate] | None = None,
+    rates: Mapping[str, RatedQueue] | None = None,
+    now: datetime | None = None,
 ) -> list[QueueInfo]:
     """The `QueueInfo`s of every Queue that has jobs or non-default settings, by name.
 
@@ -111,9 +118,15 @@ def build_queue_infos(
         settings: the stored settings (rows with default values count as none).
         counts: jobs per (Queue, state); pairs with none may be left out.
         due: per Queue, (jobs due now, the oldest due time among them).
-        rates: the rate limits in force, by Queue (a rated Queue is listed).
+        rates: the rated Queues (rate and bucket), by Queue (a rated Queue is listed).
+        now: the instant of the view: its buckets' tokens are counted then.
+
+    Raises:
+        ValueError: if `rates` is given without `now`.
     """
     rates = rates or {}
+    if rates and now is None:
+        raise ValueError("a view of rated Queues needs the `now` to count their tokens at")
     by_queue = {one.queue: one for one in settings if not one.is_default}
     names = (set(by_queue) | set(rates)
              | {queue for (queue, _), count in counts.items() if count > 0})
@@ -121,11 +134,15 @@ def build_queue_infos(
     for name in sorted(names):
         one = by_queue.get(name, QueueSettings(name))
         due_count, oldest = due.get(name, (0, None))
+        rated = rates.get(name)
+        tokens = next_at = None
+        if rated is not None and now is not None:
+            tokens, next_at = available(*rated, now), next_token_at(*rated, now)
         infos.append(QueueInfo(
             name=name, paused=one.paused, limit=one.limit,
             counts={state: counts.get((name, state), 0) for state in JobState},
             due=due_count, oldest_due_at=oldest if due_count else None,
-            rate=rates.get(name),
+            rate=None if rated is None else rated[0], tokens=tokens, next_token_at=next_at,
         ))
     return infos
 
@@ -133,12 +150,14 @@ def build_queue_infos(
 
 def held_back_reason(info: QueueInfo | None) -> str | None:
     """Why a Queue may be served less than its weight asks, as people read it: "paused",
-    "limit N reached" (N of its jobs leased, its limit), "nothing due"; None when
-    nothing holds it back. The fairness view shows it beside the Queue's shares.
+    "limit N reached" (N of its jobs leased, its limit), "rate N/PERIOD reached" (its
+    bucket holds no whole token at the view's `now`; the rate as `rota queues` shows it,
+    e.g. "rate 10/1m reached"), "nothing due"; None when nothing holds it back. The
+    fairness view shows it beside the Queue's shares.
 
     One reason, the first that applies in this order (each one explains the next: a
     paused Queue may also have nothing due). A new Queue control adds its reason here,
-    before "nothing due": a rate limit's bucket being empty would read "rate reached".
+    before "nothing due".
     """
     if info is None:
         return "nothing due"
@@ -146,6 +165,8 @@ def held_back_reason(info: QueueInfo | None) -> str | None:
         return "paused"
     if info.limit is not None and info.counts.get(JobState.LEASED, 0) >= info.limit:
         return f"limit {info.limit} reached"
+    if info.rate is not None and info.tokens == 0:
+        return f"rate {info.rate.jobs}/{describe_period(info.rate.per)} reached"
     if info.due == 0:
         return "nothing due"
     return None

@@ -30,9 +30,9 @@ from rota.core.durations import to_timedelta
 from rota.core.settings_range import checked_setting
 
 __all__ = [
-    "RATE_FORM", "Bucket", "QueueRate", "RatedQueue", "available", "cap_by_tokens",
-    "check_rate", "next_token_at", "parse_rate", "settle", "stored_rate", "take",
-    "validate_rate",
+    "PERIOD_FORM", "RATE_FORM", "Bucket", "QueueRate", "RatedQueue", "available",
+    "cap_by_tokens", "check_rate", "describe_period", "next_token_at", "parse_period",
+    "parse_rate", "settle", "stored_rate", "take", "validate_rate",
 ]
 
 _US = timedelta(microseconds=1)
@@ -82,17 +82,45 @@ def parse_rate(text: str, burst: int | None = None) -> QueueRate:
         ValueError: naming the text and the expected form, or the range a number breaks.
     """
     jobs_text, slash, period_text = text.strip().partition("/")
-    period_text = period_text.strip().lower()
+    seconds = _seconds(period_text)
+    try:
+        jobs = int(jobs_text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a rate; expected {RATE_FORM}") from None
+    if not slash or seconds is None:
+        raise ValueError(f"{text!r} is not a rate; expected {RATE_FORM}")
+    return validate_rate(jobs, seconds, burst)
+
+
+PERIOD_FORM = "a number of seconds or a number and a unit (s, m, h, d), e.g. 2s, 1.5m or 30"
+
+
+def parse_period(text: str) -> timedelta:
+    """A rate's PERIOD on its own (`30s`, `1m`, `1.5h`, `2`: seconds) as a timedelta of 0
+    or more.
+
+    Raises:
+        ValueError: naming the text and the expected form.
+    """
+    seconds = _seconds(text)
+    if seconds is None or seconds < 0:
+        raise ValueError(f"{text!r} is not a duration; expected {PERIOD_FORM}")
+    try:
+        return timedelta(seconds=seconds)
+    except OverflowError:
+        raise ValueError(f"{text!r} is too long a duration") from None
+
+
+def _seconds(text: str) -> float | None:
+    """The seconds of a PERIOD text, None if it is not one (not a finite number)."""
+    period_text = text.strip().lower()
     unit = period_text[-1:] if period_text[-1:] in _UNITS else "s"
     number = period_text[:-1] if period_text[-1:] in _UNITS else period_text
     try:
-        jobs = int(jobs_text)
-        seconds = float(number)
+        seconds = float(number) * _UNITS[unit]
     except ValueError:
-        raise ValueError(f"{text!r} is not a rate; expected {RATE_FORM}") from None
-    if not slash or not math.isfinite(seconds):
-        raise ValueError(f"{text!r} is not a rate; expected {RATE_FORM}")
-    return validate_rate(jobs, seconds * _UNITS[unit], burst)
+        return None
+    return seconds if math.isfinite(seconds) else None
 
 
 def describe_period(per: timedelta) -> str:

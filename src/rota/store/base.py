@@ -471,7 +471,9 @@ class Store(Protocol):
 
     def queue_infos(self, now: datetime) -> list[QueueInfo]:
         """Every Queue that has jobs or settings, sorted by name (see `QueueInfo`);
-        `due` and `oldest_due_at` count the scheduled jobs due at `now`."""
+        `due` and `oldest_due_at` count the scheduled jobs due at `now`, and a rated
+        Queue's `tokens` and `next_token_at` are its bucket at `now` (the read takes no
+        token)."""
         ...
 
     def close(self) -> None: ...

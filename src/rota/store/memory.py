@@ -736,7 +736,7 @@ class MemoryStore:
         due: dict[str, tuple[int, datetime | None]] = {}
         with self._lock:
             settings = list(self._settings.values())
-            rates = {queue: rate for queue, (rate, _) in self._rates.items()}
+            rates = dict(self._rates)
             for job in self._jobs.values():
                 counts[(job.queue, job.state)] += 1
                 if job.state is JobState.SCHEDULED and job.due_at <= now:
@@ -744,7 +744,7 @@ class MemoryStore:
                     if oldest is None or job.due_at < oldest:
                         oldest = job.due_at
                     due[job.queue] = (count + 1, oldest)
-        return build_queue_infos(settings, counts, due, rates)
+        return build_queue_infos(settings, counts, due, rates, now)
 
     # -- reads --------------------------------------------------------------------------
 

@@ -50,7 +50,7 @@ from rota.core.queue_controls import (
     validate_queue_limit,
 )
 from rota.core.queues import validate_queue_name
-from rota.core.rates import QueueRate, check_rate
+from rota.core.rates import QueueRate, RatedQueue, check_rate, stored_rate
 from rota.core.schedules import ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import LeaseOutcome, SchemaTooNew, listing_statement
@@ -380,19 +380,19 @@ class SqlStore(ABC, Generic[Conn]):
     def queue_infos(self, now: datetime) -> list[QueueInfo]:
         rows, _ = self._run("queue_infos", {"now": self._to_db_time(now)}, "reading Queues")
         settings: list[QueueSettings] = []
-        rates: dict[str, QueueRate] = {}
+        rates: dict[str, RatedQueue] = {}
         counts: dict[tuple[str, JobState], int] = {}
         due: dict[str, tuple[int, datetime | None]] = {}
-        for queue, state, count, due_count, oldest, paused, limit, jobs, per_us, burst in rows:
+        for queue, state, count, due_count, oldest, paused, limit, *rated in rows:
             if state is None:  # a settings row
                 settings.append(QueueSettings(queue, paused=bool(paused), limit=limit))
-                if jobs is not None:
-                    rates[queue] = QueueRate(jobs, timedelta(microseconds=per_us), burst)
+                if rated[0] is not None:
+                    rates[queue] = stored_rate(*rated)
                 continue
             counts[(queue, STATES[state])] = count
             if due_count:
                 due[queue] = (due_count, None if oldest is None else self._from_db_time(oldest))
-        return build_queue_infos(settings, counts, due, rates)
+        return build_queue_infos(settings, counts, due, rates, now)
 
     # -- schedules and the worker registry ----------------------------------------------
 

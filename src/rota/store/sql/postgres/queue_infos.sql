@@ -1,7 +1,8 @@
 -- What `queue_infos` needs, in one statement (one snapshot): a row per (Queue, state) with
 -- its count (job_counts_now, migration 8), and of its scheduled
 -- jobs the number due at `now` and the oldest due time; then a row per Queue setting,
--- with state NULL.
+-- with state NULL (and a rated Queue's bucket, whose tokens at `now` the store counts:
+-- rota.core.rates).
 --
 -- `due` is exact, found on the partial index jobs_claimable, and walks the smaller side
 -- of `now` where it can: the jobs scheduled ahead (not due yet), up to 1,000, subtracted
@@ -16,7 +17,8 @@ WITH counted AS (
     SELECT queue, state, jobs FROM {schema}.job_counts_now
 )
 SELECT listed.queue, listed.state, listed.jobs, due.jobs, due.oldest,
-       NULL::boolean, NULL::integer, NULL::integer, NULL::bigint, NULL::integer
+       NULL::boolean, NULL::integer, NULL::integer, NULL::bigint, NULL::integer,
+       NULL::bigint, NULL::bigint
 FROM counted AS listed
 LEFT JOIN (
     SELECT counted.queue,
@@ -61,5 +63,6 @@ LEFT JOIN (
     WHERE counted.state = 'scheduled'
 ) AS due ON due.queue = listed.queue AND listed.state = 'scheduled'
 UNION ALL
-SELECT queue, NULL, 0, 0, NULL, paused, concurrency_limit, rate_jobs, rate_per_us, rate_burst
+SELECT queue, NULL, 0, 0, NULL, paused, concurrency_limit, rate_jobs, rate_per_us, rate_burst,
+       rate_empty_us, rate_empty_rem
 FROM {schema}.queue_settings

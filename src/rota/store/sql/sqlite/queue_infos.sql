@@ -1,6 +1,7 @@
 -- What `queue_infos` needs, in one statement (one consistent read): a row per (Queue,
 -- state) with its count (kept by migration 8), and of its scheduled jobs the number due
--- at :now and the oldest due time; then a row per Queue setting, with state NULL.
+-- at :now and the oldest due time; then a row per Queue setting, with state NULL (and
+-- a rated Queue's bucket, whose tokens at :now the store counts: rota.core.rates).
 --
 -- `due` is exact, found on the partial index rota_jobs_claimable, and walks the smaller
 -- side of :now where it can: the jobs scheduled ahead (not due yet), up to 1,000,
@@ -29,7 +30,7 @@ SELECT queue, state, jobs,
            (SELECT min(due.due_at) FROM rota_jobs AS due
             WHERE due.state = 'scheduled' AND due.queue = counted.queue AND due.due_at <= :now)
        END,
-       NULL, NULL, NULL, NULL, NULL
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM (
     SELECT queue, state, jobs,
            CASE WHEN state = 'scheduled' THEN
@@ -43,5 +44,6 @@ FROM (
     WHERE jobs > 0
 ) AS counted
 UNION ALL
-SELECT queue, NULL, 0, 0, NULL, paused, concurrency_limit, rate_jobs, rate_per_us, rate_burst
+SELECT queue, NULL, 0, 0, NULL, paused, concurrency_limit, rate_jobs, rate_per_us, rate_burst,
+       rate_empty_us, rate_empty_rem
 FROM rota_queue_settings;
