@@ -1,6 +1,6 @@
 """Workflows in the `rota` command, on every store: `rota job` shows a job's parents and
-children (a fan-in's capped, a waiting job's count of parents not finished), and the
-waiting state in `rota jobs` and `rota queues`.
+children (a fan-in's capped, a waiting job's count of parents not finished), `rota cancel`
+of a waiting job and of a parent, and the waiting state in `rota jobs` and `rota queues`.
 
 The command reaches the test's App through `--app`: a module in `sys.modules` holds it, so
 memory:// (one store object per process) is seen by the command too."""
@@ -141,6 +141,24 @@ def test_job_shows_a_chain_link_with_its_parent_and_child(
     # And an unknown id is still one line, exit 1
     assert main(["job", "424242", "--app", flow.spec]) == 1
     assert capsys.readouterr().err == f"rota job: no job 424242 in {flow.app.store.url}\n"
+
+
+def test_cancel_a_waiting_job_and_a_parent_with_a_waiting_child(
+        flow: Flow, capsys: pytest.CaptureFixture[str]) -> None:
+    # When the waiting fan-in child is cancelled
+    assert main(["cancel", str(flow.merge), "--app", flow.spec]) == 0
+    assert capsys.readouterr().out == (
+        f"{flow.merge} cancelled (it was waiting for its parents)\n")
+    record = flow.app.get_job(flow.merge)
+    assert record is not None and record.state is rota.JobState.CANCELLED
+    # And when the scheduled link is cancelled, its waiting child ends with it
+    assert main(["cancel", str(flow.transform), "--app", flow.spec]) == 0
+    assert capsys.readouterr().out == (
+        f"{flow.transform} cancelled, and with it 1 waiting child that was to run only "
+        "after it succeeded\n")
+    child = flow.app.get_job(flow.load)
+    assert child is not None and child.state is rota.JobState.CANCELLED
+    assert child.last_error is not None and f"parent job {flow.transform}" in child.last_error
 
 
 def test_waiting_in_jobs_and_queues(flow: Flow, capsys: pytest.CaptureFixture[str]) -> None:
