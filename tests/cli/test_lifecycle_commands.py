@@ -74,7 +74,8 @@ def test_job_shows_every_field(store: Store, capsys: pytest.CaptureFixture[str])
         "started_at": (T0 + timedelta(seconds=5)).isoformat(),
         "finished_at": finished.isoformat(), "duration_s": 1.5, "result": {"sum": 5},
         "cancel_requested": False, "lease_owner": None, "lease_expires_at": None,
-        "last_traceback": None,
+        "parents_total": 0, "waiting_for": None, "parents": [], "children_total": 0,
+        "children": [], "last_traceback": None,
     }
     # And the table shows them too
     assert main(["job", str(job_id), "--store", store.url]) == 0

@@ -68,7 +68,7 @@ def test_queues_shows_paused_limit_counts_and_queues_with_only_settings(
     mail, sms = run_json(capsys, "queues", *store)  # type: ignore[misc]
     # Then each shows its settings, every state, and what is due now
     assert (mail["name"], mail["paused"], mail["limit"], mail["due"]) == ("mail", False, 3, 1)
-    assert mail["counts"] == {"scheduled": 2, "leased": 0, "succeeded": 0,
+    assert mail["counts"] == {"waiting": 0, "scheduled": 2, "leased": 0, "succeeded": 0,
                               "dead_lettered": 0, "quarantined": 0, "cancelled": 0}
     assert mail["oldest_due_at"] is not None
     assert (sms["name"], sms["paused"], sms["limit"], sms["due"], sms["oldest_due_at"]) == (

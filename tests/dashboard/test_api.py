@@ -33,8 +33,8 @@ def test_api_queues_shows_counts_due_backlog_oldest_age_paused_and_limit(
     queues = {q["name"]: q for q in reply.json()}
     assert sorted(queues) == ["a", "b", "c", "emails", "paused-q"]
     a = queues["a"]
-    assert a["counts"] == {"scheduled": 5, "leased": 0, "succeeded": 1, "dead_lettered": 0,
-                           "quarantined": 0, "cancelled": 0}
+    assert a["counts"] == {"waiting": 0, "scheduled": 5, "leased": 0, "succeeded": 1,
+                           "dead_lettered": 0, "quarantined": 0, "cancelled": 0}
     assert a["due"] == 5 and a["oldest_due_age_s"] == pytest.approx(90.0)
     assert (a["paused"], a["limit"]) == (False, None)
     assert queues["c"]["due"] == 0 and queues["c"]["oldest_due_age_s"] is None

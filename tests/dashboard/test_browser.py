@@ -218,6 +218,39 @@ def test_jobs_page_filters_and_the_detail_view(
     driver.save_screenshot(str(browser.screenshot_path("job-scheduled")))
 
 
+def test_a_childs_page_leads_to_its_parent(
+    driver: Any, tmp_path: Path, clock: rota.VirtualClock,
+    serve: Callable[..., ServedDashboard],
+) -> None:
+    # Given a parent and a child waiting for it, on an SQLite file
+    url = f"sqlite:///{tmp_path / 'workflow.db'}"
+    app = rota.App(url, clock=clock)
+    try:
+        @app.job("step", queue="q")
+        def step(name: str) -> None: ...
+
+        parent = step.enqueue("parent")
+        child = step.configure(after=[parent]).enqueue("child")
+        dashboard = serve(url, clock=clock)
+        # When the child's page is opened, it says what it waits for
+        driver.get(f"{dashboard.url}/jobs/{child}")
+        assert by_css(driver, "h1 .state").text == "waiting"
+        assert by_css(driver, ".waiting-for").text == "for 1 of its 1 parent(s) to finish"
+        assert len(all_css(driver, "svg.workflow-graph g.node")) == 2
+        driver.save_screenshot(str(browser.screenshot_path("job-workflow")))
+        # Then the link in its list of parents opens the parent, which lists the child
+        by_css(driver, f".relatives-parents tr[data-job='{parent}'] a").click()
+        wait_for(driver, lambda d: d.current_url.endswith(f"/jobs/{parent}"))
+        assert by_css(driver, f".relatives-children tr[data-job='{child}'] .state"
+                      ).text == "waiting"
+        # And so does the parent's box in the child's graph
+        driver.get(f"{dashboard.url}/jobs/{child}")
+        by_css(driver, f"svg.workflow-graph g.node[data-job='{parent}']").click()
+        wait_for(driver, lambda d: d.current_url.endswith(f"/jobs/{parent}"))
+    finally:
+        app.close()
+
+
 def test_with_a_token_the_buttons_need_a_login(
     driver: Any, sqlite_seeded: Seeded, serve: Callable[..., ServedDashboard]
 ) -> None:

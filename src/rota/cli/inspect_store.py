@@ -22,7 +22,8 @@ def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         "a time: --limit N jobs after skipping --offset M.")
     add_store_options(parser, json_help="print JSON instead of a table")
     parser.add_argument("--state", choices=[s.value for s in JobState],
-                        help="only jobs in this state")
+                        help="only jobs in this state (waiting: workflow jobs whose "
+                        "parents have not all finished)")
     parser.add_argument("--queue", metavar="QUEUE", help="only jobs on this Queue")
     parser.add_argument("--name", metavar="NAME", help="only jobs with this job name")
     parser.add_argument("--limit", type=limit_arg, default=50, metavar="N",

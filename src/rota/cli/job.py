@@ -1,4 +1,5 @@
-"""`rota job ID`: one job, every field, and how long its last attempt ran."""
+"""`rota job ID`: one job, every field, how long its last attempt ran, and its place in a
+workflow (its parents and children, each with its name and state)."""
 
 from __future__ import annotations
 
@@ -7,32 +8,113 @@ import json
 
 from rich.table import Table
 
-from rota.cli.common import CommandError, add_store_options, job_id_arg, opened_store
+from rota.cli.common import (
+    CommandError,
+    add_store_options,
+    job_id_arg,
+    opened_store,
+    whole_number,
+)
 from rota.cli.display import make_console, user_text
 from rota.cli.inspect_store import job_as_json
+from rota.core.jobs import JobRecord, JobState
+from rota.core.plurals import counted
+from rota.store import Store
+
+# Parents and children shown by default: a fan-in of 10,000 parents stays one screen.
+RELATED_SHOWN = 20
+related_arg = whole_number(0, 1_000_000)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "job", help="show one job, every field",
+        "job", help="show one job, every field, and its parents and children",
         description="Show one job: its state, attempts, times (finished_at, and the "
         "duration of its last attempt where known), arguments, result, last error and the "
-        "traceback of its last failed attempt. Exit 1 if there is no such job.",
+        "traceback of its last failed attempt. For a job of a workflow, its parents (the "
+        "jobs it was enqueued after, in the order given) and its children (the jobs "
+        "enqueued after it), each with its id, name and state: the first --related of "
+        "each, and how many more there are. For a waiting job, how many of its parents "
+        "have not finished yet, and those parents first. Exit 1 if there is no such job.",
     )
     parser.add_argument("id", type=job_id_arg, metavar="ID", help="the job id")
-    add_store_options(parser, json_help="print JSON instead of a table")
+    parser.add_argument("--related", type=related_arg, default=RELATED_SHOWN, metavar="N",
+                        help=f"show at most N parents and N children (default "
+                        f"{RELATED_SHOWN}; 0 shows only how many there are); --json lists "
+                        "the same ones")
+    add_store_options(parser, json_help="print JSON instead of a table (parents and "
+                      "children as lists of id, name and state, with parents_total, "
+                      "children_total and waiting_for)")
     parser.set_defaults(func=run)
+
+
+def _relative(job_id: int, record: JobRecord | None) -> dict[str, object]:
+    """A parent or child as shown: name and state null for a job no longer stored (a
+    finished job's parents may have been purged)."""
+    return {"id": job_id, "name": None if record is None else record.name,
+            "state": None if record is None else record.state.value}
+
+
+def related(store: Store, job: JobRecord, shown: int) -> dict[str, object]:
+    """The workflow around `job`: how many parents it has and, for a waiting job, how
+    many of them have not finished (`waiting_for`; None for a job in any other state);
+    its first `shown` parents (for a waiting job, those not finished first: the ones it
+    waits for); how many children it has, and the first `shown` of them. Each shown job
+    is read with `get_job`; counting reads every parent of a waiting job."""
+    parents: list[int] = list(job.parents)
+    records: dict[int, JobRecord | None] = {}
+    waiting_for = None
+    if job.state is JobState.WAITING:
+        for parent in parents:
+            records[parent] = store.get_job(parent)
+        # A parent that is gone is not waited for (the store keeps a job while a child of
+        # it has not finished).
+        unfinished = [parent for parent in parents if (record := records[parent])
+                      is not None and not record.state.finished]
+        waiting_for, waited = len(unfinished), set(unfinished)
+        parents = unfinished + [parent for parent in parents if parent not in waited]
+    children = store.job_children(job.id)
+    return {
+        "parents_total": len(parents),
+        "waiting_for": waiting_for,
+        "parents": [_relative(i, records[i] if i in records else store.get_job(i))
+                    for i in parents[:shown]],
+        "children_total": len(children),
+        "children": [_relative(i, store.get_job(i)) for i in children[:shown]],
+    }
+
+
+NOUNS = {"parents": ("parent", "parents"), "children": ("child", "children")}
+
+
+def _listing(listed: object, total: object, singular: str, plural: str) -> str:
+    """Parents or children, one a line: id, state, name; then how many are not shown."""
+    assert isinstance(listed, list) and isinstance(total, int)
+    if not total:
+        return ""
+    width = max([len(str(one["id"])) for one in listed], default=0)
+    states = [one["state"] or "(deleted)" for one in listed]
+    state_width = max(map(len, states), default=0)
+    lines = [counted(total, singular, plural) + (":" if listed else "")]
+    for one, state in zip(listed, states, strict=True):
+        lines.append(f"{one['id']:>{width}}  {state:<{state_width}}  {one['name'] or ''}"
+                     .rstrip())
+    if listed and total > len(listed):
+        lines.append(f"... and {total - len(listed)} more")
+    return "\n".join(lines)
 
 
 def run(args: argparse.Namespace) -> int:
     with opened_store(args.store, args.app, read_only=True) as store:
         job = store.get_job(args.id)
-        where = store.url
-    if job is None:
-        raise CommandError(f"no job {args.id} in {where}")
+        if job is None:
+            raise CommandError(f"no job {args.id} in {store.url}")
+        workflow = related(store, job, args.related)
     duration = job.last_attempt_duration
     fields: dict[str, object] = {}
     for name, value in job_as_json(job).items():
+        if name == "last_traceback":  # the traceback stays last
+            fields.update(workflow)
         fields[name] = value
         if name == "finished_at":  # beside the times it is measured between
             fields["duration_s"] = None if duration is None else duration.total_seconds()
@@ -43,7 +125,16 @@ def run(args: argparse.Namespace) -> int:
     table.add_column("field", style="bold")
     table.add_column("value", overflow="fold")
     for name, value in fields.items():
-        if isinstance(value, list | dict) or (name == "result" and value is not None):
+        if name in {"parents_total", "children_total"}:
+            continue  # in the lines of parents and children
+        if name == "waiting_for":
+            if value is None:
+                continue
+            name = "waiting for"
+            text = f"{value} of {counted(len(job.parents), 'parent')}, not finished yet"
+        elif name in {"parents", "children"}:
+            text = _listing(value, fields[f"{name}_total"], *NOUNS[name])
+        elif isinstance(value, list | dict) or (name == "result" and value is not None):
             text = json.dumps(value, ensure_ascii=False)
         elif name == "duration_s":
             name, text = "duration", "" if value is None else f"{value:g} s"

@@ -70,7 +70,8 @@ def register_rate(subparsers: Subparsers) -> None:
 def register_queues(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "queues", help="every Queue: paused, limit, jobs per state, due now",
-        description="Every Queue that has jobs or settings: paused, limit, jobs per state, "
+        description="Every Queue that has jobs or settings: paused, limit, jobs per state "
+        "(waiting: workflow jobs whose parents have not all finished; they are not due), "
         "jobs due now and how long the oldest has waited. With --app, also which of the "
         "App's Worker Groups serve each Queue ('nobody' marks a Queue none serves).")
     add_store_options(parser, json_help="print JSON instead of a table",

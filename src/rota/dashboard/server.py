@@ -77,7 +77,8 @@ API_INDEX = (
     ("GET", "/api/workers", "the worker processes registered in the store, alive or dead"),
     ("GET", "/api/jobs?queue=&state=&name=&limit=&offset=", "jobs, newest first (limit 1 "
      "to 500)"),
-    ("GET", "/api/jobs/{id}", "one job, every field, and when it starts if scheduled"),
+    ("GET", "/api/jobs/{id}", "one job, every field (its parents and children included), "
+     "when it starts if scheduled, and the workflow around it"),
     ("POST", "/api/queues/{name}/pause", "pause the Queue (needs the token when one is set)"),
     ("POST", "/api/queues/{name}/resume", "resume the Queue (token)"),
     ("POST", "/api/queues/{name}/limit", "set the Queue's limit: form field or JSON key "
@@ -472,7 +473,8 @@ class Dashboard:
 
     async def api_job(self, request: Request) -> Response:
         detail = await self._job(request)
-        return self._json({**detail["job"], "estimate": detail["estimate"]})
+        return self._json({**detail["job"], "estimate": detail["estimate"],
+                           "workflow": detail["workflow"]})
 
     async def api_index(self, request: Request) -> Response:
         base = self._base(request)
@@ -537,7 +539,11 @@ class Dashboard:
                     job, now, self.source.reads.queue_infos(now), self.source.groups(now),
                     self.source.reads.due_position(job_id, now) if job.due_at <= now
                     else None)
-            return {"job": views.job_json(job), "estimate": estimate, "now": now}
+            related, records = views.related_json(self.source.reads, job)
+            workflow = views.workflow_json(self.source.reads, job, related, records)
+            return {"job": views.job_json_with(job, related), "estimate": estimate,
+                    "workflow": workflow, "now": now,
+                    "graph": None if workflow is None else views.workflow_svg(workflow, job.id)}
         return await self._call(read)
 
     # -- actions ----------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from rota.core.policy_text import policy_text as policy_input
 from rota.core.queue_controls import QueueInfo, held_back_reason
 from rota.core.workers import WorkerInfo
 from rota.dashboard.sources import GroupObservation
+from rota.store import Store
 
 JSON = dict[str, Any]
 
@@ -239,6 +240,169 @@ def job_json(job: JobRecord) -> JSON:
         **({"key": job.key} if job.key is not None else {}),
         "last_traceback": job.last_traceback,
     }
+
+
+# -- Workflows: a job's parents and children, and the graph around it --------------------
+
+# Parents and children a job's page lists, and nodes per column of its workflow graph.
+RELATED_SHOWN = 30
+# The levels of a workflow graph, by their distance from the job (0).
+LEVELS = {-2: "grandparents", -1: "parents", 0: "job", 1: "children", 2: "grandchildren"}
+
+
+def relative_json(job_id: int, record: JobRecord | None) -> JSON:
+    """A parent or child of a job: name and state null for a job no longer stored (a
+    finished job's parents may have been purged)."""
+    return {"id": job_id, "name": None if record is None else record.name,
+            "state": None if record is None else record.state.value}
+
+
+def related_json(store: Store, job: JobRecord, shown: int = RELATED_SHOWN,
+                 ) -> tuple[JSON, dict[int, JobRecord | None]]:
+    """The fields of a job's place in a workflow (those of `rota job --json`): how many
+    parents it has and, for a waiting job, how many of them have not finished
+    (`waiting_for`; None in any other state); its first `shown` parents (for a waiting
+    job, those not finished first: the ones it waits for), how many children it has and
+    the first `shown` of them. Also the records read, by id (None: no longer stored).
+    Counting reads every parent of a waiting job."""
+    parents: list[int] = list(job.parents)
+    records: dict[int, JobRecord | None] = {}
+    waiting_for = None
+    if job.state is JobState.WAITING:
+        for parent in parents:
+            records[parent] = store.get_job(parent)
+        # A parent that is gone is not waited for (the store keeps a job while a child of
+        # it has not finished).
+        unfinished = [parent for parent in parents if (record := records[parent])
+                      is not None and not record.state.finished]
+        waiting_for, waited = len(unfinished), set(unfinished)
+        parents = unfinished + [parent for parent in parents if parent not in waited]
+    children = store.job_children(job.id)
+    for one in (*parents[:shown], *children[:shown]):
+        if one not in records:
+            records[one] = store.get_job(one)
+    return {
+        "parents_total": len(job.parents),
+        "waiting_for": waiting_for,
+        "parents": [relative_json(i, records[i]) for i in parents[:shown]],
+        "children_total": len(children),
+        "children": [relative_json(i, records[i]) for i in children[:shown]],
+    }, records
+
+
+def workflow_json(store: Store, job: JobRecord, related: JSON,
+                  records: dict[int, JobRecord | None],
+                  shown: int = RELATED_SHOWN) -> JSON | None:
+    """The workflow around a job, two levels each way: its grandparents (the parents of
+    its shown parents), its parents, the job, its children, its grandchildren (the
+    children of its shown children), at most `shown` nodes a level, each node once (at
+    the level nearest the job; `level` -2 to 2), with the edges between the nodes shown
+    (from each node's own parents) and how many nodes of each level are left out
+    (`more`, by level name; of the grandparents, those of the parents shown, and of the
+    grandchildren those of the children shown). None for a job without parents or
+    children. Besides `related_json`'s reads: `job_children` of each child shown, and at
+    most `shown` grandparents and `shown` grandchildren (`records` gains them)."""
+    if not related["parents_total"] and not related["children_total"]:
+        return None
+    levels: dict[int, list[int]] = {
+        -1: [one["id"] for one in related["parents"]], 0: [job.id],
+        1: [one["id"] for one in related["children"]]}
+    more = {-1: related["parents_total"] - len(levels[-1]),
+            1: related["children_total"] - len(levels[1])}
+    placed = {node for nodes in levels.values() for node in nodes}
+    # One level up: the parents of the parents shown (their records are read already),
+    # but those that are parents of the job too (placed there).
+    above: dict[int, None] = {}
+    for parent in levels[-1]:
+        record = records.get(parent)
+        for grandparent in () if record is None else record.parents:
+            if grandparent not in placed:
+                above[grandparent] = None
+    # One level down: the children of the children shown.
+    below: dict[int, None] = {}
+    for child in levels[1]:
+        for grandchild in store.job_children(child):
+            if grandchild not in placed:
+                below[grandchild] = None
+    levels[-2], more[-2] = list(above)[:shown], max(0, len(above) - shown)
+    levels[2], more[2] = list(below)[:shown], max(0, len(below) - shown)
+    records[job.id] = job
+    for node in (*levels[-2], *levels[2]):
+        if node not in records:
+            records[node] = store.get_job(node)
+    order = [(level, node) for level in sorted(levels) for node in levels[level]]
+    shown_ids = {node for _, node in order}
+    nodes = [{**relative_json(node, records[node]), "level": level} for level, node in order]
+    # Every edge between two nodes shown, from each one's own parents.
+    edges = [{"from": parent, "to": node} for _, node in order
+             if (record := records[node]) is not None
+             for parent in record.parents if parent in shown_ids]
+    return {
+        "nodes": nodes,
+        "edges": edges,
+        "more": {LEVELS[level]: count for level, count in sorted(more.items()) if count},
+    }
+
+
+# The graph's drawing: one column per level, left to right; node boxes and gaps in px.
+NODE_W, NODE_H, COLUMN_GAP, ROW_GAP, MARGIN = 168, 34, 56, 10, 12
+
+
+def workflow_svg(workflow: JSON, job_id: int) -> JSON:
+    """Where `workflow_json`'s nodes, edges and "+N more" notes go in the job page's SVG:
+    one column per level that has nodes (parents left, the job in the middle, children
+    right), each column centred on the tallest, a straight line between columns and an
+    arc beside the column for an edge between two nodes of one column. Coordinates in
+    px of the SVG's own viewBox."""
+    columns = sorted({node["level"] for node in workflow["nodes"]})
+    per_column = {level: [n for n in workflow["nodes"] if n["level"] == level]
+                  for level in columns}
+    by_name = {name: level for level, name in LEVELS.items()}
+    more = {by_name[name]: count for name, count in workflow["more"].items()}
+    rows = max(len(nodes) + (1 if more.get(level) else 0)
+               for level, nodes in per_column.items())
+    step = NODE_H + ROW_GAP
+    height = MARGIN * 2 + rows * step - ROW_GAP
+    placed: dict[int, tuple[float, float]] = {}
+    drawn_nodes: list[JSON] = []
+    notes: list[JSON] = []
+    for index, level in enumerate(columns):
+        nodes = per_column[level]
+        count = len(nodes) + (1 if more.get(level) else 0)
+        x = MARGIN + index * (NODE_W + COLUMN_GAP)
+        top = MARGIN + (rows - count) * step / 2
+        for row, node in enumerate(nodes):
+            y = top + row * step
+            placed[node["id"]] = (x, y)
+            drawn_nodes.append({**node, "x": x, "y": y, "current": node["id"] == job_id})
+        if more.get(level):
+            notes.append({"x": x + NODE_W / 2, "y": top + len(nodes) * step + NODE_H / 2 + 4,
+                          "text": f"+{more[level]} more", "level": level})
+    lines: list[JSON] = []
+    for edge in workflow["edges"]:
+        (x1, y1), (x2, y2) = placed[edge["from"]], placed[edge["to"]]
+        if x1 < x2:
+            lines.append({"from": edge["from"], "to": edge["to"], "path":
+                          f"M{x1 + NODE_W:g},{y1 + NODE_H / 2:g} L{x2:g},{y2 + NODE_H / 2:g}"})
+        elif x1 > x2:  # a grandparent that is a parent's child too, say: leftwards
+            lines.append({"from": edge["from"], "to": edge["to"], "path":
+                          f"M{x1:g},{y1 + NODE_H / 2:g} L{x2 + NODE_W:g},{y2 + NODE_H / 2:g}"})
+        else:  # two nodes of one column: an arc on the column's left
+            bulge = min(COLUMN_GAP - 8, 12 + abs(y2 - y1) / 6)
+            lines.append({"from": edge["from"], "to": edge["to"], "path":
+                          f"M{x1:g},{y1 + NODE_H / 2:g} Q{x1 - bulge:g},"
+                          f"{(y1 + y2) / 2 + NODE_H / 2:g} {x2:g},{y2 + NODE_H / 2:g}"})
+    width = MARGIN * 2 + len(columns) * (NODE_W + COLUMN_GAP) - COLUMN_GAP
+    return {"width": width, "height": height, "node_w": NODE_W, "node_h": NODE_H,
+            "nodes": drawn_nodes, "lines": lines, "notes": notes}
+
+
+def job_json_with(job: JobRecord, related: JSON) -> JSON:
+    """`job_json` with `related_json`'s fields before the traceback (the shape of `rota
+    job --json`)."""
+    fields = job_json(job)
+    traceback = fields.pop("last_traceback")
+    return {**fields, **related, "last_traceback": traceback}
 
 
 def job_estimate_json(
