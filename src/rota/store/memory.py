@@ -1,7 +1,9 @@
 """The `memory://` store: the whole contract in one process's memory.
 
 Not durable. For tests, `run_until_idle()` and the simulator. It applies the core's state
-table (`rota.core.jobs.transition`) directly. Thread-safe through one lock.
+table (`rota.core.jobs.transition`) directly. Thread-safe through one lock. Its finish
+hints (`FinishSource`) are calls made by the thread that finished the jobs, once it has
+let go of the lock.
 
 Imports only the core and the store contract.
 """
@@ -9,6 +11,7 @@ Imports only the core and the store contract.
 from __future__ import annotations
 
 import heapq
+import logging
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -62,6 +65,8 @@ from rota.core.workers import (
 )
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 
+log = logging.getLogger(__name__)
+
 
 class MemoryStore:
     """A real, non-durable implementation of the `Store` contract."""
@@ -103,6 +108,10 @@ class MemoryStore:
         self._workers: dict[str, WorkerInfo] = {}
         self._served: dict[tuple[datetime, str, str, str], int] = {}
         self._groups: dict[str, WorkerGroupInfo] = {}
+        # Finish hints: the listeners (replaced, never mutated), and whether a call under
+        # the lock moved a job into a finished state (set only while someone listens).
+        self._finish_listeners: tuple[Callable[[], None], ...] = ()
+        self._finishing = False
 
     @property
     def url(self) -> str:
@@ -188,6 +197,8 @@ class MemoryStore:
                         if old.state is JobState.LEASED and old.queue in self._leased:
                             self._leased[old.queue].add(job_id)
                 raise
+        if self._finishing:
+            self._tell_finished()
         claimed.applied = applied
         return claimed
 
@@ -346,6 +357,38 @@ class MemoryStore:
         self._jobs[job.id] = updated
         if state is JobState.SCHEDULED:
             heapq.heappush(self._due[job.queue], (updated.due_at, job.id))
+        elif self._finish_listeners and state.finished:
+            self._finishing = True
+
+    def _after_finishing(self) -> None:
+        if self._finishing:
+            self._tell_finished()
+
+    def _tell_finished(self) -> None:
+        """After the lock is let go: call the finish listeners (`listen_finished`)."""
+        self._finishing = False
+        for listener in self._finish_listeners:
+            try:
+                listener()
+            except Exception:
+                log.exception("a finish listener failed; hint dropped")
+
+    def listen_finished(self, on_finished: Callable[[], None]) -> Callable[[], None]:
+        with self._lock:
+            self._finish_listeners = (*self._finish_listeners, on_finished)
+
+        def stop() -> None:
+            with self._lock:
+                self._finish_listeners = tuple(
+                    listener for listener in self._finish_listeners
+                    if listener is not on_finished)
+
+        return stop
+
+    def job_states(self, job_ids: Sequence[int]) -> dict[int, JobState]:
+        with self._lock:
+            jobs = [self._jobs.get(job_id) for job_id in job_ids]
+        return {job.id: job.state for job in jobs if job is not None}
 
     def complete(
         self, leases: Sequence[Lease], now: datetime,
@@ -359,6 +402,8 @@ class MemoryStore:
                     result = None if results is None else results[index]
                     self._end_lease(job, JobEvent.COMPLETE, now, result=result)
                     done += 1
+        if self._finishing:
+            self._tell_finished()
         return done
 
     def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str,
@@ -369,7 +414,8 @@ class MemoryStore:
                 return False
             self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error,
                             traceback=traceback)
-            return True
+        self._after_finishing()
+        return True
 
     def dead_letter(self, lease: Lease, now: datetime, error: str,
                     *, traceback: str | None = None) -> bool:
@@ -379,7 +425,8 @@ class MemoryStore:
                 return False
             self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error,
                             traceback=traceback)
-            return True
+        self._after_finishing()
+        return True
 
     def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
         with self._lock:
@@ -387,7 +434,8 @@ class MemoryStore:
             if job is None:
                 return False
             self._end_lease(job, JobEvent.QUARANTINE, now, error=error)
-            return True
+        self._after_finishing()
+        return True
 
     def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
         with self._lock:
@@ -395,7 +443,8 @@ class MemoryStore:
             if job is None:
                 return False
             self._end_lease(job, JobEvent.CANCEL, now, error=error)
-            return True
+        self._after_finishing()
+        return True
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
         released = 0
@@ -405,6 +454,7 @@ class MemoryStore:
                 if job is not None:
                     self._end_lease(job, JobEvent.RELEASE, now, attempt=job.attempt - 1)
                     released += 1
+        self._after_finishing()
         return released
 
     def heartbeat(
@@ -456,7 +506,8 @@ class MemoryStore:
                 self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error)
             else:
                 self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error)
-            return True
+        self._after_finishing()
+        return True
 
     def cancel(self, job_id: int, now: datetime) -> bool:
         with self._lock:
@@ -471,7 +522,10 @@ class MemoryStore:
             self._jobs[job_id] = replace(
                 job, state=transition(job.state, JobEvent.CANCEL), finished_at=now
             )
-            return True
+            if self._finish_listeners:
+                self._finishing = True
+        self._after_finishing()
+        return True
 
     def _enqueue_debounced(self, job: NewJob, args: tuple[object, ...],
                            kwargs: dict[str, object], now: datetime) -> int:

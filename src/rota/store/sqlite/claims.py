@@ -200,6 +200,8 @@ class SQLiteClaims(SQLiteConnection):
                         "empty_rem": bucket.remainder})
             if probe:
                 due = self._probe(conn, probe, now)
+        if applied:
+            self._tell_finished()
         times: dict[int, datetime] = {}
         return Claimed(quarantine_undecodable(
             self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
@@ -260,6 +262,8 @@ class SQLiteClaims(SQLiteConnection):
         with self._write("completing jobs") as conn:
             finished = self._complete_on(conn, leases, results, now, changes)
             count_jobs(conn, changes)
+        if finished:
+            self._tell_finished()
         return finished
 
     @staticmethod
@@ -299,7 +303,10 @@ class SQLiteClaims(SQLiteConnection):
         rows = [(CANCELLED_ON_REQUEST, finished_at, lease.job_id, lease.owner, lease.attempt)
                 for lease in leases]
         with self._write("releasing jobs") as conn:
-            return conn.executemany(sql("release"), rows).rowcount
+            released: int = conn.executemany(sql("release"), rows).rowcount
+        if released:  # (those whose cancel was requested ended cancelled)
+            self._tell_finished()
+        return released
 
     def heartbeat(
         self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime

@@ -1,3 +1,5 @@
+-- Sent inside a statement that also sends the finish hint (rota.store.postgres.schema,
+-- FINISHING).
 -- A scheduled job is cancelled at once; a leased one gets a cancel request, which its
 -- worker learns from its next heartbeat. Any other state: no row changes.
 UPDATE {schema}.jobs

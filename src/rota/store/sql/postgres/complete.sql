@@ -1,3 +1,5 @@
+-- Sent inside a statement that also sends the finish hint (rota.store.postgres.schema,
+-- FINISHING).
 -- Mark many leased jobs succeeded in one statement, each fenced by (id, owner, attempt).
 UPDATE {schema}.jobs AS jobs
 SET state = 'succeeded',

@@ -1,3 +1,5 @@
+-- Sent inside a statement that also sends the finish hint (rota.store.postgres.schema,
+-- FINISHING).
 -- complete.sql with each job's result (JSON text or NULL). A separate statement so that
 -- batches without results (the common case) send no array of NULLs.
 UPDATE {schema}.jobs AS jobs

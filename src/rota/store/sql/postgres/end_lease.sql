@@ -1,3 +1,5 @@
+-- Sent inside a statement that also sends the finish hint (rota.store.postgres.schema,
+-- FINISHING).
 -- End a leased job for good (`state` is dead_lettered, quarantined or cancelled) with its
 -- error and that error's traceback (NULL when it came from no exception), fenced by its
 -- lease.

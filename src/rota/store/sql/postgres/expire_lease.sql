@@ -1,3 +1,5 @@
+-- Sent inside a statement that also sends the finish hint (rota.store.postgres.schema,
+-- FINISHING).
 -- End a lease that is still held and expired at `now`: retry at `due_at`, or
 -- dead-letter when `due_at` is NULL. Two sweepers racing apply it exactly once: the
 -- second finds the job no longer leased.

@@ -1,3 +1,5 @@
+-- Sent inside a statement that also sends the finish hint (rota.store.postgres.schema,
+-- FINISHING).
 -- Hand many unfinished jobs back at their old due time, in one statement, each fenced by
 -- (id, owner, attempt); the attempt they were claimed for does not count.
 UPDATE {schema}.jobs AS jobs

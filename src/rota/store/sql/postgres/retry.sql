@@ -1,3 +1,5 @@
+-- Sent inside a statement that also sends the finish hint (rota.store.postgres.schema,
+-- FINISHING).
 -- Schedule a leased job again at `due_at` with its error, fenced by its lease.
 UPDATE {schema}.jobs
 -- A job whose cancel was requested never goes back to scheduled: it ends cancelled.
