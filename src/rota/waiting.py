@@ -170,7 +170,7 @@ class JobWaiters:
             return self._store.listen_finished(self._hint)
         except StoreError as error:
             log.warning("cannot listen for finished jobs (waits re-read every %g s "
-                        "instead): %s", REREAD_S, error)
+                        "instead): %s", UNHINTED_REREAD_S, error)
             return None
 
     def _watch(self) -> None:

@@ -3,8 +3,8 @@
 
 Every statement that adds jobs or makes them claimable again sends `pg_notify` on the
 channel `<schema>_enqueue` with the Queue as payload; every statement that may finish jobs
-sends one on `<schema>_finished`, payload '', if it did (rota.store.postgres.schema). Both
-are delivered at commit.
+sends one on `<schema>_finished`, payload '', if it did (from the subquery that gives
+`finished_at` its value: complete.sql says how). Both are delivered at commit.
 
 Imports the store contract, the PostgreSQL connection module and psycopg.
 """

@@ -49,56 +49,26 @@ def _claim_completing_text(complete_name: str) -> str:
     last = "    -- claim_completing: UNION ALL the count of completed (in attempt, id NULL)\n"
     if first not in claim or last not in claim:  # a packaging mistake, never user input
         raise RuntimeError("claim.sql lost the places marked for claim_completing")
-    hint = _finish_hint("completed")
     return (claim
-            .replace(first, f"completed AS (\n{complete}    RETURNING jobs.id, "
-                            f"jobs.finished_at\n),\ncompleted_hint AS (\n{hint}),\n")
+            .replace(first, f"completed AS (\n{complete}    RETURNING jobs.id\n),\n")
             .replace(last, "    UNION ALL\n    SELECT -1, NULL, NULL, NULL, count(*)::int, NULL, "
-                           "NULL, NULL, NULL, NULL, NULL\n    FROM completed\n"
-                           "    CROSS JOIN (SELECT count(*) FROM completed_hint) AS sent\n"))
-
-
-# Finish hints (`listen_finished`, what `App.wait` sleeps on): every statement that may
-# move jobs into a finished state sends one NOTIFY on `<schema>_finished`, payload '', if
-# it did. PostgreSQL folds a transaction's identical notifications into one, so a batch of
-# outcomes, or a claim carrying them, costs one notification per transaction, not per job.
-# The files hold the plain UPDATE (complete.sql is also the first CTE of
-# claim_completing); they are sent wrapped by `_finishing_text`.
-FINISHING: Final = frozenset({"complete", "complete_results", "end_lease", "retry",
-                              "release", "expire_lease", "cancel"})
-# How the finish hint is written: a SELECT run once if its statement finished any job
-# (every change into a finished state sets finished_at, and nothing else does). It runs
-# only as far as it is read: the statement reads count(*) of it.
-def _finish_hint(rows: str) -> str:
-    return ("    SELECT pg_notify({finished_channel}, '')\n"
-            f"    FROM (SELECT FROM {rows} WHERE {rows}.finished_at IS NOT NULL LIMIT 1) "
-            "AS finished\n")
-
-
-def finished_channel(schema: str) -> str:
-    """The channel of the finish hints of `schema`'s jobs."""
-    return f"{schema}_finished"
-
-
-def _finishing_text(name: str) -> str:
-    """The UPDATE of file `name` as a statement that also sends the finish hint; it
-    returns one (empty) row per row updated, so its row count is the UPDATE's."""
-    update = FILES.text(name).rstrip().removesuffix(";")
-    return (f"WITH changed AS (\n{update}\n    RETURNING finished_at\n),\n"
-            f"finish_hint AS (\n{_finish_hint('changed')})\n"
-            "SELECT FROM changed CROSS JOIN (SELECT count(*) FROM finish_hint) AS sent\n")
+                           "NULL, NULL, NULL, NULL, NULL\n    FROM completed\n"))
 
 
 @cache
 def _sql_text(name: str) -> str:
     """The statement of that name as sent: its file (or, for a claim that completes,
-    two files composed; for a finishing statement, the file with its finish hint) without
-    whole-line comments."""
+    two files composed) without whole-line comments."""
     if name in CLAIM_COMPLETING:
         return strip_comments(_claim_completing_text(CLAIM_COMPLETING[name]))
-    if name in FINISHING:
-        return strip_comments(_finishing_text(name))
     return strip_comments(FILES.text(name))
+
+
+def finished_channel(schema: str) -> str:
+    """The channel of the finish hints of `schema`'s jobs (`listen_finished`): every
+    statement that can finish jobs sends one notification on it, payload '', if it
+    finished any (PostgreSQL folds a transaction's identical notifications into one)."""
+    return f"{schema}_finished"
 
 
 def render(text: str, schema: str) -> str:

@@ -1,9 +1,12 @@
--- Sent inside a statement that also sends the finish hint (rota.store.postgres.schema,
--- FINISHING).
 -- A scheduled job is cancelled at once; a leased one gets a cancel request, which its
 -- worker learns from its next heartbeat. Any other state: no row changes.
+-- Finishing sends the finish hint (`listen_finished`): finished_at's value comes from an
+-- uncorrelated subquery that also calls pg_notify, which PostgreSQL runs once per
+-- statement (an InitPlan), when the first row is finished, and never if none is.
 UPDATE {schema}.jobs
 SET state = CASE state WHEN 'scheduled' THEN 'cancelled' ELSE state END,
-    finished_at = CASE state WHEN 'scheduled' THEN %(now)s::timestamptz ELSE finished_at END,
+    finished_at = CASE state WHEN 'scheduled' THEN
+        (SELECT %(now)s::timestamptz FROM (SELECT pg_notify({finished_channel}, '')) AS hint)
+        ELSE finished_at END,
     cancel_requested = (state = 'leased') OR cancel_requested
 WHERE id = %(id)s AND state IN ('scheduled', 'leased')
