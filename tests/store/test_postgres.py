@@ -896,11 +896,9 @@ def _finish_notifications(pg_url: str, act: Callable[[], None],
         listening.execute("LISTEN rota_finished")
         act()
         admin.execute("SELECT pg_notify('rota_finished', 'marker')")
-        count = 0
-        for notify in listening.notifies(timeout=HINT_WAIT_S):
+        for count, notify in enumerate(listening.notifies(timeout=HINT_WAIT_S)):
             if notify.payload == "marker":
                 return count
-            count += 1
     raise AssertionError("the marker notification never came")
 
 
