@@ -5,7 +5,8 @@ definitions, its Worker Groups (rota.app_groups), its schedules (rota.scheduling
 its outcome callbacks. Each public method checks its arguments and hands the work to the
 module of its concern: the inline drive `run_until_idle` (rota.inline), the real-time
 `serve` and `run` (rota.realtime, over rota.worker.runtime), the reads of what the
-workers did (rota.observability), the store for everything else. The public methods
+workers did (rota.observability), the waits for jobs to finish (rota.waiting), the store
+for everything else. The public methods
 keep their documentation here: it is the API reference (docs/reference.md).
 """
 
@@ -50,6 +51,7 @@ from rota.observability import fairness_over, served_since
 from rota.realtime import build_runtime, run_until_signal, worker_duties
 from rota.scheduling import AppSchedules
 from rota.store import Store, store_clock_for
+from rota.waiting import JobWaiters, timeout_seconds
 from rota.worker.events import OutcomeCallback, OutcomeEvent
 from rota.worker.group import GroupRunner
 from rota.worker.policies import follow_stored_policies
@@ -118,6 +120,7 @@ class App:
         self._schedules = AppSchedules()
         # Told of every real-time runtime's start, stop and claims (rota.metrics).
         self._runtime_observers: tuple[RuntimeObserver, ...] = ()
+        self._waiters = JobWaiters(self.store)  # no thread until the first wait
 
     def __repr__(self) -> str:
         return f"App({self.store.url!r})"
@@ -186,6 +189,50 @@ class App:
         """
         checked = _job_id(job_id)
         return None if checked is None else self.store.get_job(checked)
+
+    def wait(self, job_id: int, timeout: Duration | None = None) -> JobRecord:
+        """Wait until job `job_id` is in a finished state (succeeded, dead_lettered,
+        quarantined or cancelled); return its record (`result`, `last_error`, ...).
+
+        Any worker's finish wakes it, in this process or another: the store tells the App
+        (PostgreSQL LISTEN/NOTIFY, SQLite's wake-ups, in memory at once); it does not poll.
+        However many threads wait, the App reads their jobs in one query per wake-up,
+        and every 2 seconds anyway. Nothing here runs the job: with no worker serving its
+        Queue (or in a test that drives jobs with `run_until_idle`, which this thread
+        cannot call while it waits) it waits until the timeout. The timeout is real time,
+        monotonic seconds, also on an App with a `rota.VirtualClock`, which waiting never
+        advances. A job that finishes and is requeued before the App reads it is waited
+        for again.
+
+        Args:
+            job_id: the job's id (what `enqueue` returned).
+            timeout: the most to wait (a timedelta or seconds; 0 reads once). None, the
+                default: no limit.
+
+        Raises:
+            TypeError: if `job_id` is not an int, or `timeout` is not a duration.
+            ValueError: if there is no job `job_id`, or `timeout` is negative.
+            TimeoutError: if the job has not finished within `timeout`; the message
+                names the job, its state and the timeout.
+            LookupError: if the job was deleted while waited for (purged by retention).
+        """
+        checked, timeout_s = self._waited(job_id, timeout)
+        return self._waiters.wait(checked, timeout_s)
+
+    async def wait_async(self, job_id: int, timeout: Duration | None = None) -> JobRecord:
+        """`wait` for async code: awaits on the event loop without blocking it (no thread
+        is parked per wait; the store reads run in the default executor). Same arguments,
+        result and errors."""
+        checked, timeout_s = self._waited(job_id, timeout)
+        return await self._waiters.wait_async(checked, timeout_s)
+
+    @staticmethod
+    def _waited(job_id: object, timeout: Duration | None) -> tuple[int, float | None]:
+        checked = _job_id(job_id)
+        timeout_s = timeout_seconds(timeout)
+        if checked is None:
+            raise ValueError(f"there is no job {job_id} to wait for")
+        return checked, timeout_s
 
     def cancel(self, job_id: int) -> bool:
         """Cancel a job. A scheduled job is cancelled at once and never runs. A running
@@ -627,5 +674,6 @@ class App:
         self._groups.enqueued(queues)
 
     def close(self) -> None:
-        """Close the store's connections."""
+        """Close the store's connections (and stop the waits: each raises StoreError)."""
+        self._waiters.close()
         self.store.close()

@@ -986,3 +986,59 @@ def test_an_enqueue_of_children_never_holds_one_parent_while_it_waits_for_anothe
     assert record is not None and record.state is JobState.SCHEDULED
     assert store.job_children(first) == store.job_children(second) == [child]
     assert leases
+
+
+# -- finish hints -------------------------------------------------------------------------
+
+
+def _finish_notifications(pg_url: str, act: Callable[[], None],
+                          admin: psycopg.Connection[tuple[object, ...]]) -> int:
+    """How many notifications on the finish channel `act` sent: a marker notification sent
+    after it arrives after all of them (PostgreSQL delivers in commit order)."""
+    with psycopg.connect(pg_url, autocommit=True) as listening:
+        listening.execute("LISTEN rota_finished")
+        act()
+        admin.execute("SELECT pg_notify('rota_finished', 'marker')")
+        for count, notify in enumerate(listening.notifies(timeout=HINT_WAIT_S)):
+            if notify.payload == "marker":
+                return count
+    raise AssertionError("the marker notification never came")
+
+
+def test_statements_that_finish_no_job_send_no_finish_hint(
+    make_store: Callable[..., PostgresStore], pg_url: str,
+    admin: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    # Given three leased jobs
+    store = make_store()
+    store.enqueue([new(), new(), new()], T0)
+    first, second, third = store.claim(["q"], 3, now=T0, owner="w",
+                                       lease_expires_at=T0 + LEASE)
+
+    def act() -> None:
+        # When one is retried, one released and one marked for cancel, and a stale lease
+        # is completed
+        assert store.retry(first.lease, T0, T0, "again")
+        assert store.release([second.lease], T0) == 1
+        assert store.cancel(third.id, T0)
+        assert store.complete([first.lease], T0) == 0
+        assert store.expire_lease(third.lease, T0 + 2 * LEASE, T0, "x")  # cancel requested
+        # (that last one finished a job: the one hint expected)
+
+    # Then none of them notified, but the last
+    assert _finish_notifications(pg_url, act, admin) == 1
+
+
+def test_a_batch_of_successes_sends_one_finish_hint(
+    make_store: Callable[..., PostgresStore], pg_url: str,
+    admin: psycopg.Connection[tuple[object, ...]],
+) -> None:
+    store = make_store()
+    store.enqueue([new() for _ in range(20)], T0)
+    jobs = store.claim(["q"], 20, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+
+    def act() -> None:
+        assert store.complete([job.lease for job in jobs], T0) == 20
+
+    assert _finish_notifications(pg_url, act, admin) == 1
+    assert {job.state for job in store.list_jobs()} == {JobState.SUCCEEDED}

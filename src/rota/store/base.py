@@ -585,6 +585,42 @@ class WakeupSource(Protocol):
 
 
 @runtime_checkable
+class FinishSource(Protocol):
+    """A store that says when jobs may have finished, so that `App.wait` sleeps until one
+    of the jobs waited on does, rather than polling (every store of rota implements it;
+    tests/store/test_contract_finish_hints.py runs on each).
+
+    Rules:
+    - `listen_finished(on_finished)` calls `on_finished()` after the commit of every
+      transaction that moved a job into a finished state, by every path there is:
+      `complete`, `dead_letter`, `quarantine`, `cancel` of a scheduled job,
+      `cancel_leased`, `expire_lease` dead-lettering, `retry`/`release`/`expire_lease` of
+      a job whose cancel was requested, and the outcomes of `claim(..., outcomes=...)`;
+      made by any thread of this process or, on SQLite and PostgreSQL, by any process
+      sharing the database. It may also be called when nothing finished (SQLite: after
+      any commit), and a hint may be lost (a dropped connection): the caller re-reads
+      what it waits for, and re-reads now and then anyway.
+    - `job_states(ids)` reads the states of those jobs in one query; an id with no job
+      (never enqueued, or purged) is left out of the answer.
+    """
+
+    def listen_finished(self, on_finished: Callable[[], None]) -> Callable[[], None]:
+        """Call `on_finished()` after each transaction that finished jobs (see the class),
+        from a thread of the store's (memory: the thread that finished them). The
+        callback must return quickly and must not call the store. Listening is in effect
+        when this returns. Returns a function that stops listening (idempotent).
+
+        Raises:
+            StoreError: if the store cannot start listening (PostgreSQL unreachable).
+        """
+        ...
+
+    def job_states(self, job_ids: Sequence[int]) -> dict[int, JobState]:
+        """The state of each job of `job_ids` that exists, by id, in one read."""
+        ...
+
+
+@runtime_checkable
 class Migratable(Protocol):
     """A store with a versioned schema (SQLite, PostgreSQL). Both migrate on first use;
     `migrate()` lets a deployment do it explicitly, before starting workers."""

@@ -1,7 +1,9 @@
 """The `memory://` store: the whole contract in one process's memory.
 
 Not durable. For tests, `run_until_idle()` and the simulator. It applies the core's state
-table (`rota.core.jobs.transition`) directly. Thread-safe through one lock.
+table (`rota.core.jobs.transition`) directly. Thread-safe through one lock. Its finish
+hints (`FinishSource`) are calls made by the thread that finished the jobs, once it has
+let go of the lock.
 
 Imports only the core and the store contract.
 """
@@ -9,6 +11,7 @@ Imports only the core and the store contract.
 from __future__ import annotations
 
 import heapq
+import logging
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -71,6 +74,7 @@ from rota.core.workflows import (
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 
 _V = TypeVar("_V")
+log = logging.getLogger(__name__)
 
 
 class MemoryStore:
@@ -121,6 +125,10 @@ class MemoryStore:
         self._workers: dict[str, WorkerInfo] = {}
         self._served: dict[tuple[datetime, str, str, str], int] = {}
         self._groups: dict[str, WorkerGroupInfo] = {}
+        # Finish hints: the listeners (replaced, never mutated), and whether a call under
+        # the lock moved a job into a finished state (set only while someone listens).
+        self._finish_listeners: tuple[Callable[[], None], ...] = ()
+        self._finishing = False
 
     @property
     def url(self) -> str:
@@ -285,6 +293,8 @@ class MemoryStore:
                 raise
             finally:
                 self._undo = None
+        if self._finishing:
+            self._tell_finished()
         claimed.applied = applied
         return claimed
 
@@ -445,6 +455,38 @@ class MemoryStore:
             heapq.heappush(self._due[job.queue], (updated.due_at, job.id))
         elif state.finished:
             self._parent_finished(updated)
+            if self._finish_listeners:
+                self._finishing = True
+
+    def _after_finishing(self) -> None:
+        if self._finishing:
+            self._tell_finished()
+
+    def _tell_finished(self) -> None:
+        """After the lock is let go: call the finish listeners (`listen_finished`)."""
+        self._finishing = False
+        for listener in self._finish_listeners:
+            try:
+                listener()
+            except Exception:
+                log.exception("a finish listener failed; hint dropped")
+
+    def listen_finished(self, on_finished: Callable[[], None]) -> Callable[[], None]:
+        with self._lock:
+            self._finish_listeners = (*self._finish_listeners, on_finished)
+
+        def stop() -> None:
+            with self._lock:
+                self._finish_listeners = tuple(
+                    listener for listener in self._finish_listeners
+                    if listener is not on_finished)
+
+        return stop
+
+    def job_states(self, job_ids: Sequence[int]) -> dict[int, JobState]:
+        with self._lock:
+            jobs = [self._jobs.get(job_id) for job_id in job_ids]
+        return {job.id: job.state for job in jobs if job is not None}
 
     def complete(
         self, leases: Sequence[Lease], now: datetime,
@@ -458,6 +500,8 @@ class MemoryStore:
                     result = None if results is None else results[index]
                     self._end_lease(job, JobEvent.COMPLETE, now, result=result)
                     done += 1
+        if self._finishing:
+            self._tell_finished()
         return done
 
     def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str,
@@ -468,7 +512,8 @@ class MemoryStore:
                 return False
             self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error,
                             traceback=traceback)
-            return True
+        self._after_finishing()
+        return True
 
     def dead_letter(self, lease: Lease, now: datetime, error: str,
                     *, traceback: str | None = None) -> bool:
@@ -478,7 +523,8 @@ class MemoryStore:
                 return False
             self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error,
                             traceback=traceback)
-            return True
+        self._after_finishing()
+        return True
 
     def quarantine(self, lease: Lease, now: datetime, error: str) -> bool:
         with self._lock:
@@ -486,7 +532,8 @@ class MemoryStore:
             if job is None:
                 return False
             self._end_lease(job, JobEvent.QUARANTINE, now, error=error)
-            return True
+        self._after_finishing()
+        return True
 
     def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
         with self._lock:
@@ -494,7 +541,8 @@ class MemoryStore:
             if job is None:
                 return False
             self._end_lease(job, JobEvent.CANCEL, now, error=error)
-            return True
+        self._after_finishing()
+        return True
 
     def release(self, leases: Sequence[Lease], now: datetime) -> int:
         released = 0
@@ -504,6 +552,7 @@ class MemoryStore:
                 if job is not None:
                     self._end_lease(job, JobEvent.RELEASE, now, attempt=job.attempt - 1)
                     released += 1
+        self._after_finishing()
         return released
 
     def heartbeat(
@@ -555,7 +604,8 @@ class MemoryStore:
                 self._end_lease(job, JobEvent.DEAD_LETTER, now, error=error)
             else:
                 self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error)
-            return True
+        self._after_finishing()
+        return True
 
     def cancel(self, job_id: int, now: datetime) -> bool:
         with self._lock:
@@ -571,7 +621,10 @@ class MemoryStore:
                                 finished_at=now)
             self._jobs[job_id] = cancelled
             self._parent_finished(cancelled)
-            return True
+            if self._finish_listeners:
+                self._finishing = True
+        self._after_finishing()
+        return True
 
     def _enqueue_debounced(self, job: NewJob, args: tuple[object, ...],
                            kwargs: dict[str, object], now: datetime) -> int:

@@ -162,6 +162,11 @@ class SqlStore(ABC, Generic[Conn]):
         """After a commit that made jobs of `queues` claimable again: tell the workers of
         other processes, when the statement did not do so itself. Never raises."""
 
+    def _tell_finished(self) -> None:
+        """After a commit that may have moved jobs into a finished state: wake the finish
+        listeners (`FinishSource`), when the statement did not do so itself. Never
+        raises."""
+
     @abstractmethod
     def _schema_version_on(self, conn: Conn) -> int:
         """The schema version of the database `conn` reaches (0: no schema yet)."""
@@ -310,14 +315,20 @@ class SqlStore(ABC, Generic[Conn]):
 
     def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str,
               *, traceback: str | None = None) -> bool:
-        return self._run("retry", self._retry_params(lease, now, due_at, error, traceback),
-                         "retrying a job", write=True)[1] == 1
+        applied = self._run("retry", self._retry_params(lease, now, due_at, error, traceback),
+                            "retrying a job", write=True)[1] == 1
+        if applied:  # (it may have ended cancelled)
+            self._tell_finished()
+        return applied
 
     def _end_lease(self, lease: Lease, now: datetime, state: JobState, error: str,
                    traceback: str | None = None) -> bool:
-        return self._run(self._END_LEASE[state],
-                         self._end_lease_params(lease, now, state, error, traceback),
-                         _ENDING[state], write=True)[1] == 1
+        applied = self._run(self._END_LEASE[state],
+                            self._end_lease_params(lease, now, state, error, traceback),
+                            _ENDING[state], write=True)[1] == 1
+        if applied:
+            self._tell_finished()
+        return applied
 
     def dead_letter(self, lease: Lease, now: datetime, error: str,
                     *, traceback: str | None = None) -> bool:
@@ -333,15 +344,21 @@ class SqlStore(ABC, Generic[Conn]):
         self, lease: Lease, now: datetime, due_at: datetime | None, error: str
     ) -> bool:
         retrying, dead_lettering = self._EXPIRE_LEASE
-        return self._run(retrying if due_at is not None else dead_lettering, {
+        applied = self._run(retrying if due_at is not None else dead_lettering, {
             **fence(lease), "now": self._to_db_time(now),
             "due_at": None if due_at is None else self._to_db_time(due_at, "due_at"),
             "error": error, "cancelled_error": CANCELLED_ON_REQUEST,
         }, "expiring a lease", write=True)[1] == 1
+        if applied:
+            self._tell_finished()
+        return applied
 
     def cancel(self, job_id: int, now: datetime) -> bool:
-        return self._run("cancel", {"id": job_id, "now": self._to_db_time(now)},
-                         "cancelling a job", write=True)[1] == 1
+        applied = self._run("cancel", {"id": job_id, "now": self._to_db_time(now)},
+                            "cancelling a job", write=True)[1] == 1
+        if applied:  # (a scheduled job ended; a leased one only marked)
+            self._tell_finished()
+        return applied
 
     # -- Queue controls -----------------------------------------------------------------
 

@@ -1,7 +1,10 @@
-"""LISTEN/NOTIFY wake-up hints: `listen` and the thread behind it.
+"""LISTEN/NOTIFY hints: `listen` (enqueues), `listen_finished` (finishes, with
+`job_states`) and the thread behind each.
 
 Every statement that adds jobs or makes them claimable again sends `pg_notify` on the
-channel `<schema>_enqueue` with the Queue as payload; PostgreSQL delivers it at commit.
+channel `<schema>_enqueue` with the Queue as payload; every statement that may finish jobs
+sends one on `<schema>_finished`, payload '', if it did (from the subquery that gives
+`finished_at` its value: complete.sql says how). Both are delivered at commit.
 
 Imports the store contract, the PostgreSQL connection module and psycopg.
 """
@@ -12,15 +15,18 @@ import logging
 import select
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from typing import Final
 
 import psycopg
 from psycopg import sql
 
+from rota.core.jobs import JobState
 from rota.store.base import StoreError
 from rota.store.postgres.connection import Connection, PostgresConnection
+from rota.store.postgres.schema import finished_channel, int_array
+from rota.store.sql_base import STATES
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +46,34 @@ class PostgresListening(PostgresConnection):
         Raises:
             StoreError: if PostgreSQL cannot be reached to start listening.
         """
+        return self._start_listener(self.channel, on_enqueue, "on_enqueue")
+
+    def listen_finished(self, on_finished: Callable[[], None]) -> Callable[[], None]:
+        """Call `on_finished()` after each transaction that finished jobs (`FinishSource`),
+        committed by any connection, from a background thread with its own LISTEN
+        connection. In effect when this returns; hints sent while that connection is
+        being re-established are lost (the caller re-reads now and then anyway).
+
+        Returns:
+            A function that stops the thread and closes its connection (idempotent).
+
+        Raises:
+            StoreError: if PostgreSQL cannot be reached to start listening.
+        """
+        return self._start_listener(finished_channel(self.schema), lambda _: on_finished(),
+                                    "on_finished")
+
+    def job_states(self, job_ids: Sequence[int]) -> dict[int, JobState]:
+        if not job_ids:
+            return {}
+        rows, _ = self._run("job_states", {"ids": int_array([int(i) for i in job_ids])})
+        return {int(job_id): STATES[state] for job_id, state in rows}
+
+    def _start_listener(self, channel: str, on_notify: Callable[[str], None], what: str
+                        ) -> Callable[[], None]:
         self._refuse_closed()
         self._ensure_ready()
-        listener = _Listener(self, on_enqueue)
+        listener = _Listener(self, channel, on_notify, what)
         with self._listeners_lock:
             self._listeners.add(listener.stop)
 
@@ -63,9 +94,12 @@ class _Listener:
 
     RECONNECT_DELAYS_S: Final = (0.1, 0.5, 1.0, 2.0, 5.0)
 
-    def __init__(self, store: PostgresConnection, on_enqueue: Callable[[str], None]) -> None:
+    def __init__(self, store: PostgresConnection, channel: str,
+                 on_notify: Callable[[str], None], what: str) -> None:
         self._store = store
-        self._on_enqueue = on_enqueue
+        self._channel = channel
+        self._what = what  # the callback, as the log names it
+        self._on_notify = on_notify
         self._stopping = threading.Event()
         self._wake_reader, self._wake_writer = socket.socketpair()
         try:
@@ -82,7 +116,7 @@ class _Listener:
     def _open(self) -> Connection:
         conn = self._store._connect()
         try:
-            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._store.channel)))
+            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
         except psycopg.Error as error:
             conn.close()
             self._store._fail("listen", error)
@@ -139,7 +173,7 @@ class _Listener:
     def _read(self, conn: Connection) -> None:
         """Wait for hints and deliver them, until stopped or the connection fails."""
         pgconn = conn.pgconn
-        channel = self._store.channel.encode()
+        channel = self._channel.encode()
         wake = self._wake_reader.fileno()
         while not self._stopping.is_set():
             readable, _, _ = select.select([pgconn.socket, wake], [], [])
@@ -152,6 +186,6 @@ class _Listener:
                 if notify.relname != channel:
                     continue
                 try:
-                    self._on_enqueue(notify.extra.decode())
+                    self._on_notify(notify.extra.decode())
                 except Exception:
-                    log.exception("an on_enqueue callback failed; hint dropped")
+                    log.exception("an %s callback failed; hint dropped", self._what)

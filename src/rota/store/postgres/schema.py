@@ -75,9 +75,20 @@ def _sql_text(name: str) -> str:
     return strip_comments(FILES.text(name))
 
 
+def finished_channel(schema: str) -> str:
+    """The channel of the finish hints of `schema`'s jobs (`listen_finished`): every
+    statement that can finish jobs sends one notification on it, payload '', if it
+    finished any (PostgreSQL folds a transaction's identical notifications into one)."""
+    return f"{schema}_finished"
+
+
 def render(text: str, schema: str) -> str:
-    """`text` with `{schema}` replaced by `schema`, quoted as an identifier."""
-    return sql.SQL(text).format(schema=sql.Identifier(schema)).as_string(None)
+    """`text` with `{schema}` replaced by `schema`, quoted as an identifier, and
+    `{finished_channel}` by the finish hints' channel, as a string literal."""
+    return sql.SQL(text).format(
+        schema=sql.Identifier(schema),
+        finished_channel=sql.Literal(finished_channel(schema)),
+    ).as_string(None)
 
 
 def render_sql(name: str, schema: str) -> str:

@@ -207,6 +207,8 @@ class SQLiteClaims(SQLiteConnection):
                 due = self._probe(conn, probe, now)
         if released:
             self._wake_others(released)
+        if applied:
+            self._tell_finished()
         times: dict[int, datetime] = {}
         return Claimed(quarantine_undecodable(
             self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
@@ -278,6 +280,8 @@ class SQLiteClaims(SQLiteConnection):
                 released = self._released_queues(conn, settled, us(now))
         if released:
             self._wake_others(released)
+        if finished:
+            self._tell_finished()
         return finished
 
     @staticmethod
@@ -320,7 +324,10 @@ class SQLiteClaims(SQLiteConnection):
         rows = [(CANCELLED_ON_REQUEST, finished_at, lease.job_id, lease.owner, lease.attempt)
                 for lease in leases]
         with self._write("releasing jobs") as conn:
-            return conn.executemany(sql("release"), rows).rowcount
+            released: int = conn.executemany(sql("release"), rows).rowcount
+        if released:  # (those whose cancel was requested ended cancelled)
+            self._tell_finished()
+        return released
 
     def heartbeat(
         self, leases: Sequence[Lease], now: datetime, lease_expires_at: datetime

@@ -24,9 +24,16 @@ from urllib.parse import parse_qs
 
 from rota.core.jobs import JobState
 from rota.store.base import StoreConfigError, StoreError
-from rota.store.sql_base import Migration, Row, SqlStore
+from rota.store.sql_base import STATES, Migration, Row, SqlStore
 from rota.store.sqlite.schema import FILES, at, schema_version_known, sql, statements, us
-from rota.store.sqlite.wake import WakeSender, _EnqueueWatcher, wake_directory
+from rota.store.sqlite.wake import (
+    RELIST_S,
+    WAIT_SUFFIX,
+    WakeSender,
+    _EnqueueWatcher,
+    _FinishWatcher,
+    wake_directory,
+)
 
 EXPECTED_FORM: Final = "expected sqlite:///relative/path.db or sqlite:////absolute/path.db"
 DEFAULT_BUSY_TIMEOUT_S: Final = 5.0
@@ -104,6 +111,11 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
         # makes jobs claimable, so it sends nothing.
         self._wake: WakeSender | None = (
             None if read_only else WakeSender(wake_directory(self._path))
+        )
+        # ... and of the processes waiting for jobs to finish (`listen_finished`).
+        self._finish_wake: WakeSender | None = (
+            None if read_only else
+            WakeSender(wake_directory(self._path), WAIT_SUFFIX, relist_s=RELIST_S)
         )
 
     @classmethod
@@ -427,6 +439,34 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
         watcher.start()
         return watcher.stop
 
+    def _tell_finished(self) -> None:
+        """After a commit that finished jobs: wake the finish watchers of every process
+        (this one's included) now, not at their next `data_version` read."""
+        if self._finish_wake is not None:
+            self._finish_wake.send()
+
+    def listen_finished(self, on_finished: Callable[[], None]) -> Callable[[], None]:
+        """Call `on_finished()` after commits to the file that may have finished jobs
+        (`FinishSource`), from a watcher thread with its own connection: after any commit
+        by any connection (a change of `data_version`, read every 20 ms), and about a
+        millisecond after a commit that finished jobs, which sends a datagram to the
+        finish watchers beside the file (`<db>.rota-wake/*.wait`). A read-only store, or
+        a directory rota may not write, leaves the 20 ms read alone.
+
+        Returns:
+            A function that stops the watcher and closes its connection.
+        """
+        watcher = _FinishWatcher(self, on_finished)
+        watcher.start()
+        return watcher.stop
+
+    def job_states(self, job_ids: Sequence[int]) -> dict[int, JobState]:
+        if not job_ids:
+            return {}
+        rows, _ = self._run("job_states", {"ids": json.dumps(list(job_ids))},
+                            "reading the states of jobs")
+        return {job_id: STATES[state] for job_id, state in rows}
+
     # -- upkeep -------------------------------------------------------------------------
 
     def checkpoint_wal(self) -> int:
@@ -450,3 +490,5 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
                 self._conn = None
             if self._wake is not None:
                 self._wake.close()
+            if self._finish_wake is not None:
+                self._finish_wake.close()

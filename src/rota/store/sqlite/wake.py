@@ -9,6 +9,14 @@ datagram (`w`) to every socket there but its own. A change that makes jobs claim
 again (a requeue, a resume, a limit change) adds no id to find, so its datagrams name the
 Queues (`q`, then the names one per line).
 
+Finish hints (`SQLiteStore.listen_finished`, what `App.wait` sleeps on) use the same
+machinery apart: the finish watcher reads `data_version` every 20 ms and binds a socket of
+its own kind (`.wait`, which the enqueue datagrams never reach); after a commit that
+finished jobs, a store sends an empty datagram to every `.wait` socket there, its own
+watchers' included. Finishing is a worker's hot path, so that sender lists the directory
+at most every `RELIST_S` and costs nothing else while nobody waits; a watcher started
+meanwhile sees the finish at its next `data_version` read instead.
+
 An optimisation only: nothing here raises into the caller (a failure means "poll only",
 logged at DEBUG); sending never blocks (a full receive buffer already holds a wake-up); a
 socket whose owner died answers ECONNREFUSED, and the sender removes it.
@@ -38,6 +46,9 @@ log = logging.getLogger(__name__)
 
 DIRECTORY_SUFFIX = ".rota-wake"
 SOCKET_SUFFIX = ".sock"
+WAIT_SUFFIX = ".wait"  # finish watchers' sockets
+# How long a finishing store keeps its listing of the finish watchers' sockets.
+RELIST_S = 0.5
 _DATAGRAM = b"w"
 _NAMED = b"q"  # then Queue names, one per line
 # Named datagrams stay far below the smallest AF_UNIX datagram limit of the platforms
@@ -91,7 +102,7 @@ class WakeListener:
         self._poller.register(sock, select.POLLIN)
 
     @classmethod
-    def bind(cls, directory: str) -> WakeListener | None:
+    def bind(cls, directory: str, suffix: str = SOCKET_SUFFIX) -> WakeListener | None:
         if not supported():
             return None
         try:
@@ -101,7 +112,7 @@ class WakeListener:
         except OSError as error:
             log.debug("wake-up sockets unavailable in %s (%s); polling only", directory, error)
             return None
-        path = os.path.join(directory, f"{os.getpid()}-{secrets.token_hex(4)}{SOCKET_SUFFIX}")
+        path = os.path.join(directory, f"{os.getpid()}-{secrets.token_hex(4)}{suffix}")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         try:
             sock.bind(path)
@@ -157,10 +168,17 @@ class WakeSender:
 
     Thread-safe (concurrent `sendto` on one datagram socket is fine); costs one directory
     listing and one `sendto` per listener, and nothing when the directory does not exist.
+    `suffix` picks the listeners (enqueue watchers, or finish watchers: `WAIT_SUFFIX`);
+    with `relist_s`, the listing is kept that long (monotonic seconds) between sends.
     """
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, suffix: str = SOCKET_SUFFIX,
+                 relist_s: float | None = None) -> None:
         self._directory = directory
+        self._suffix = suffix
+        self._relist_s = relist_s
+        self._listed: list[str] = []
+        self._listed_until = -math.inf
         self._own: set[str] = set()
         self._own_lock = threading.Lock()
         self._sock: socket.socket | None = None
@@ -189,12 +207,16 @@ class WakeSender:
         sock = self._sock
         if sock is None or self._closed:
             return 0
+        if self._relist_s is not None:
+            names = self._listed
+            if time.monotonic() >= self._listed_until:
+                names = self._listed = self._list()
+                self._listed_until = time.monotonic() + self._relist_s
+            if not names:
+                return 0
+        else:
+            names = self._list()
         datagrams = named_datagrams(queues) if queues else [_DATAGRAM]
-        try:
-            with os.scandir(self._directory) as entries:
-                names = [e.name for e in entries if e.name.endswith(SOCKET_SUFFIX)]
-        except OSError:  # no directory: nobody listens
-            return 0
         own = self._own
         sent = 0
         for name in names:
@@ -205,16 +227,31 @@ class WakeSender:
                 for datagram in datagrams:
                     sock.sendto(datagram, path)
                     sent += 1
-            except (BlockingIOError, FileNotFoundError):
-                # Its buffer is full (a wake-up is pending already) or it just went away.
-                pass
+            except BlockingIOError:
+                pass  # its buffer is full: a wake-up is pending already
+            except FileNotFoundError:
+                self._forget(name)  # it just went away
             except ConnectionRefusedError:
                 # Nobody is bound there any more: its process died without cleaning up.
+                self._forget(name)
                 with contextlib.suppress(OSError):
                     os.unlink(path)
             except OSError as error:  # permission denied, closed meanwhile, ...
                 log.debug("wake-up datagram to %s failed: %s", path, error)
         return sent
+
+    def _list(self) -> list[str]:
+        try:
+            with os.scandir(self._directory) as entries:
+                return [e.name for e in entries if e.name.endswith(self._suffix)]
+        except OSError:  # no directory: nobody listens
+            return []
+
+    def _forget(self, name: str) -> None:
+        """Drop a listener gone away from the kept listing (a new list, so a send
+        iterating the old one is not disturbed)."""
+        if name in self._listed:
+            self._listed = [listed for listed in self._listed if listed != name]
 
     def close(self) -> None:
         self._closed = True
@@ -227,6 +264,7 @@ class WatchedStore(Protocol):
     this module, so it is described here rather than imported)."""
 
     _wake: WakeSender | None
+    _finish_wake: WakeSender | None
     _busy_timeout_s: float
 
     @property
@@ -254,10 +292,13 @@ class _EnqueueWatcher:
     # docs/decisions/0045). Datagrams arriving meanwhile wait in the socket, read in one go.
     MIN_WAKE_GAP_S = 0.001
 
+    SUFFIX = SOCKET_SUFFIX
+    NAME = "rota-sqlite-watch"
+
     def __init__(self, store: WatchedStore, on_enqueue: Callable[[str], None]) -> None:
         self._on_enqueue = on_enqueue
         self._url = store.url
-        self._sender = store._wake  # None when read-only: it creates nothing beside the file
+        self._sender = self._sender_of(store)
         self._woken_at = -math.inf
         self._stopping = threading.Event()
         self._conn = store._connect_read_only(immutable=False) if store.read_only else (
@@ -267,9 +308,9 @@ class _EnqueueWatcher:
         # datagram that wakes the first wait (one that commits before it is not new).
         self.wake: WakeListener | None = None
         try:
-            if self._sender is not None and (
-                    listener := WakeListener.bind(wake_directory(store.path))) is not None:
-                self._sender.add_own(listener.name)  # our own enqueues do not wake us
+            if self._sender is not None and (listener := WakeListener.bind(
+                    wake_directory(store.path), self.SUFFIX)) is not None:
+                self._own(listener.name)
                 self.wake = listener
             with store._translate("starting the enqueue watcher"):
                 self._version = self._conn.execute(sql("data_version")).fetchone()[0]
@@ -278,9 +319,18 @@ class _EnqueueWatcher:
             self._close_wake()
             self._conn.close()
             raise
-        self._thread = threading.Thread(
-            target=self._run, name="rota-sqlite-watch", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name=self.NAME, daemon=True)
+
+    @staticmethod
+    def _sender_of(store: WatchedStore) -> WakeSender | None:
+        """The sender whose datagrams this watcher's socket takes (None when the store is
+        read-only: it creates nothing beside the file)."""
+        return store._wake
+
+    def _own(self, name: str) -> None:
+        """This store's own enqueues do not wake its watcher."""
+        assert self._sender is not None
+        self._sender.add_own(name)
 
     def start(self) -> None:
         self._thread.start()
@@ -312,7 +362,7 @@ class _EnqueueWatcher:
         wake, self.wake = self.wake, None
         if wake is not None:
             if self._sender is not None:
-                self._sender.remove_own(wake.name)
+                self._sender.remove_own(wake.name)  # (never added: a no-op)
             wake.close()
 
     def _run(self) -> None:
@@ -352,3 +402,36 @@ class _EnqueueWatcher:
                 self._on_enqueue(queue)
             except Exception:
                 log.exception("an on_enqueue callback failed; hint dropped")
+
+
+class _FinishWatcher(_EnqueueWatcher):
+    """The thread behind `SQLiteStore.listen_finished`: after any commit to the file (a
+    change of `data_version`, read every 20 ms and at once when a finish datagram comes),
+    it calls `on_finished()`. Its own store's finishes wake it too (by datagram)."""
+
+    SUFFIX = WAIT_SUFFIX
+    NAME = "rota-sqlite-finish-watch"
+
+    def __init__(self, store: WatchedStore, on_finished: Callable[[], None]) -> None:
+        self._on_finished = on_finished
+        super().__init__(store, lambda queue: None)
+
+    @staticmethod
+    def _sender_of(store: WatchedStore) -> WakeSender | None:
+        return store._finish_wake
+
+    def _own(self, name: str) -> None:
+        pass  # this store's own finishes wake its finish watchers as any other's do
+
+    def _check(self) -> None:
+        wake = self.wake
+        if wake is not None:
+            wake.take_named()  # finish datagrams name nothing; keep the list empty
+        version = self._conn.execute(sql("data_version")).fetchone()[0]
+        if version == self._version:
+            return
+        self._version = version
+        try:
+            self._on_finished()
+        except Exception:
+            log.exception("an on_finished callback failed; hint dropped")

@@ -1,6 +1,9 @@
 -- End a lease that is still held and expired at `now`: retry at `due_at`, or
 -- dead-letter when `due_at` is NULL. Two sweepers racing apply it exactly once: the
 -- second finds the job no longer leased.
+-- Finishing sends the finish hint (`listen_finished`): finished_at's value comes from an
+-- uncorrelated subquery that also calls pg_notify, which PostgreSQL runs once per
+-- statement (an InitPlan), when the first row is finished, and never if none is.
 UPDATE {schema}.jobs
 -- A job whose cancel was requested is not retried: it ends cancelled.
 SET state = CASE WHEN %(due_at)s::timestamptz IS NULL THEN 'dead_lettered'
@@ -8,7 +11,7 @@ SET state = CASE WHEN %(due_at)s::timestamptz IS NULL THEN 'dead_lettered'
                  ELSE 'scheduled' END,
     due_at = coalesce(%(due_at)s::timestamptz, due_at),
     finished_at = CASE WHEN %(due_at)s::timestamptz IS NULL OR cancel_requested
-                       THEN %(now)s::timestamptz END,
+                       THEN (SELECT %(now)s::timestamptz FROM (SELECT pg_notify({finished_channel}, '')) AS hint) END,
     last_error = CASE WHEN %(due_at)s::timestamptz IS NOT NULL AND cancel_requested
                       THEN %(cancelled_error)s::text ELSE %(error)s END,
     last_traceback = NULL, -- an expired lease raised nothing

@@ -1,5 +1,8 @@
 -- Hand many unfinished jobs back at their old due time, in one statement, each fenced by
 -- (id, owner, attempt); the attempt they were claimed for does not count.
+-- Finishing sends the finish hint (`listen_finished`): finished_at's value comes from an
+-- uncorrelated subquery that also calls pg_notify, which PostgreSQL runs once per
+-- statement (an InitPlan), when the first row is finished, and never if none is.
 UPDATE {schema}.jobs AS jobs
 -- A job whose cancel was requested never goes back to scheduled: it ends cancelled.
 SET state = CASE WHEN jobs.cancel_requested THEN 'cancelled' ELSE 'scheduled' END,
@@ -7,7 +10,8 @@ SET state = CASE WHEN jobs.cancel_requested THEN 'cancelled' ELSE 'scheduled' EN
     last_error = CASE WHEN jobs.cancel_requested THEN %(cancelled_error)s::text
                       ELSE jobs.last_error END,
     last_traceback = CASE WHEN jobs.cancel_requested THEN NULL ELSE jobs.last_traceback END,
-    finished_at = CASE WHEN jobs.cancel_requested THEN %(now)s::timestamptz END,
+    finished_at = CASE WHEN jobs.cancel_requested THEN
+        (SELECT %(now)s::timestamptz FROM (SELECT pg_notify({finished_channel}, '')) AS hint) END,
     lease_owner = NULL,
     lease_expires_at = NULL
 FROM unnest(%(ids)s::bigint[], %(owners)s::text[], %(attempts)s::integer[])

@@ -1,4 +1,7 @@
 -- Schedule a leased job again at `due_at` with its error, fenced by its lease.
+-- Finishing sends the finish hint (`listen_finished`): finished_at's value comes from an
+-- uncorrelated subquery that also calls pg_notify, which PostgreSQL runs once per
+-- statement (an InitPlan), when the first row is finished, and never if none is.
 UPDATE {schema}.jobs
 -- A job whose cancel was requested never goes back to scheduled: it ends cancelled.
 SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'scheduled' END,
@@ -6,7 +9,8 @@ SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'scheduled' END,
     last_error = CASE WHEN cancel_requested THEN %(cancelled_error)s::text ELSE %(error)s END,
     -- the traceback goes with the error it explains (NULL beside a cancel)
     last_traceback = CASE WHEN cancel_requested THEN NULL ELSE %(traceback)s::text END,
-    finished_at = CASE WHEN cancel_requested THEN %(now)s::timestamptz END,
+    finished_at = CASE WHEN cancel_requested THEN
+        (SELECT %(now)s::timestamptz FROM (SELECT pg_notify({finished_channel}, '')) AS hint) END,
     lease_owner = NULL,
     lease_expires_at = NULL
 WHERE id = %(id)s
