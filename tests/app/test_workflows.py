@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -145,3 +146,30 @@ def test_an_unknown_parent_stores_nothing(make_app: MakeApp) -> None:
     with pytest.raises(ValueError, match="job 424242, which does not exist"):
         step.configure(after=[424242]).enqueue()
     assert app.store.list_jobs() == []
+
+
+def test_waiting_for_a_child_returns_when_its_parent_fails(make_app: MakeApp) -> None:
+    # Given a child whose parent will be dead-lettered, and a waiter on the child
+    app = make_app()
+
+    @app.job("boom", queue="q", retry=rota.RetryPolicy(max_attempts=1))
+    def boom() -> None:
+        raise RuntimeError("no luck")
+
+    @app.job("after", queue="q")
+    def after() -> None: ...
+
+    app.add_worker_group(rota.WorkerGroupOptions(name="g", policy=rota.Strict("q")))
+    child = after.configure(after=[boom.enqueue()]).enqueue()
+    with pytest.raises(TimeoutError, match="waiting"):
+        app.wait(child, timeout=0)
+    # When another thread runs the workers
+    worker = threading.Thread(target=app.run_until_idle)
+    worker.start()
+    try:
+        record = app.wait(child, timeout=60)
+    finally:
+        worker.join()
+    # Then the waiter gets the child cancelled, with the reason
+    assert record.state is rota.JobState.CANCELLED
+    assert record.last_error is not None and "parent job" in record.last_error
