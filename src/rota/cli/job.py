@@ -17,9 +17,8 @@ from rota.cli.common import (
 )
 from rota.cli.display import make_console, user_text
 from rota.cli.inspect_store import job_as_json
-from rota.core.jobs import JobRecord, JobState
 from rota.core.plurals import counted
-from rota.store import Store
+from rota.store.related import related
 
 # Parents and children shown by default: a fan-in of 10,000 parents stays one screen.
 RELATED_SHOWN = 20
@@ -48,42 +47,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def _relative(job_id: int, record: JobRecord | None) -> dict[str, object]:
-    """A parent or child as shown: name and state null for a job no longer stored (a
-    finished job's parents may have been purged)."""
-    return {"id": job_id, "name": None if record is None else record.name,
-            "state": None if record is None else record.state.value}
-
-
-def related(store: Store, job: JobRecord, shown: int) -> dict[str, object]:
-    """The workflow around `job`: how many parents it has and, for a waiting job, how
-    many of them have not finished (`waiting_for`; None for a job in any other state);
-    its first `shown` parents (for a waiting job, those not finished first: the ones it
-    waits for); how many children it has, and the first `shown` of them. Each shown job
-    is read with `get_job`; counting reads every parent of a waiting job."""
-    parents: list[int] = list(job.parents)
-    records: dict[int, JobRecord | None] = {}
-    waiting_for = None
-    if job.state is JobState.WAITING:
-        for parent in parents:
-            records[parent] = store.get_job(parent)
-        # A parent that is gone is not waited for (the store keeps a job while a child of
-        # it has not finished).
-        unfinished = [parent for parent in parents if (record := records[parent])
-                      is not None and not record.state.finished]
-        waiting_for, waited = len(unfinished), set(unfinished)
-        parents = unfinished + [parent for parent in parents if parent not in waited]
-    children = store.job_children(job.id)
-    return {
-        "parents_total": len(parents),
-        "waiting_for": waiting_for,
-        "parents": [_relative(i, records[i] if i in records else store.get_job(i))
-                    for i in parents[:shown]],
-        "children_total": len(children),
-        "children": [_relative(i, store.get_job(i)) for i in children[:shown]],
-    }
-
-
 NOUNS = {"parents": ("parent", "parents"), "children": ("child", "children")}
 
 
@@ -109,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         job = store.get_job(args.id)
         if job is None:
             raise CommandError(f"no job {args.id} in {store.url}")
-        workflow = related(store, job, args.related)
+        workflow = related(store, job, args.related).as_json()
     duration = job.last_attempt_duration
     fields: dict[str, object] = {}
     for name, value in job_as_json(job).items():

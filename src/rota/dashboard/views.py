@@ -23,6 +23,7 @@ from rota.core.queue_controls import QueueInfo, held_back_reason
 from rota.core.workers import WorkerInfo
 from rota.dashboard.sources import GroupObservation
 from rota.store import Store
+from rota.store.related import related, relative_json
 
 JSON = dict[str, Any]
 
@@ -250,44 +251,12 @@ RELATED_SHOWN = 30
 LEVELS = {-2: "grandparents", -1: "parents", 0: "job", 1: "children", 2: "grandchildren"}
 
 
-def relative_json(job_id: int, record: JobRecord | None) -> JSON:
-    """A parent or child of a job: name and state null for a job no longer stored (a
-    finished job's parents may have been purged)."""
-    return {"id": job_id, "name": None if record is None else record.name,
-            "state": None if record is None else record.state.value}
-
-
 def related_json(store: Store, job: JobRecord, shown: int = RELATED_SHOWN,
                  ) -> tuple[JSON, dict[int, JobRecord | None]]:
-    """The fields of a job's place in a workflow (those of `rota job --json`): how many
-    parents it has and, for a waiting job, how many of them have not finished
-    (`waiting_for`; None in any other state); its first `shown` parents (for a waiting
-    job, those not finished first: the ones it waits for), how many children it has and
-    the first `shown` of them. Also the records read, by id (None: no longer stored).
-    Counting reads every parent of a waiting job."""
-    parents: list[int] = list(job.parents)
-    records: dict[int, JobRecord | None] = {}
-    waiting_for = None
-    if job.state is JobState.WAITING:
-        for parent in parents:
-            records[parent] = store.get_job(parent)
-        # A parent that is gone is not waited for (the store keeps a job while a child of
-        # it has not finished).
-        unfinished = [parent for parent in parents if (record := records[parent])
-                      is not None and not record.state.finished]
-        waiting_for, waited = len(unfinished), set(unfinished)
-        parents = unfinished + [parent for parent in parents if parent not in waited]
-    children = store.job_children(job.id)
-    for one in (*parents[:shown], *children[:shown]):
-        if one not in records:
-            records[one] = store.get_job(one)
-    return {
-        "parents_total": len(job.parents),
-        "waiting_for": waiting_for,
-        "parents": [relative_json(i, records[i]) for i in parents[:shown]],
-        "children_total": len(children),
-        "children": [relative_json(i, records[i]) for i in children[:shown]],
-    }, records
+    """The fields of a job's place in a workflow (those of `rota job --json`,
+    `rota.store.related`), and the records read, by id (None: no longer stored)."""
+    around = related(store, job, shown)
+    return around.as_json(), dict(around.records)
 
 
 def workflow_json(store: Store, job: JobRecord, related: JSON,
