@@ -18,7 +18,7 @@ from rota.cli.common import (
 from rota.cli.display import make_console, user_text
 from rota.cli.inspect_store import job_as_json
 from rota.core.plurals import counted
-from rota.store.related import related
+from rota.store import related
 
 # Parents and children shown by default: a fan-in of 10,000 parents stays one screen.
 RELATED_SHOWN = 20

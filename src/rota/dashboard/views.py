@@ -22,8 +22,7 @@ from rota.core.policy_text import policy_text as policy_input
 from rota.core.queue_controls import QueueInfo, held_back_reason
 from rota.core.workers import WorkerInfo
 from rota.dashboard.sources import GroupObservation
-from rota.store import Store
-from rota.store.related import related, relative_json
+from rota.store import Store, related, relative_json
 
 JSON = dict[str, Any]
 
@@ -254,7 +253,7 @@ LEVELS = {-2: "grandparents", -1: "parents", 0: "job", 1: "children", 2: "grandc
 def related_json(store: Store, job: JobRecord, shown: int = RELATED_SHOWN,
                  ) -> tuple[JSON, dict[int, JobRecord | None]]:
     """The fields of a job's place in a workflow (those of `rota job --json`,
-    `rota.store.related`), and the records read, by id (None: no longer stored)."""
+    `rota.store.workflow_view`), and the records read, by id (None: no longer stored)."""
     around = related(store, job, shown)
     return around.as_json(), dict(around.records)
 

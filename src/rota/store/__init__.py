@@ -9,6 +9,7 @@ from __future__ import annotations
 from rota.store.base import SchemaTooNew, Store, StoreConfigError, StoreError
 from rota.store.clock import StoreClock, store_clock_for
 from rota.store.urls import mask_url
+from rota.store.workflow_view import Related, related, relative_json
 
 EXPECTED_FORMS = (
     "expected memory://, sqlite:///relative/path.db, sqlite:////absolute/path.db or "
@@ -64,6 +65,7 @@ def open_store(url: str, *, read_only: bool = False) -> Store:
 
 
 __all__ = [
+    "Related",
     "SchemaTooNew",
     "Store",
     "StoreClock",
@@ -71,5 +73,7 @@ __all__ = [
     "StoreError",
     "mask_url",
     "open_store",
+    "related",
+    "relative_json",
     "store_clock_for",
 ]
