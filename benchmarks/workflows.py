@@ -121,12 +121,17 @@ def main() -> None:
     parser.add_argument("--chain", type=int, default=10, help="links per chain")
     parser.add_argument("--waiting", type=int, default=50_000,
                         help="jobs waiting beside the last case")
-    parser.add_argument("--runs", type=int, default=2, help="runs of each case, alternating")
+    parser.add_argument("--runs", type=int, default=3, help="runs of each case, alternating")
+    parser.add_argument("--cases", nargs="+", default=["fan-in", "chains", "beside"],
+                        choices=["fan-in", "chains", "beside"],
+                        help="what to measure beside plain (default: all)")
     args = parser.parse_args()
-    cases: list[tuple[str, Callable[[Store, int], int]]] = [
-        ("plain", plain), ("fan-in", fan_in), (f"chains of {args.chain}", chains(args.chain)),
-        (f"fan-in, {args.waiting:,} waiting beside", beside_waiting(args.waiting)),
-    ]
+    every: dict[str, tuple[str, Callable[[Store, int], int]]] = {
+        "fan-in": ("fan-in", fan_in),
+        "chains": (f"chains of {args.chain}", chains(args.chain)),
+        "beside": (f"fan-in, {args.waiting:,} waiting beside", beside_waiting(args.waiting)),
+    }
+    cases = [("plain", plain), *(every[name] for name in args.cases)]
     for kind in args.stores:
         figures: dict[str, list[float]] = {name: [] for name, _ in cases}
         with tempfile.TemporaryDirectory() as scratch:
