@@ -107,6 +107,32 @@ def test_the_edges_of_purged_jobs_go_with_them(store: SQLiteStore) -> None:
         assert conn.execute("SELECT count(*) FROM rota_job_edges").fetchone() == (0,)
 
 
+@pytest.mark.parametrize("after_outcome", ["succeeded", "finished"])
+def test_a_parent_s_end_writes_its_child_s_row_only_when_the_wait_ends(
+        store: SQLiteStore, after_outcome: str) -> None:
+    # Given a child waiting for 300 parents (its row holds their ids, past one page)
+    parents = store.enqueue([NewJob("job", "p", T0) for _ in range(300)], T0)
+    child, = store.enqueue([NewJob("job", "c", T0, parents=tuple(parents),
+                                   after_outcome=after_outcome)], T0)
+    with closing(sqlite3.connect(store.path, isolation_level=None)) as conn:
+        conn.execute("CREATE TEMP TABLE written (state TEXT)")
+        conn.execute(f"CREATE TEMP TRIGGER watch AFTER UPDATE ON main.rota_jobs "
+                     f"WHEN OLD.id = {child} BEGIN INSERT INTO written VALUES (NEW.state); END")
+        # When all its parents but one end (some of them otherwise, for a child that runs
+        # whatever happened), one by one
+        for index, parent in enumerate(parents[:-1]):
+            ended = "dead_lettered" if after_outcome == "finished" and index % 3 else "succeeded"
+            conn.execute("UPDATE rota_jobs SET state = ?, finished_at = 5 WHERE id = ?",
+                         (ended, parent))
+        # Then none of those ends wrote the child's row; the last one releases it
+        assert conn.execute("SELECT state FROM written").fetchall() == []
+        conn.execute("UPDATE rota_jobs SET state = 'succeeded', finished_at = 5 WHERE id = ?",
+                     (parents[-1],))
+        assert conn.execute("SELECT state FROM written").fetchall() == [("scheduled",)]
+    assert store.count_jobs()[("c", JobState.SCHEDULED)] == 1
+    assert store.count_jobs() == recount(store)
+
+
 class Model:
     """rota.core.workflows played out plainly, one job at a time: what the store must
     agree with."""
