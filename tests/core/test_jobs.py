@@ -35,6 +35,8 @@ from rota.core.jobs import (
 
 S, E = JobState, JobEvent
 LEGAL = {
+    (S.WAITING, E.PARENTS_DONE): S.SCHEDULED,  # its parents let it run (workflows)
+    (S.WAITING, E.CANCEL): S.CANCELLED,  # cancelled, or a parent it needed failed
     (S.SCHEDULED, E.CLAIM): S.LEASED,
     (S.SCHEDULED, E.CANCEL): S.CANCELLED,
     (S.LEASED, E.COMPLETE): S.SUCCEEDED,
@@ -51,7 +53,8 @@ LEGAL = {
 
 def test_job_state_values_are_the_public_names() -> None:
     assert {state.value for state in JobState} == {
-        "scheduled", "leased", "succeeded", "dead_lettered", "quarantined", "cancelled"}
+        "waiting", "scheduled", "leased", "succeeded", "dead_lettered", "quarantined",
+        "cancelled"}
 
 
 def test_the_table_is_exactly_the_documented_one() -> None:
@@ -80,6 +83,7 @@ def test_finished_states_have_no_way_out_but_requeue() -> None:
                            if event is not E.REQUEUE)
     assert {S.DEAD_LETTERED, S.QUARANTINED, S.CANCELLED} == REQUEUEABLE_STATES
     assert not JobState.SCHEDULED.finished and not JobState.LEASED.finished
+    assert not JobState.WAITING.finished
 
 
 def test_arguments_round_trip_as_json() -> None:
@@ -299,7 +303,7 @@ def test_new_record_is_an_ordinary_frozen_job_record() -> None:
     at = datetime(2026, 1, 2, tzinfo=UTC)
     values = (7, "email", "mail", JobState.LEASED, 2, at, (1, "a"), {"k": [1]}, "boom", at,
               None, "owner", at, at, {"r": 1}, True, None, "key", '{"tp": "x"}',
-              "Traceback (most recent call last): ...")
+              "Traceback (most recent call last): ...", (3, 5))
     built = new_record(*values)
     assert type(built) is JobRecord
     assert built == JobRecord(*values)
