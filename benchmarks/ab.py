@@ -323,15 +323,22 @@ def calls_diff(scope: str, sizes: list[int], counted: dict[tuple[Variant, int], 
                 print(f"  {diff:+8.2f}  {name}")
 
 
-def main(options: argparse.Namespace) -> int:
-    cleanup.install()
-    labels = ["before"] + (["after"] if len(options.after) == 1 else
-                           [f"after{n + 1}" for n in range(len(options.after))])
+def checked_trees(before: str, after: Sequence[str]) -> list[Tree]:
+    """The trees to compare, labelled "before" and "after" ("after1", "after2", ... for
+    several), each checked and printed with its source folder."""
+    labels = ["before"] + (["after"] if len(after) == 1 else
+                           [f"after{n + 1}" for n in range(len(after))])
     trees = [resolve_tree(label, spec)
-             for label, spec in zip(labels, [options.before, *options.after], strict=True)]
+             for label, spec in zip(labels, [before, *after], strict=True)]
     for tree in trees:
         check_tree(tree)
         print(f"{tree.label} = {tree.src}", flush=True)
+    return trees
+
+
+def main(options: argparse.Namespace) -> int:
+    cleanup.install()
+    trees = checked_trees(options.before, options.after)
     runs, jobs = DEFAULTS[options.what]
     counting = options.count != "time"  # a count, not a time: one run of two sizes
     runs = options.runs or (1 if counting else runs)

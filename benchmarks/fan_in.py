@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from benchmarks import cleanup
-from benchmarks.ab import Tree, alternate, check_tree, resolve_tree
+from benchmarks.ab import Tree, alternate, checked_trees
 from benchmarks.targets.rota_target import tree_env
 from benchmarks.venv import ROOT
 
@@ -111,13 +111,7 @@ def main() -> int:
     if options.before is None:
         parser.error("--before is required")
     cleanup.install()
-    labels = ["before"] + (["after"] if len(options.after) == 1 else
-                           [f"after{n + 1}" for n in range(len(options.after))])
-    trees = [resolve_tree(label, spec)
-             for label, spec in zip(labels, [options.before, *options.after], strict=True)]
-    for tree in trees:
-        check_tree(tree)
-        print(f"{tree.label} = {tree.src}", flush=True)
+    trees = checked_trees(options.before, options.after)
     for jobs in options.jobs:
         series(trees, jobs, options.runs)
     return 0
