@@ -236,9 +236,9 @@ def test_claims_use_the_partial_index_with_many_finished_rows(
     assert [job.id for job in claimed] == due
 
 
-def _generic_plan(conn: psycopg.Connection[Any], name: str, values: dict[str, object]) -> str:
-    """The plan PostgreSQL uses for the named statement once it switches to a generic plan
-    (as it may after five executions of a prepared statement)."""
+def _positional(name: str) -> tuple[str, list[str]]:
+    """The named statement with $1, $2... for its %(name)s parameters, as psycopg sends
+    it, and the parameters' names in that order."""
     order: list[str] = []
 
     def positional(match: re.Match[str]) -> str:
@@ -246,7 +246,13 @@ def _generic_plan(conn: psycopg.Connection[Any], name: str, values: dict[str, ob
             order.append(match[1])
         return f"${order.index(match[1]) + 1}"
 
-    text = re.sub(r"%\((\w+)\)[sb]", positional, render_sql(name, "rota"))
+    return re.sub(r"%\((\w+)\)[sb]", positional, render_sql(name, "rota")), order
+
+
+def _generic_plan(conn: psycopg.Connection[Any], name: str, values: dict[str, object]) -> str:
+    """The plan PostgreSQL uses for the named statement once it switches to a generic plan
+    (as it may after five executions of a prepared statement)."""
+    text, order = _positional(name)
     conn.execute("PREPARE hot_statement AS " + text)
     conn.execute("SET plan_cache_mode = force_generic_plan")
     arguments = sql.SQL(", ").join(sql.Literal(values[key]) for key in order)
@@ -335,6 +341,52 @@ def test_hot_statements_keep_their_index_paths_in_generic_plans(
     # (which would not mark dead index entries and slow down as jobs churn)
     assert f"Index Scan using {index}" in plan or f"Index Scan on {index}" in plan, plan
     assert "Seq Scan" not in plan and "Bitmap Heap Scan on jobs" not in plan, plan
+
+
+CLAIM_VALUES: dict[str, object] = {"queues": ["q"], "limits": [10], "limit": 10, "now": T0, "owner": "w",
+                                   "lease_expires_at": T0 + LEASE}
+
+
+def _cached_plan(store: PostgresStore) -> str:
+    """The plan cached for `store`'s prepared claim statement, on its one pooled connection
+    (psycopg prepares a statement at its fifth run; the store forces generic plans)."""
+    _, order = _positional("claim")
+    with store._pool.connection() as conn:
+        row = conn.execute("SELECT name FROM pg_prepared_statements "
+                           "WHERE statement LIKE '%%leased AS (%%'").fetchone()
+        assert row is not None, "the claim was not prepared"
+        arguments = sql.SQL(", ").join(sql.Literal(CLAIM_VALUES[key]) for key in order)
+        explain = sql.SQL("EXPLAIN EXECUTE {}({})").format(sql.Identifier(row[0]), arguments)
+        return "\n".join(str(plan[0]) for plan in conn.execute(explain))
+
+
+def test_statements_planned_on_a_small_table_are_planned_again_once_it_grew(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given a store with one connection whose claim was prepared and planned while the
+    # jobs table held 10 jobs (a worker started beside a trickle)
+    store = make_store("?pool_max_size=1")
+    store.migrate()
+    store.enqueue([new() for _ in range(10)], T0)
+    for _ in range(6):
+        claimed = store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+        store.complete([job.lease for job in claimed], T0)
+    # When the table grows to 100,000 due jobs, with no ANALYZE (autovacuum off, or
+    # before its first round)
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at) "
+        "SELECT 'job', 'q', 'scheduled', %(t)s, '[]', '{}', %(t)s "
+        "FROM generate_series(1, 100000)", {"t": T0})
+    # Then the plan made for the small table scans the whole table for each claimed row
+    assert "Seq Scan on jobs" in _cached_plan(store)
+    # And once its plans are older than replan_after_s, the next call drops them and the
+    # claim is planned again, for the table as it is now: by index only
+    store.replan_after_s = 0.0
+    claimed = store.claim(["q"], 10, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    assert len(claimed) == 10
+    plan = _cached_plan(store)
+    assert "Seq Scan on jobs" not in plan, plan
+    assert "Index Scan using jobs_pkey" in plan, plan
 
 
 def test_the_newest_jobs_of_a_finished_state_walk_the_finished_index(

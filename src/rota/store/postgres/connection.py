@@ -14,10 +14,11 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
-from typing import ClassVar, Final, NoReturn, Self
+from typing import Any, ClassVar, Final, NoReturn, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
@@ -133,6 +134,23 @@ POOL_TIMEOUT_S: Final = 30.0
 
 Connection = psycopg.Connection[TupleRow]
 
+# How old a pooled connection's cached plans may be when it is handed out; older, they
+# are dropped first (DISCARD PLANS) and each statement is planned again at its next run.
+# A generic plan is made once, for the jobs table as it is then, and PostgreSQL rebuilds
+# it only after ANALYZE: a worker that starts on an empty table plans a sequential scan
+# for every lookup by primary key, and without a re-plan kept it while the table grew
+# (a 50,000-job burst ran at ~200 jobs/s instead of ~3,000 with autovacuum off, and so
+# until the first autoanalyze with it on). docs/decisions/0056 says why.
+REPLAN_AFTER_S: Final = 1.0
+
+
+class PlannedConnection(psycopg.Connection[TupleRow]):
+    """A pooled connection that remembers when its cached plans were last dropped."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.planned_at = time.monotonic()
+
 
 class PostgresConnection(SqlStore[Connection]):
     """The store's pool and connections; `PostgresStore` documents the arguments."""
@@ -172,6 +190,7 @@ class PostgresConnection(SqlStore[Connection]):
         self.channel: Final = f"{schema}_enqueue"
         self._hints = {"channel": self.channel}
         self._queries: dict[str, str] = {}
+        self.replan_after_s = REPLAN_AFTER_S
         self._ready = False
         self._ready_lock = threading.Lock()
         self._pool_open = False
@@ -180,11 +199,12 @@ class PostgresConnection(SqlStore[Connection]):
         self._listeners: set[Callable[[], None]] = set()
         self._listeners_lock = threading.Lock()
         self._closed = False
-        self._pool: psycopg_pool.ConnectionPool[Connection] = psycopg_pool.ConnectionPool(
+        self._pool: psycopg_pool.ConnectionPool[PlannedConnection] = psycopg_pool.ConnectionPool(
             conninfo,
             min_size=pool_min_size,
             max_size=pool_max_size,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
+            connection_class=PlannedConnection,
             configure=self._configure,
             timeout=POOL_TIMEOUT_S,
             name=f"rota-{schema}",
@@ -282,9 +302,10 @@ class PostgresConnection(SqlStore[Connection]):
         else:
             self._ensure_pool()
         try:
-            with self._pool.connection() as conn, (
-                    psycopg.ClientCursor(conn) if client_side else conn.cursor()) as cursor:
-                yield cursor
+            with self._pool.connection() as conn:
+                self._replan_if_stale(conn)
+                with (psycopg.ClientCursor(conn) if client_side else conn.cursor()) as cursor:
+                    yield cursor
         except psycopg.Error as error:  # PoolTimeout and PoolClosed included
             if isinstance(error, psycopg.OperationalError) and not isinstance(
                 error, psycopg_pool.PoolTimeout | psycopg_pool.PoolClosed
@@ -293,6 +314,14 @@ class PostgresConnection(SqlStore[Connection]):
                 # so the next call gets a live one instead of failing again.
                 self._check_pool()
             self._fail(doing, error)
+
+    def _replan_if_stale(self, conn: PlannedConnection) -> None:
+        """Drop `conn`'s cached plans if they are older than `replan_after_s` (only the
+        thread holding a pooled connection touches its `planned_at`)."""
+        now = time.monotonic()
+        if now - conn.planned_at >= self.replan_after_s:
+            conn.execute("DISCARD PLANS")
+            conn.planned_at = now
 
     def _check_pool(self) -> None:
         try:
