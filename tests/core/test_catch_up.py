@@ -115,3 +115,58 @@ def test_every_small_case_catches_up_by_at_most_one_turn() -> None:
     ]
     # Then none goes over the bound
     assert over == []
+
+
+# -- wake-up hints: the Queue a hint names is asked at the next pass, without a probe ----------
+
+
+def hinted_pass(dispatcher: WeightedDispatcher, free: int, backlog: Backlog
+                ) -> tuple[list[str], list[tuple[str, ...]]]:
+    """`group_pass`, also returning each round trip's kind and Queues ("probe" first)."""
+    trips: list[tuple[str, ...]] = []
+    plan = dispatcher.begin_pass(free, queue_of=queue_of)
+    while requests := plan.next_claims():
+        trip = plan.round_trip(requests)
+        trips.append(("probe", *trip.probe) if requests[0].probe else tuple(trip.queues))
+        jobs = [] if requests[0].probe else [
+            job for request in requests for job in backlog.claim(request) or []]
+        plan.record_round(requests, jobs,
+                          due={queue for queue in trip.probe if backlog.due[queue] > 0})
+    order = plan.dispatch_order()
+    for _ in order:
+        plan.serve()
+    return [queue for queue, _ in order], trips
+
+
+def test_a_hinted_queue_is_claimed_from_at_the_next_pass_without_a_probe() -> None:
+    # Given a Worker Group's dispatcher that found Queue b empty and no longer asks it
+    dispatcher = for_policy(Weighted([("a", 1), ("b", 1)]), remember_empty=True)
+    assert isinstance(dispatcher, WeightedDispatcher)
+    backlog = Backlog({"a": UNLIMITED, "b": 0})
+    hinted_pass(dispatcher, 4, backlog)
+    served, trips = hinted_pass(dispatcher, 4, backlog)
+    assert served == ["a"] * 4 and trips == [("a",)]
+    # When a job is enqueued into b and its wake-up hint arrives
+    backlog.due["b"] = 1
+    dispatcher.note_work("b")
+    assert dispatcher.probe_pending  # a drive runs the pass before it calls the group idle
+    # Then the next pass asks b in its first round trip, with no probe before it
+    served, trips = hinted_pass(dispatcher, 4, backlog)
+    assert trips[0] == ("a", "b")
+    assert sorted(served) == ["a", "a", "a", "b"]
+    assert not dispatcher.probe_pending
+
+
+def test_a_hinted_queue_without_due_work_is_found_empty_again() -> None:
+    # Given b held for empty, and a hint for it whose job is due only later
+    dispatcher = for_policy(Weighted([("a", 1), ("b", 1)]), remember_empty=True)
+    assert isinstance(dispatcher, WeightedDispatcher)
+    backlog = Backlog({"a": UNLIMITED, "b": 0})
+    hinted_pass(dispatcher, 4, backlog)
+    dispatcher.note_work("b")
+    # When the next pass asks b, its claim comes back empty: a takes the slots (reflow)
+    served, trips = hinted_pass(dispatcher, 4, backlog)
+    assert served == ["a"] * 4 and trips[0] == ("a", "b")
+    # Then b is held for empty again: the pass after asks a alone
+    served, trips = hinted_pass(dispatcher, 4, backlog)
+    assert trips == [("a",)]

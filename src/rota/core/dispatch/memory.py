@@ -7,11 +7,16 @@ empty have due work; those take part again. A group probes them:
 
 - at its first pass, when it serves more Queues than it has free Workers: every Queue
   (a *survey*), so that a pass over thousands of tenants asks only those with work;
-- when a wake-up hint names a Queue it holds for empty (`note_work`);
+- when its caller says work may have come to any of them (`note_work`: a policy switch);
 - when its caller says so (`begin_pass(recheck=True)`: the worker does every poll
   interval, so work that becomes due by the clock waits at most that long);
 - before it goes idle: after a pass that claimed nothing, if Queues were held for empty
   since its last probe (`probe_pending` tells a drive to run that pass).
+
+A wake-up hint that names a Queue held for empty (`hint`) brings that Queue back at the
+next pass without a probe: an enqueue just made it due, most likely. If it has no due
+job after all (say the job is due later), its claim comes back short and it is found
+empty again.
 
 A paused or limited Queue that comes back short is found empty for its pass only: a Queue
 control, not a lack of work, may be why.
@@ -21,6 +26,7 @@ Pure: no I/O, no clock, no asyncio, no randomness.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Collection
 
 
@@ -30,15 +36,31 @@ class EmptyQueueMemory:
         self._surveyed = False
         self._pending = False  # the next pass probes the Queues held for empty
         self._unprobed = False  # a Queue was held for empty since the last probe
+        # Queues held for empty that wake-up hints named since the last pass began
+        # (appended by any thread, taken by the pass: deque operations are atomic).
+        self._hinted: deque[int] = deque()
 
     @property
     def probe_pending(self) -> bool:
-        return self._pending
+        """Whether the next pass has Queues to ask that the group holds for empty."""
+        return self._pending or bool(self._hinted)
 
     def note_work(self) -> None:
-        """A hint named a Queue held for empty (any thread: a bool store is atomic)."""
+        """Any Queue held for empty may have work: the next pass probes them all (any
+        thread: a bool store is atomic)."""
         self._pending = True
         self._unprobed = True
+
+    def hint(self, index: int) -> None:
+        """A wake-up hint named Queue `index`, held for empty (any thread)."""
+        self._hinted.append(index)
+
+    def take_hinted(self) -> set[int]:
+        """The Queues hinted since the last call (the pass's beginning)."""
+        taken: set[int] = set()
+        while self._hinted:
+            taken.add(self._hinted.popleft())
+        return taken
 
     def to_probe(self, free: int, recheck: bool, out: Collection[int]) -> list[int] | None:
         """The Queues a pass into `free` Workers probes first, or None for no probe."""

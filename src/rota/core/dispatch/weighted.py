@@ -61,10 +61,11 @@ class WeightedDispatcher(Dispatcher):
         return self.memory is not None and self.memory.probe_pending
 
     def note_work(self, queue: str) -> None:
-        """A wake-up hint: jobs were enqueued into `queue`."""
+        """A wake-up hint: jobs were enqueued into `queue` (any thread). Held for empty, it
+        takes part in the next pass (rota.core.dispatch.memory)."""
         index = self.index.get(queue)
         if self.memory is not None and index is not None and index in self.state.out:
-            self.memory.note_work()
+            self.memory.hint(index)
 
     def finish_pass(self) -> None:
         """End the last pass's plan (every job of it served or skipped), as the next
@@ -77,6 +78,9 @@ class WeightedDispatcher(Dispatcher):
         self, free: int, *, recheck: bool = False, queue_of: Callable[[T], str] | None = None
     ) -> PassPlan[T]:
         self.finish_pass()
+        if self.memory is not None:
+            for index in self.memory.take_hinted():
+                self.state.join(index)
         probe = (None if self.memory is None
                  else self.memory.to_probe(free, recheck, self.state.out))
         plan: WeightedPass[T] = WeightedPass(self, free, probe, queue_of)
