@@ -343,8 +343,8 @@ def test_hot_statements_keep_their_index_paths_in_generic_plans(
     assert "Seq Scan" not in plan and "Bitmap Heap Scan on jobs" not in plan, plan
 
 
-CLAIM_VALUES: dict[str, object] = {"queues": ["q"], "limits": [10], "limit": 10, "now": T0, "owner": "w",
-                                   "lease_expires_at": T0 + LEASE}
+CLAIM_VALUES: dict[str, object] = {"queues": ["q"], "limits": [10], "limit": 10, "now": T0,
+                                   "owner": "w", "lease_expires_at": T0 + LEASE}
 
 
 def _cached_plan(store: PostgresStore) -> str:
