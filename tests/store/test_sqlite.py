@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import closing
@@ -162,6 +163,45 @@ def test_a_write_lock_held_elsewhere_makes_a_claim_wait_then_fail_cleanly(
         assert store.count_jobs() == {("q", JobState.SCHEDULED): 1}
         (job,) = store.claim(["q"], 1, now=T0, owner="w1", lease_expires_at=T0 + LEASE)
         assert (job.id, job.attempt) == (job_id, 1)
+
+
+def test_a_write_waiting_for_the_lock_takes_it_in_a_short_gap_between_others_writes(
+    tmp_path: Path,
+) -> None:
+    # Given another connection that holds the write lock for 0.45 s, lets it go for 30 ms,
+    # then holds it for 1.5 s (a bulk enqueue's run of transactions)
+    url = f"sqlite:///{tmp_path / 'gap.db'}?busy_timeout_s=1"
+    with closing(open_store(url)) as store:
+        assert isinstance(store, SQLiteStore)
+        store.enqueue([new()], T0)
+        holding = threading.Event()
+
+        def hold() -> None:
+            with closing(raw_connection(store)) as other:
+                other.execute("BEGIN IMMEDIATE")
+                holding.set()
+                time.sleep(0.45)
+                other.execute("COMMIT")
+                time.sleep(0.03)
+                other.execute("BEGIN IMMEDIATE")
+                time.sleep(1.5)
+                other.execute("COMMIT")
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        try:
+            holding.wait()
+            # When a claim needs the lock meanwhile
+            (job,) = store.claim(["q"], 1, now=T0, owner="w1", lease_expires_at=T0 + LEASE)
+            # Then it took the lock in the 30 ms gap (SQLite's own busy handler, sleeping
+            # up to 100 ms between tries, missed it and failed after 1 s)
+            assert job.attempt == 1
+            assert holder.is_alive()
+        finally:
+            holder.join()
+        # And the busy handler is back for everything else on the store's connection
+        with store._read("checking") as conn:
+            assert conn.execute("PRAGMA busy_timeout").fetchone() == (1000,)
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
