@@ -136,11 +136,9 @@ Connection = psycopg.Connection[TupleRow]
 
 # How old a pooled connection's cached plans may be when it is handed out; older, they
 # are dropped first (DISCARD PLANS) and each statement is planned again at its next run.
-# A generic plan is made once, for the jobs table as it is then, and PostgreSQL rebuilds
-# it only after ANALYZE: a worker that starts on an empty table plans a sequential scan
-# for every lookup by primary key, and without a re-plan kept it while the table grew
-# (a 50,000-job burst ran at ~200 jobs/s instead of ~3,000 with autovacuum off, and so
-# until the first autoanalyze with it on). docs/decisions/0056 says why.
+# A generic plan is made for the jobs table as it is then and rebuilt only after ANALYZE,
+# so without this a worker started on a near-empty table would keep its table scans
+# while the table grows (docs/decisions/0056).
 REPLAN_AFTER_S: Final = 1.0
 
 

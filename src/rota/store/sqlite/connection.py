@@ -362,11 +362,10 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
 
     def _begin_immediate(self, conn: sqlite3.Connection) -> None:
         """`BEGIN IMMEDIATE`, waiting for the write lock up to the busy timeout by trying
-        again every `LOCK_RETRY_S`. SQLite's own busy handler sleeps 1, 2, 5, ... then
-        100 ms between tries, so a writer behind another process's run of transactions
-        (a bulk enqueue: ~40 ms each, a few ms apart) missed the gaps between them and
-        waited for the whole run. The handler is off for this statement only: any other
-        wait (a reader during a checkpoint) still goes through it."""
+        again every `LOCK_RETRY_S`: SQLite's own busy handler sleeps up to 100 ms between
+        tries and so misses the short gaps between another process's transactions (a
+        bulk enqueue's calls). The handler is off for this statement only; any other
+        wait (a read during a checkpoint) still goes through it (docs/decisions/0057)."""
         conn.execute("PRAGMA busy_timeout = 0")
         try:
             deadline = time.monotonic() + self._busy_timeout_s
