@@ -170,3 +170,26 @@ def test_a_hinted_queue_without_due_work_is_found_empty_again() -> None:
     # Then b is held for empty again: the pass after asks a alone
     served, trips = hinted_pass(dispatcher, 4, backlog)
     assert trips == [("a",)]
+
+
+def test_a_hint_that_arrives_while_a_pass_drains_its_queue_still_brings_it_back() -> None:
+    # Given a pass that asks b for its one job, and a claim whose probe, read before a
+    # second job of b was committed, says the claim drained b
+    dispatcher = for_policy(Weighted([("a", 1), ("b", 1)]), remember_empty=True)
+    assert isinstance(dispatcher, WeightedDispatcher)
+    backlog = Backlog({"a": UNLIMITED, "b": 1})
+    plan = dispatcher.begin_pass(4, queue_of=queue_of)
+    while requests := plan.next_claims():
+        trip = plan.round_trip(requests)
+        jobs = [job for request in requests for job in backlog.claim(request) or []]
+        due = {queue for queue in trip.probe if backlog.due[queue] > 0}
+        if backlog.due["b"] == 0 and "b" in trip.probe:
+            # When b's second job is committed now, and its hint arrives mid-pass
+            backlog.due["b"] = 1
+            dispatcher.note_work("b")
+        plan.record_round(requests, jobs, due=due)
+    for _ in plan.dispatch_order():
+        plan.serve()
+    # Then the next pass asks b again, though this one found it drained
+    served, trips = hinted_pass(dispatcher, 4, backlog)
+    assert "b" in trips[0] and "b" in served

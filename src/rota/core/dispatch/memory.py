@@ -13,10 +13,11 @@ empty have due work; those take part again. A group probes them:
 - before it goes idle: after a pass that claimed nothing, if Queues were held for empty
   since its last probe (`probe_pending` tells a drive to run that pass).
 
-A wake-up hint that names a Queue held for empty (`hint`) brings that Queue back at the
-next pass without a probe: an enqueue just made it due, most likely. If it has no due
-job after all (say the job is due later), its claim comes back short and it is found
-empty again.
+A wake-up hint that names a Queue (`hint`) brings it back at the next pass, without a
+probe, if it is held for empty then: an enqueue just made it due, most likely. That holds
+for a hint that arrives while a pass is finding the Queue drained (its claim read the
+Queue before the enqueue committed). If it has no due job after all (say the job is due
+later), its claim comes back short and it is held for empty again.
 
 A paused or limited Queue that comes back short is found empty for its pass only: a Queue
 control, not a lack of work, may be why.
@@ -36,8 +37,8 @@ class EmptyQueueMemory:
         self._surveyed = False
         self._pending = False  # the next pass probes the Queues held for empty
         self._unprobed = False  # a Queue was held for empty since the last probe
-        # Queues held for empty that wake-up hints named since the last pass began
-        # (appended by any thread, taken by the pass: deque operations are atomic).
+        # Queues that wake-up hints named since the last pass began (appended by any
+        # thread, taken by the next pass: deque operations are atomic).
         self._hinted: deque[int] = deque()
 
     @property
@@ -52,7 +53,7 @@ class EmptyQueueMemory:
         self._unprobed = True
 
     def hint(self, index: int) -> None:
-        """A wake-up hint named Queue `index`, held for empty (any thread)."""
+        """A wake-up hint named Queue `index` (any thread)."""
         self._hinted.append(index)
 
     def take_hinted(self) -> set[int]:

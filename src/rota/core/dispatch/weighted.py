@@ -61,10 +61,11 @@ class WeightedDispatcher(Dispatcher):
         return self.memory is not None and self.memory.probe_pending
 
     def note_work(self, queue: str) -> None:
-        """A wake-up hint: jobs were enqueued into `queue` (any thread). Held for empty, it
-        takes part in the next pass (rota.core.dispatch.memory)."""
+        """A wake-up hint: jobs were enqueued into `queue` (any thread). It takes part in
+        the next pass (rota.core.dispatch.memory), even if the pass running now finds it
+        drained: that pass's claim may have read the Queue before the enqueue committed."""
         index = self.index.get(queue)
-        if self.memory is not None and index is not None and index in self.state.out:
+        if self.memory is not None and index is not None:
             self.memory.hint(index)
 
     def finish_pass(self) -> None:
