@@ -61,6 +61,7 @@ class InlineDrive:
             sweep_expired_leases(self.store, now, self.retry_for)
             claimed_any = False
             for runner in runners:
+                runner.take_hints()  # before the pass's time is read
                 now = self.clock.now()
                 plan, jobs = runner.claim_pass(self.store, runner.options.claim_capacity, now,
                                                raise_errors=True)

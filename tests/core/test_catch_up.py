@@ -30,6 +30,7 @@ def queue_of(job: Job) -> str:
 def group_pass(dispatcher: WeightedDispatcher, free: int, backlog: Backlog) -> list[str]:
     """One pass as a Worker Group drives it: each round in one round trip, which tells
     the plan which of the Queues it probed still have due work."""
+    dispatcher.take_hints()
     plan = dispatcher.begin_pass(free, queue_of=queue_of)
     while requests := plan.next_claims():
         trip = plan.round_trip(requests)
@@ -124,6 +125,7 @@ def hinted_pass(dispatcher: WeightedDispatcher, free: int, backlog: Backlog
                 ) -> tuple[list[str], list[tuple[str, ...]]]:
     """`group_pass`, also returning each round trip's kind and Queues ("probe" first)."""
     trips: list[tuple[str, ...]] = []
+    dispatcher.take_hints()
     plan = dispatcher.begin_pass(free, queue_of=queue_of)
     while requests := plan.next_claims():
         trip = plan.round_trip(requests)
@@ -178,6 +180,7 @@ def test_a_hint_that_arrives_while_a_pass_drains_its_queue_still_brings_it_back(
     dispatcher = for_policy(Weighted([("a", 1), ("b", 1)]), remember_empty=True)
     assert isinstance(dispatcher, WeightedDispatcher)
     backlog = Backlog({"a": UNLIMITED, "b": 1})
+    dispatcher.take_hints()
     plan = dispatcher.begin_pass(4, queue_of=queue_of)
     while requests := plan.next_claims():
         trip = plan.round_trip(requests)
@@ -193,3 +196,26 @@ def test_a_hint_that_arrives_while_a_pass_drains_its_queue_still_brings_it_back(
     # Then the next pass asks b again, though this one found it drained
     served, trips = hinted_pass(dispatcher, 4, backlog)
     assert "b" in trips[0] and "b" in served
+
+
+def test_a_hint_noted_after_the_pass_took_its_hints_waits_for_the_next_pass() -> None:
+    # Given b held for empty, and a pass that has taken its hints (and then read its time)
+    dispatcher = for_policy(Weighted([("a", 1), ("b", 1)]), remember_empty=True)
+    assert isinstance(dispatcher, WeightedDispatcher)
+    backlog = Backlog({"a": UNLIMITED, "b": 0})
+    hinted_pass(dispatcher, 4, backlog)
+    dispatcher.take_hints()
+    # When b's job and its hint come now, before the pass begins (its job may be due
+    # after the time the pass read)
+    backlog.due["b"] = 1
+    dispatcher.note_work("b")
+    plan = dispatcher.begin_pass(4, queue_of=queue_of)
+    requests = plan.next_claims()
+    # Then this pass does not ask b, and is not told b is empty either
+    assert [request.queues for request in requests] == [("a",)]
+    plan.record_round(requests, backlog.claim(requests[0]) or [], due={"a"})
+    for _ in plan.dispatch_order():
+        plan.serve()
+    # And the next pass asks it
+    served, trips = hinted_pass(dispatcher, 4, backlog)
+    assert trips[0] == ("a", "b") and "b" in served

@@ -42,6 +42,7 @@ def switched(dispatcher: WeightedDispatcher, policy: Weighted) -> WeightedDispat
 def group_pass(dispatcher: WeightedDispatcher, free: int, backlog: Backlog) -> list[str]:
     """One pass as a Worker Group drives it (each round one round trip, whose probe says
     which Queues have due work); a failed claim cuts the pass short. The served Queues."""
+    dispatcher.take_hints()
     plan: PassPlan[Job] = dispatcher.begin_pass(free, queue_of=lambda job: job[0])
     while requests := plan.next_claims():
         trip = plan.round_trip(requests)

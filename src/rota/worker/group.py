@@ -111,6 +111,11 @@ class GroupRunner:
         """A wake-up hint: jobs were enqueued into `queue` (any thread)."""
         self.dispatcher.note_work(queue)
 
+    def take_hints(self) -> None:
+        """Act on the hints noted so far at the next `claim_pass`. Call it before reading
+        that pass's `now` (rota.core.dispatch.plan.Dispatcher.take_hints says why)."""
+        self.dispatcher.take_hints()
+
     def offer_policy(self, version: int, stored: StoredPolicy | None) -> None:
         """The group's stored policy row is at `version`: `stored`, or None (cleared: the
         code's policy). Switched to at the next pass, not before: a pass already running

@@ -216,6 +216,7 @@ class GroupLoop:
         written when the store's claim takes them, then dispatch what it claimed.
         Returns how many jobs it claimed."""
         runtime = self.runtime
+        self.runner.take_hints()  # before the pass's time is read
         now = runtime.clock.now()
         self._claiming = free
         observers = runtime.observers

@@ -13,8 +13,10 @@ empty have due work; those take part again. A group probes them:
 - before it goes idle: after a pass that claimed nothing, if Queues were held for empty
   since its last probe (`probe_pending` tells a drive to run that pass).
 
-A wake-up hint that names a Queue (`hint`) brings it back at the next pass, without a
-probe, if it is held for empty then: an enqueue just made it due, most likely. That holds
+A wake-up hint that names a Queue (`hint`) brings it back at the next pass after the
+group takes its hints (`take_hinted`), without a probe, if it is held for empty then: an
+enqueue just made it due, most likely (the group reads the pass's time after taking
+them). That holds
 for a hint that arrives while a pass is finding the Queue drained (its claim read the
 Queue before the enqueue committed). If it has no due job after all (say the job is due
 later), its claim comes back short and it is held for empty again.
@@ -57,7 +59,7 @@ class EmptyQueueMemory:
         self._hinted.append(index)
 
     def take_hinted(self) -> set[int]:
-        """The Queues hinted since the last call (the pass's beginning)."""
+        """The Queues hinted since the last call."""
         taken: set[int] = set()
         while self._hinted:
             taken.add(self._hinted.popleft())

@@ -179,6 +179,12 @@ class Dispatcher:
     def note_work(self, queue: str) -> None:
         """A wake-up hint: jobs were enqueued into `queue` (any thread)."""
 
+    def take_hints(self) -> None:
+        """Act on the wake-up hints noted so far, for the next pass. Its caller reads the
+        pass's time after this, never before: a hinted job was committed, so due, before
+        its hint, and a pass that reads its time first may find it not yet due and hold
+        its Queue for empty."""
+
     def begin_pass(
         self, free: int, *, recheck: bool = False, queue_of: Callable[[T], str] | None = None
     ) -> PassPlan[T]:

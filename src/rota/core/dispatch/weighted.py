@@ -62,11 +62,19 @@ class WeightedDispatcher(Dispatcher):
 
     def note_work(self, queue: str) -> None:
         """A wake-up hint: jobs were enqueued into `queue` (any thread). It takes part in
-        the next pass (rota.core.dispatch.memory), even if the pass running now finds it
+        the pass after the next `take_hints`, even if the pass running now finds it
         drained: that pass's claim may have read the Queue before the enqueue committed."""
         index = self.index.get(queue)
         if self.memory is not None and index is not None:
             self.memory.hint(index)
+
+    def take_hints(self) -> None:
+        """The Queues hinted since the last call take part again (the last pass is finished
+        first: a Queue it found drained is held for empty, then rejoins)."""
+        self.finish_pass()
+        if self.memory is not None:
+            for index in self.memory.take_hinted():
+                self.state.join(index)
 
     def finish_pass(self) -> None:
         """End the last pass's plan (every job of it served or skipped), as the next
@@ -79,9 +87,6 @@ class WeightedDispatcher(Dispatcher):
         self, free: int, *, recheck: bool = False, queue_of: Callable[[T], str] | None = None
     ) -> PassPlan[T]:
         self.finish_pass()
-        if self.memory is not None:
-            for index in self.memory.take_hinted():
-                self.state.join(index)
         probe = (None if self.memory is None
                  else self.memory.to_probe(free, recheck, self.state.out))
         plan: WeightedPass[T] = WeightedPass(self, free, probe, queue_of)
