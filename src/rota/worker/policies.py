@@ -2,8 +2,8 @@
 
 Theory of operation: `App.set_group_policy` writes a group's policy into the store, with
 a version that moves on at each change (`GroupPolicyStore`). A worker learns of a change
-by reading the versions, a few integers, every heartbeat interval (the shortest of its
-groups'), and reads a group's row only when its version moved. It hands the row to the
+by reading the versions, a few integers, every `POLL_S` (a second), and reads a group's
+row only when its version moved. It hands the row to the
 group's runner (`GroupRunner.offer_policy`), which switches at its next pass; a pass never
 reads the store for this, so it costs one attribute read more, however often policies
 change. (The App that sets a policy hands it to its own runners at once: rota.app_groups.)
@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Final
 
 from rota.store.base import GroupPolicyStore, Store, StoreError
 from rota.worker.duty import DutyRuntime
 from rota.worker.group import GroupRunner
 
 logger = logging.getLogger("rota")
+
+# How often a worker reads the stored versions: a change made elsewhere reaches it within
+# this, for one small read a second (docs/decisions/0058).
+POLL_S: Final = 1.0
 
 
 def follow_stored_policies(store: Store, runners: Sequence[GroupRunner]) -> list[GroupRunner]:
@@ -50,8 +55,7 @@ class PolicyDuty:
         self._failing = False
 
     async def __call__(self, runtime: DutyRuntime) -> None:
-        interval_s = min(group.options.heartbeat_interval.total_seconds()
-                         for group in runtime.groups)
+        interval_s = POLL_S
         runners = [group.runner for group in runtime.groups]
         while True:
             try:
