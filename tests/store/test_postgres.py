@@ -332,11 +332,13 @@ def test_hot_statements_keep_their_index_paths_in_generic_plans(
     store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
     admin.execute("ANALYZE rota.jobs")
     # When the statement is planned without knowing its parameters (claim_limited.sql in
-    # its transaction, after claim_limited_plan.sql turned bitmap scans off)
+    # its transaction, after claim_limited_plan.sql turned bitmap and table scans off)
     if name == "claim_limited":
         admin.execute("SET enable_bitmapscan = off")
+        admin.execute("SET enable_seqscan = off")
     plan = _generic_plan(admin, name, values)
     admin.execute("RESET enable_bitmapscan")
+    admin.execute("RESET enable_seqscan")
     # Then it still goes by its index: never a table scan, never a bitmap scan of jobs
     # (which would not mark dead index entries and slow down as jobs churn)
     assert f"Index Scan using {index}" in plan or f"Index Scan on {index}" in plan, plan
@@ -345,6 +347,30 @@ def test_hot_statements_keep_their_index_paths_in_generic_plans(
 
 CLAIM_VALUES: dict[str, object] = {"queues": ["q"], "limits": [10], "limit": 10, "now": T0,
                                    "owner": "w", "lease_expires_at": T0 + LEASE}
+
+
+def test_a_limited_claim_counts_leases_by_index_on_a_table_never_analysed(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given 200,000 due jobs in a Queue with a limit, a few of them leased, and no ANALYZE
+    # yet (a bulk load before autovacuum's first round, or autovacuum off)
+    store = make_store()
+    store.migrate()
+    store.set_queue_limit("q", 50)
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at) "
+        "SELECT 'job', 'q', 'scheduled', %(t)s, '[]', '{}', %(t)s "
+        "FROM generate_series(1, 200000)", {"t": T0})
+    store.claim(["q"], 5, now=T0, owner="w", lease_expires_at=T0 + LEASE, limits=[5])
+    # When the limited claim is planned in its transaction, after claim_limited_plan.sql
+    with admin.transaction():
+        admin.execute(render_sql("claim_limited_plan", "rota"))
+        plan = "\n".join(str(row[0]) for row in admin.execute(
+            "EXPLAIN " + render_sql("claim_limited", "rota"), CLAIM_VALUES))
+    # Then the leases are counted on the lease index, not by a scan of the whole table
+    # (which took 17 ms a claim here, against 1.2 ms once analysed)
+    assert "Index Scan using jobs_lease_expiry" in plan, plan
+    assert "Seq Scan on jobs" not in plan, plan
 
 
 def _cached_plan(store: PostgresStore) -> str:
