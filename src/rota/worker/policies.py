@@ -3,10 +3,10 @@
 Theory of operation: `App.set_group_policy` writes a group's policy into the store, with
 a version that moves on at each change (`GroupPolicyStore`). A worker learns of a change
 by reading the versions, a few integers, every `POLL_S` (a second), and reads a group's
-row only when its version moved. It hands the row to the
-group's runner (`GroupRunner.offer_policy`), which switches at its next pass; a pass never
-reads the store for this, so it costs one attribute read more, however often policies
-change. (The App that sets a policy hands it to its own runners at once: rota.app_groups.)
+row only when its version moved. It hands the row to the group's runner
+(`GroupRunner.offer_policy`), which switches at its next pass; a pass never reads the
+store for this, so it costs one attribute read more, however often policies change.
+(The App that sets a policy hands it to its own runners at once: rota.app_groups.)
 
 `follow_stored_policies` is the one look, shared by the duty and by a drive that starts
 (`run_until_idle`, which runs no duties, looks once per call). A store that does not keep
@@ -55,7 +55,6 @@ class PolicyDuty:
         self._failing = False
 
     async def __call__(self, runtime: DutyRuntime) -> None:
-        interval_s = POLL_S
         runners = [group.runner for group in runtime.groups]
         while True:
             try:
@@ -64,7 +63,7 @@ class PolicyDuty:
             except StoreError as error:
                 if not self._failing:
                     logger.warning("group policies: reading the stored policies failed "
-                                   "(retrying every %.3g s): %s", interval_s, error)
+                                   "(retrying every %.3g s): %s", POLL_S, error)
                 self._failing = True
             else:
                 if self._failing:
@@ -72,6 +71,6 @@ class PolicyDuty:
                 self._failing = False
                 if offered:
                     runtime.policies_offered()
-            await runtime.sleep_unless_stopping(interval_s)
+            await runtime.sleep_unless_stopping(POLL_S)
             if runtime.stopping:
                 return
