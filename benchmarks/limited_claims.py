@@ -1,13 +1,14 @@
 """Claims of a Queue with a concurrency limit on a PostgreSQL jobs table never analysed.
 
-Creates the database `--database` afresh, stores `--jobs` due jobs in one Queue with a
-limit of 50, then claims 10 at a time `--claims` times, completing the oldest 20 leases
-whenever 40 are held (so the limit never stops a claim). It prints the claims' p50, p90
-and max in ms, then runs ANALYZE and does the same again: before ANALYZE is a bulk load
-that autovacuum has not looked at yet (or a cluster with autovacuum off). Prints figures,
-asserts nothing; compare two trees by running it from each.
+Creates the database `limited_claims_bench` afresh on `BENCH_PG_URL` (benchmarks.pg),
+stores `--jobs` due jobs in one Queue with a limit of 50, then claims 10 at a time
+`--claims` times, completing the oldest 20 leases whenever 40 are held (so the limit
+never stops a claim). It prints the claims' p50, p90 and max in ms, then runs ANALYZE and
+does the same again: before ANALYZE is a bulk load that autovacuum has not looked at yet
+(or a cluster with autovacuum off). Prints figures, asserts nothing; compare two trees
+by running it from each (`PYTHONPATH=TREE/src`).
 
-    .venv/bin/python benchmarks/limited_claims.py --jobs 200000
+    .venv/bin/python -m benchmarks.limited_claims --jobs 200000
 """
 
 from __future__ import annotations
@@ -16,14 +17,12 @@ import argparse
 import time
 from datetime import UTC, datetime, timedelta
 
-import psycopg
-from psycopg import sql
-
 import rota
+from benchmarks import cleanup, pg
 from rota.core.jobs import JobRecord, Lease, NewJob
 from rota.store.base import Store
 
-SERVER = "postgresql://postgres@127.0.0.1:5432"
+DATABASE = "limited_claims_bench"
 CHUNK = 5_000
 
 
@@ -51,13 +50,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=200_000)
     parser.add_argument("--claims", type=int, default=300)
-    parser.add_argument("--database", default="rota_limited_claims")
     args = parser.parse_args()
-    with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as admin:
-        name = sql.Identifier(args.database)
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(name))
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(name))
-    url = f"{SERVER}/{args.database}"
+    cleanup.install()  # the database is dropped however the run ends
+    url = pg.fresh_database(DATABASE)
     app = rota.App(url)
     try:
         app.set_queue_limit("limited", 50)
@@ -67,15 +62,11 @@ def main() -> None:
                                for _ in range(min(CHUNK, args.jobs - start))], now)
         print(f"{args.jobs:,} jobs, never analysed: claims of 10 "
               f"{timed_claims(app.store, args.claims)}")
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("ANALYZE")
+        pg.analyze(url)
         print(f"{args.jobs:,} jobs, analysed:       claims of 10 "
               f"{timed_claims(app.store, args.claims)}")
     finally:
         app.close()
-        with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(
-                sql.Identifier(args.database)))
 
 
 if __name__ == "__main__":
