@@ -25,7 +25,9 @@ jobs enqueued once the burst's last enqueue had returned, and each tenant's serv
 over windows of 1,000 consecutive job starts (one window every 10 starts) within that
 span, against its entitlement: the weighted max-min share of the window given what each
 tenant had waiting or enqueued during it (a light tenant asking less than its share is
-owed all it asked, the heavy tenant the rest). Writes docs/images/fairness.json (--quick:
+owed all it asked, the heavy tenant the rest). `analyse_passes` gives the rota worker's
+passes over the same span: their round trips as its event loop saw them, and those of the
+passes that started a light job. Writes docs/images/fairness.json (--quick:
 benchmarks/results/fairness-quick.json).
 """
 
@@ -192,6 +194,43 @@ def analyse(services: Sequence[Service], weights: dict[str, float], window: int,
                    100 * heavy_worst, 100 * light_worst, share, backlog_s, rate, windows)
 
 
+@dataclass(frozen=True, slots=True)
+class Passes:
+    """The rota worker's passes that claimed jobs while the heavy tenant was backlogged
+    (rota_app's BENCH_PASS_FILE): each one's round trip as the event loop saw it."""
+
+    passes: int
+    p50_ms: float
+    p99_ms: float
+    jobs_each: float
+    # The passes that started at least one light job (the one that ended last before it)
+    light_p50_ms: float
+    light_p99_ms: float
+
+
+def analyse_passes(lines: Sequence[str], services: Sequence[Service], since: float,
+                   until: float | None = None) -> Passes | None:
+    """`lines`: "end_time round_trip_s jobs" per pass. None when none fell in the window."""
+    heavy_starts = [s.started_at for s in services if s.tenant == HEAVY]
+    end = min(max(heavy_starts, default=float("inf")), until or float("inf"))
+    passes: list[tuple[float, float, int]] = []  # (ended, round trip ms, jobs)
+    for line in lines:
+        ended, trip_s, jobs = line.split()
+        if since <= float(ended) <= end:
+            passes.append((float(ended), 1e3 * float(trip_s), int(jobs)))
+    passes.sort()
+    if not passes:
+        return None
+    ends = [ended for ended, _, _ in passes]
+    serving = sorted({bisect_right(ends, s.started_at) - 1 for s in services
+                      if s.tenant != HEAVY and since <= s.started_at <= end} - {-1})
+    trips = sorted(trip for _, trip, _ in passes)
+    light = sorted(passes[i][1] for i in serving)
+    return Passes(len(passes), percentile(trips, 0.5), percentile(trips, 0.99),
+                  sum(jobs for _, _, jobs in passes) / len(passes),
+                  percentile(light, 0.5), percentile(light, 0.99))
+
+
 class Trickle(threading.Thread):
     """The light tenants' jobs, evenly spaced: job j of tenant j % L at start + j * period
     / L, enqueued in one call per 10 ms tick, each stamped with time.time() at its call;
@@ -248,8 +287,8 @@ def burst(url: str, model: str, count: int, chunk: int = 5_000) -> dict[float, f
     return committed
 
 
-def start_worker(model: str, url: str, settings: Settings, served: Path, label: str
-                 ) -> WorkerProcess:
+def start_worker(model: str, url: str, settings: Settings, served: Path, passes: Path,
+                 label: str) -> WorkerProcess:
     lights = light_names(settings.fairness_light_tenants)
     heavy = ([f"{HEAVY}{n}" for n in range(SPREAD_QUEUES)] if model == SPREAD else [HEAVY])
     queues = heavy + lights
@@ -260,21 +299,25 @@ def start_worker(model: str, url: str, settings: Settings, served: Path, label: 
                            "random" if model == RANDOM else "caps", ",".join(queues),
                            str(settings.fairness_pool), str(settings.fairness_cap))
         return WorkerProcess(label, argv, env)
+    env["BENCH_PASS_FILE"] = str(passes)
     if model != FIFO:
         env["ROTA_BENCH_POLICY"] = "weighted:" + ",".join(f"{q}=1" for q in queues)
     return WorkerProcess(label, [rota_command(), "worker", APP], env)
 
 
-def run_model(kind: str, model: str, settings: Settings) -> tuple[list[Service], float]:
-    """One run on a fresh store: every job's service, and when the burst began (or, for
-    the baseline, when the measured trickle began)."""
+def run_model(kind: str, model: str, settings: Settings
+              ) -> tuple[list[Service], float, list[str]]:
+    """One run on a fresh store: every job's service, when the burst began (or, for the
+    baseline, when the measured trickle began), and the rota worker's passes (none for the
+    models rota has no policy for)."""
     target = RotaTarget(kind, database="fairness_bench")
     target.prepare()
     scratch = Path(tempfile.mkdtemp(prefix="rota-bench-fairness-"))
     served = scratch / "served.txt"
+    passes = scratch / "passes.txt"
     slug = "-".join("".join(c if c.isalnum() else " " for c in model).split())
     label = f"fairness-{kind}-{slug}"  # one per model, e.g. fairness-sqlite-FIFO-cap
-    worker = start_worker(model, target.url, settings, served, label)
+    worker = start_worker(model, target.url, settings, served, passes, label)
     trickle = Trickle(target.url, model, light_names(settings.fairness_light_tenants),
                       settings.fairness_period_s)
     committed: dict[float, float] = {}
@@ -304,11 +347,14 @@ def run_model(kind: str, model: str, settings: Settings) -> tuple[list[Service],
     for line in served.read_text().splitlines():
         tenant, stamp, started_at = line.split()
         services.append(Service(tenant, committed[float(stamp)], float(started_at)))
+    pass_lines = passes.read_text().splitlines() if passes.exists() else []
     shutil.rmtree(scratch, ignore_errors=True)
-    # Every job's service beside the worker's log, for a closer look at one run.
+    # Every job's service and every pass beside the worker's log, for a closer look.
     (LOG_DIR / f"{label}.services").write_text("".join(
         f"{s.tenant} {s.enqueued_at:.6f} {s.started_at:.6f}\n" for s in services))
-    return services, since
+    if pass_lines:
+        (LOG_DIR / f"{label}.passes").write_text("".join(f"{line}\n" for line in pass_lines))
+    return services, since, pass_lines
 
 
 MODELS = (BASELINE, ROTA, FIFO, RANDOM, CAPS, SPREAD)
@@ -371,7 +417,7 @@ def _measure(kind: str, model: str, settings: Settings) -> dict[str, Any]:
     lights = light_names(settings.fairness_light_tenants)
     load_before = os.getloadavg()[0]
     try:
-        services, since = run_model(kind, model, settings)
+        services, since, pass_lines = run_model(kind, model, settings)
     except TimeoutError as error:
         print(f"  fairness[{kind}] {model}: {error}", flush=True)
         return {"timed_out_s": settings.fairness_timeout_s, "load_1min": load_before}
@@ -384,7 +430,14 @@ def _measure(kind: str, model: str, settings: Settings) -> dict[str, Any]:
           f"tenant); worst window deviation heavy {outcome.heavy_worst_pp:.2f} pp, light "
           f"{outcome.light_worst_pp:.2f} pp over {outcome.windows:,} windows; backlog "
           f"{outcome.backlog_s:.1f} s, {outcome.jobs_per_s:,.0f} jobs/s", flush=True)
-    return {**asdict(outcome), "load_1min": round((load_before + os.getloadavg()[0]) / 2, 1)}
+    passes = analyse_passes(pass_lines, services, since, until)
+    if passes is not None:
+        print(f"    {passes.passes:,} passes, {passes.jobs_each:.1f} jobs each, round trip p50 "
+              f"{passes.p50_ms:.2f} ms, p99 {passes.p99_ms:.2f}; those that started a light "
+              f"job: p50 {passes.light_p50_ms:.2f} ms, p99 {passes.light_p99_ms:.2f}",
+              flush=True)
+    return {**asdict(outcome), "passes": None if passes is None else asdict(passes),
+            "load_1min": round((load_before + os.getloadavg()[0]) / 2, 1)}
 
 
 def run(settings: Settings) -> SuiteResult:

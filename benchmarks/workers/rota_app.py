@@ -11,6 +11,8 @@ Environment:
     BENCH_SERVED_FILE  where `served` writes "queue start_time_ns" lines (weights), and
                        `tenant_job` "tenant enqueued_at started_at" lines (fairness)
     BENCH_JOB_S        how long `tenant_job` sleeps (default 0.003)
+    BENCH_PASS_FILE    where the worker writes one "end_time round_trip_s jobs" line per pass
+                       that claimed jobs, when it stops (fairness)
 """
 
 from __future__ import annotations
@@ -80,7 +82,32 @@ def make_app(store_url: str, policy_text: str = "strict", pool_size: int = 20) -
         policy = rota.Strict(QUEUE)
     app.add_worker_group(rota.WorkerGroupOptions(name="bench", policy=policy,
                                                  pool_size=pool_size))
+    if "BENCH_PASS_FILE" in os.environ:
+        app._observe_runtimes(PassLog(os.environ["BENCH_PASS_FILE"]))
     return app
+
+
+class PassLog:
+    """A runtime observer keeping every pass that claimed jobs (when it ended, its round
+    trip from the event loop, its jobs) in memory, written out when the runtime stops."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.passes: list[tuple[float, float, int]] = []
+
+    def runtime_started(self, runtime: object, /) -> None:
+        pass
+
+    def runtime_stopped(self, runtime: object, /) -> None:
+        with open(self.path, "w") as out:
+            out.writelines(f"{end:.6f} {trip_s:.6f} {jobs}\n" for end, trip_s, jobs in self.passes)
+
+    def claimed(self, group: str, round_trip_s: float, jobs: int, /) -> None:
+        if jobs:
+            self.passes.append((time.time(), round_trip_s, jobs))
+
+    def job_ran(self, group: str, queue: str, ran_s: float, /) -> None:
+        pass
 
 
 def _from_environment() -> rota.App | None:
