@@ -172,6 +172,9 @@ def test_a_requeue_resume_or_limit_change_elsewhere_names_its_queue_without_the_
             assert hints.get(timeout=WAIT_S) == "limited"
             # And a requeue of many names each Queue that got jobs back, once
             ids = other.enqueue([NewJob("n", queue, T0) for queue in ("x", "y", "x")], T0)
+            # (the enqueue's own hints first: found in the same check as the requeue's
+            # datagram, they would be merged with its names)
+            assert {hints.get(timeout=WAIT_S), hints.get(timeout=WAIT_S)} == {"x", "y"}
             for cancelled in ids:
                 assert other.cancel(cancelled, T0)
             assert other.requeue_many(state=JobState.CANCELLED, queue=None, now=T0) == 3
