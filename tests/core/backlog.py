@@ -26,19 +26,30 @@ class Backlog:
     claims: list[tuple[ClaimRequest, int | None]] = field(default_factory=list)
     taken: dict[str, int] = field(default_factory=dict)
 
-    def claim(self, request: ClaimRequest) -> list[Job] | None:
-        """The jobs the claim leases, or None when the claim fails (leasing nothing)."""
+    def claim(self, request: ClaimRequest, room: int = UNLIMITED) -> list[Job] | None:
+        """The jobs the claim leases, or None when the claim fails (leasing nothing).
+        `room`: what its round has left (a round's claims travel in one store call, for
+        at most the round's `limit` in all)."""
         if self.fail(len(self.claims)):
             self.claims.append((request, None))
             return None
         jobs: list[Job] = []
+        limit = min(request.limit, room)
         for queue in request.queues:
-            count = min(self.due.get(queue, 0), request.limit - len(jobs))
+            count = min(self.due.get(queue, 0), limit - len(jobs))
             start = self.taken.get(queue, 0)
             jobs.extend((queue, start + n) for n in range(count))
             self.due[queue] = self.due.get(queue, 0) - count
             self.taken[queue] = start + count
         self.claims.append((request, len(jobs)))
+        return jobs
+
+    def claim_round(self, requests: list[ClaimRequest], limit: int) -> list[Job]:
+        """A round of claims in one store call, as the store answers it: each claim in
+        turn, at most `limit` jobs in all (`PassPlan.round_trip(requests).limit`)."""
+        jobs: list[Job] = []
+        for request in requests:
+            jobs.extend(self.claim(request, limit - len(jobs)) or [])
         return jobs
 
 
@@ -63,12 +74,14 @@ def drive_pass(
     held = 0
     while requests := plan.next_claims():
         rounds.append((held, requests))
+        room = free - held  # a round's claims ask for the pass's room in all
         for request in requests:
-            jobs = backlog.claim(request)
+            jobs = backlog.claim(request, room)
             if jobs is None:
                 plan.claim_failed(request)
                 break
             held += len(jobs)
+            room -= len(jobs)
             plan.claimed(request, jobs)
     dispatched = plan.dispatch_order()
     if serve:

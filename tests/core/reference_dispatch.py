@@ -10,6 +10,10 @@ changes, in the same simple form, together with the planner.
 - The reflow reserve: every reflow round keeps one claim in reserve, and a round that
   cannot is one sweep over every open Queue for all the room (`queue_of` tells its jobs
   apart).
+- The taker: when a pass ends with exactly one Queue not found empty, and it gave jobs,
+  the group's next rounds ask it last, for all the room; the store answers a round's
+  claims in turn within that room, so a claim is short when it gives less than it asked
+  or than the room its round had left.
 """
 
 from __future__ import annotations
@@ -127,6 +131,7 @@ class ReferencePass(Generic[T]):
         self._planned: list[Step] | None = None
         self._planned_exact = False
         self._served = 0
+        self._round_left = 0  # what the last round's answered claims left of its room
 
     def _index(self, request: ClaimRequest) -> int:
         return self._dispatcher.queues.index(request.queues[0])
@@ -158,13 +163,19 @@ class ReferencePass(Generic[T]):
             order += [index for index, supply in enumerate(self._supply)
                       if supply is _Supply.OPEN and index not in order]
             self._outstanding.add(order[0])
+            self._round_left = room
             names = tuple(self._dispatcher.queues[index] for index in order)
             return [ClaimRequest(names, room)]
         self._round += 1
+        self._round_left = room
+        taker = self._dispatcher.taker
         requests: list[ClaimRequest] = []
         for index, count in shares:
-            requests.append(ClaimRequest((self._dispatcher.queues[index],), count))
+            if index != taker:
+                requests.append(ClaimRequest((self._dispatcher.queues[index],), count))
             self._outstanding.add(index)
+        if taker is not None and wanted[taker] > 0:
+            requests.append(ClaimRequest((self._dispatcher.queues[taker],), room))
         return requests
 
     def claimed(
@@ -173,11 +184,14 @@ class ReferencePass(Generic[T]):
         """`drained`: Queues of the claim that the store says have no due job left: found
         empty, however many jobs they gave."""
         _check_count(request, items)
+        left = min(request.limit, self._round_left)
+        if len(items) > left:
+            raise ValueError("the store broke the claim contract")
+        self._round_left -= len(items)
         self._issued += 1
         self._outstanding.discard(self._index(request))
         # One Queue, or a sweep: the store took each Queue's jobs in turn, so a Queue that
         # gave fewer than the room left when it was reached is found empty.
-        left = request.limit
         for name in request.queues:
             if left == 0:
                 break
@@ -211,6 +225,11 @@ class ReferencePass(Generic[T]):
         self._stopped = True
 
     def _final_steps(self) -> list[Step]:
+        if self._steps is None:
+            candidates = [index for index, supply in enumerate(self._supply)
+                          if supply is not _Supply.EMPTY]
+            self._dispatcher.taker = (
+                candidates[0] if len(candidates) == 1 and self._held[candidates[0]] else None)
         if self._steps is None and self._planned_exact and not self._outstanding:
             self._stopped = True
             self._steps = self._planned  # every claim came back full: the plan stands
@@ -253,6 +272,7 @@ class ReferenceDispatcher:
         self.queues = policy.queues
         self.weights = tuple(weight for _, weight in policy.weights)
         self.credits = [0] * len(self.queues)
+        self.taker: int | None = None  # the one Queue the last pass left open
 
     def begin_pass(
         self, free: int, empty: Collection[int] = (), queue_of: Callable[[T], str] | None = None

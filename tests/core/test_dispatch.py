@@ -272,10 +272,12 @@ def test_a_pass_that_needs_a_sweep_without_queue_of_says_so(
     plan = make_dispatcher(1, 1, 4, 5).begin_pass(20)
     # When it comes to its sweep / Then it says what it needs
     with pytest.raises(ValueError, match=r"begin_pass\(free, queue_of=\.\.\.\)"):
+        held = 0
         while requests := plan.next_claims():
             for request in requests:
-                jobs = backlog.claim(request)
+                jobs = backlog.claim(request, 20 - held)
                 assert jobs is not None
+                held += len(jobs)
                 plan.claimed(request, jobs)
 
 
@@ -398,9 +400,11 @@ def fully_claimed_pass(dispatcher: WeightedDispatcher, free: int) -> PassPlan:
     """A pass of `free` slots over a backlog in every Queue, one claim round made."""
     plan = dispatcher.begin_pass(free)
     backlog = backlogged(len(dispatcher.weights))
+    room = free
     for request in plan.next_claims():
-        jobs = backlog.claim(request)
+        jobs = backlog.claim(request, room)
         assert jobs is not None
+        room -= len(jobs)
         plan.claimed(request, jobs)
     return plan
 
@@ -483,9 +487,11 @@ def test_cut_short_between_rounds_keeps_the_first_rounds_jobs(
     dispatcher = make_dispatcher(6, 3, 1)
     backlog = Backlog({"a": 2, "b": UNLIMITED, "c": UNLIMITED})
     plan = dispatcher.begin_pass(10)
+    room = 10
     for request in plan.next_claims():
-        jobs = backlog.claim(request)
+        jobs = backlog.claim(request, room)
         assert jobs is not None
+        room -= len(jobs)
         plan.claimed(request, jobs)
     # When the pass is cut short (shutdown) before the reflow round
     plan.cut_short()

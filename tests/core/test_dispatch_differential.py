@@ -59,9 +59,11 @@ def run_pass(
     index = {name: i for i, name in enumerate(names)}
     claims: list[tuple[int, int, int | None]] = []
     serial = [0] * len(names)
+    held = 0
     while requests := (first or plan.next_claims()):
         first = None
         stop = False
+        round_left = script.free - held  # a round asks for the pass's room in all
         for request in requests:
             assert not request.probe
             if script.cut_after is not None and len(claims) >= script.cut_after:
@@ -75,14 +77,17 @@ def run_pass(
                 stop = True
                 break
             jobs: list[Job] = []
+            limit = min(request.limit, round_left)
             for name in request.queues:  # one Queue, or a sweep: each in turn
                 swept = index[name]
-                room = request.limit - len(jobs)
+                room = limit - len(jobs)
                 # (a controlled Queue gives at most one job a claim, as a limit would)
                 got = supply.take(swept, min(room, 1) if swept in controlled else room)
                 jobs.extend((swept, serial[swept] + n) for n in range(got))
                 serial[swept] += got
             claims.append((queue, request.limit, len(jobs)))
+            held += len(jobs)
+            round_left -= len(jobs)
             drained = [name for name in request.queues
                        if probes and supply.due[index[name]] == 0]
             if isinstance(plan, ReferencePass):

@@ -51,7 +51,7 @@ def group_pass(dispatcher: WeightedDispatcher, free: int, backlog: Backlog) -> l
             continue
         jobs: list[Job] = []
         for request in requests:
-            got = backlog.claim(request)
+            got = backlog.claim(request, trip.limit - len(jobs))
             if got is None:
                 plan.claim_failed(request)
                 break

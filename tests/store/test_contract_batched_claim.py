@@ -58,6 +58,21 @@ def test_per_queue_limits_are_capped_by_the_total_limit_and_by_the_due_jobs(
     assert [job.queue for job in jobs] == ["a", "b", "b", "b", "b", "c"]
 
 
+@pytest.mark.parametrize("shorts", [0, 1, 3])
+def test_the_last_queue_asked_for_the_whole_total_takes_what_the_others_leave(
+    store: Store, shorts: int
+) -> None:
+    # Given three Queues asked 2 each (of which `shorts` jobs are missing), then a
+    # backlogged Queue asked for all of the claim's 7
+    fill(store, {"a": 2 - min(shorts, 2), "b": 2 - max(0, shorts - 2), "c": 2, "d": 20})
+    # When one claim asks 2, 2, 2 and 7, for 7 in all
+    jobs = claim(store, ["a", "b", "c", "d"], 7, [2, 2, 2, 7])
+    # Then d gives its share and the slots the others left, and no more than the total
+    assert len(jobs) == 7
+    assert [job.queue for job in jobs].count("d") == 1 + shorts
+    assert [job.queue for job in jobs] == sorted(job.queue for job in jobs)
+
+
 def test_a_zero_per_queue_limit_takes_nothing_from_that_queue(store: Store) -> None:
     fill(store, {"a": 2, "b": 2})
     assert [job.queue for job in claim(store, ["a", "b"], 4, [0, 2])] == ["b", "b"]

@@ -3,12 +3,19 @@
 A pass into `free` slots:
 
 1. simulates its free slots on a scratch copy of the credits (`Credits.simulate`) and
-   claims each Queue's share, one claim per Queue with a positive allocation;
-2. a Queue whose claim returned fewer jobs than asked (or that the claim's probe says it
-   drained) is *found empty*: once its claimed jobs are used up it takes no part in
-   further steps. The pass re-simulates the slots still free with that knowledge and
-   claims them from the Queues still open (reflow), round after round until the pass is
-   full or no Queue is left to ask. A pass issues at most 2 x (served Queues) claims,
+   claims each Queue's share, one claim per Queue with a positive allocation, all in one
+   round trip. When the group's last pass left exactly one Queue open (it gave all it
+   was asked; every other Queue taking part was found empty), that Queue is the *taker*:
+   asked last, for all the room, it gets its share and whatever the others leave. That
+   is what the reflow would give it when it is again the only Queue left open, so the
+   common tenant pass (one backlogged Queue beside Queues with a job or two) costs one
+   round trip, not two (docs/decisions/0060);
+2. a Queue whose claim returned fewer jobs than asked, or than the room its round had
+   left when the store reached it (or that the claim's probe says it drained), is *found
+   empty*: once its claimed jobs are used up it takes no part in further steps. The
+   pass re-simulates the slots still free with that knowledge and claims them from the
+   Queues still open (reflow), round after round until the pass is full or no Queue is
+   left to ask. A pass issues at most 2 x (served Queues) claims,
    and every reflow round keeps one of them in reserve: it asks each Queue its share
    when a claim remains after it; otherwise it is one *sweep*, a claim over every Queue
    still open (largest share first) for all the room, which fills the pass or finds them
@@ -26,10 +33,11 @@ Pure: no I/O, no clock, no asyncio, no randomness.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from rota.core.dispatch.memory import EmptyQueueMemory
-from rota.core.dispatch.plan import ClaimRequest, Dispatcher, PassPlan, check_count
+from rota.core.dispatch.plan import ClaimRequest, Dispatcher, PassPlan, RoundTrip, check_count
 from rota.core.dispatch.swrr import Credits, Simulated
 from rota.core.policy import Weighted
 
@@ -48,6 +56,8 @@ class WeightedDispatcher(Dispatcher):
         self.index = {queue: index for index, queue in enumerate(self.queues)}
         self.state = Credits(self.weights)
         self.memory = EmptyQueueMemory(len(self.queues)) if remember_empty else None
+        # The one Queue the last pass left open, if it left one: the next rounds' taker.
+        self.taker: int | None = None
         self._current: WeightedPass[Any] | None = None
 
     @property
@@ -112,6 +122,9 @@ class WeightedPass(PassPlan[T]):
         self._issued = 0
         self._outstanding = 0  # requests of the last round not answered yet
         self._reflow = False  # a round was asked: the next one is a reflow round
+        # The room of the last round asked, and what of it its answered claims left.
+        self._round_room = 0
+        self._round_left = 0
         self._probe = (None if not probe else
                        ClaimRequest(tuple(dispatcher.queues[i] for i in probe), 0, probe=True))
         self._probed = False
@@ -144,12 +157,25 @@ class WeightedPass(PassPlan[T]):
             requests = [self._sweep(shares, room)]
             self._planned = None  # a sweep's slots are not the simulation's
         else:
-            requests = [ClaimRequest((queues[index],), count) for index, count in shares]
+            taker = self._dispatcher.taker
+            requests = [ClaimRequest((queues[index],), count)
+                        for index, count in shares if index != taker]
+            if taker is not None and len(requests) < len(shares):  # it has a share: last
+                requests.append(ClaimRequest((queues[taker],), room))
             self._planned = simulated
+        self._round_room = self._round_left = room
         self._reflow = True
         self._budget -= len(requests)
         self._outstanding = len(requests)
         return requests
+
+    def round_trip(self, requests: Sequence[ClaimRequest]) -> RoundTrip:
+        """As `PassPlan.round_trip`, for at most the round's room in all (its taker is
+        asked for all of it)."""
+        trip = super().round_trip(requests)
+        if trip.limits is None:
+            return trip
+        return replace(trip, limit=self._round_room)
 
     def _sweep(self, shares: list[tuple[int, int]], room: int) -> ClaimRequest:
         """One claim for all the room over every Queue still open: those with a share,
@@ -175,8 +201,15 @@ class WeightedPass(PassPlan[T]):
         self._answered()
         index = self._dispatcher.index
         if len(request.queues) == 1:
+            # The store answers a round's claims in turn, within the round's room: the
+            # taker's ask is what the claims before it left.
+            asked = min(request.limit, self._round_left)
+            if len(items) > asked:
+                raise ValueError(f"a round's claim for {asked} jobs returned {len(items)}; "
+                                 "the store broke the claim contract")
+            self._round_left -= len(items)
             name = request.queues[0]
-            self._took(index[name], items, len(items) < request.limit, name in drained,
+            self._took(index[name], items, len(items) < asked, name in drained,
                        name in controlled)
             return
         # A sweep: the store took each Queue's jobs in turn, so a Queue that gave fewer
@@ -255,11 +288,23 @@ class WeightedPass(PassPlan[T]):
                 self._final = self._credits.simulate(
                     {index: len(items) for index, items in self._held.items()},
                     self._empty, 0)
+            self._dispatcher.taker = self._left_open()
             memory = self._dispatcher.memory
             if memory is not None and self._free > 0:
                 memory.pass_ended(claimed_nothing=not self._held_total, probed=self._probed,
                                   held_more=any(self._found.values()))
         return self._final
+
+    def _left_open(self) -> int | None:
+        """The one Queue this pass leaves open, if it leaves exactly one: a Queue it
+        claimed from and did not find empty, while every other Queue taking part was
+        found empty (a Queue never asked may have work: then there is none)."""
+        out = self._credits.out
+        found_in = sum(1 for index in self._found if index not in out)
+        if len(self._dispatcher.queues) - len(out) - found_in != 1:
+            return None
+        held_open = [index for index in self._held if index not in self._found]
+        return held_open[0] if len(held_open) == 1 else None
 
     def dispatch_order(self) -> list[T]:
         held = {index: iter(items) for index, items in self._held.items()}

@@ -57,6 +57,17 @@ def claim_many_sql(count: int) -> str:
 MAX_COMPLETED: Final = 200
 
 
+def _fitting(asks: list[tuple[str, int]], limit: int) -> list[tuple[str, int]]:
+    """The longest run of `asks` from the first (at most MAX_ARMS) whose counts fit in
+    `limit` together: those can all be claimed by one statement."""
+    total = 0
+    for end, (_, count) in enumerate(asks[:MAX_ARMS]):
+        total += count
+        if total > limit:
+            return asks[:end]
+    return asks[:MAX_ARMS]
+
+
 @functools.cache
 def complete_sql(leases: int, results: bool) -> str:
     """complete.sql with `leases` rows of values; without `results`, each row's result is
@@ -151,20 +162,23 @@ class SQLiteClaims(SQLiteConnection):
                 asks, starved = cap_by_tokens(rated, asks, now)
                 controlled.extend(rated)
                 asks = [(queue, count) for queue, count in asks if count > 0]
-            if 1 < len(asks) <= MAX_ARMS and sum(count for _, count in asks) <= limit:
-                # Per-Queue limits that fit in the total: one statement for every Queue.
-                # With many tenant Queues this runs once per Queue asked, for about one job
-                # each: the rows are sorted once, not per Queue, and the loop over the
-                # Queues calls only `move` unless a Queue came back short.
-                if all(count == 1 for _, count in asks):
-                    params["queues"] = json.dumps([queue for queue, _ in asks])
+            head = _fitting(asks, limit)
+            if len(head) > 1:
+                # The Queues whose limits fit in the total, from the first: one statement
+                # for all of them. With many tenant Queues this runs once per Queue asked,
+                # for about one job each: the rows are sorted once, not per Queue, and the
+                # loop over the Queues calls only `move` unless a Queue came back short.
+                # (A planner's round asks its last Queue for all the room: it is claimed
+                # below, for what the others left.)
+                if all(count == 1 for _, count in head):
+                    params["queues"] = json.dumps([queue for queue, _ in head])
                     rows = conn.execute(sql("claim_ones"), params).fetchall()
                 else:
-                    for (queue, count), (queue_key, limit_key) in zip(asks, ARM_KEYS,
+                    for (queue, count), (queue_key, limit_key) in zip(head, ARM_KEYS,
                                                                       strict=False):
                         params[queue_key] = queue
                         params[limit_key] = count
-                    rows = conn.execute(claim_many_sql(len(asks)), params).fetchall()
+                    rows = conn.execute(claim_many_sql(len(head)), params).fetchall()
                 rows.sort(key=_due_order)
                 by_queue: dict[str, list[Row]] = {}
                 for row in rows:
@@ -172,7 +186,7 @@ class SQLiteClaims(SQLiteConnection):
                         by_queue[row[2]] = [row]
                     else:
                         got.append(row)
-                for queue, asked in asks:
+                for queue, asked in head:
                     got = by_queue.get(queue)
                     if got is None:
                         came_short(queue)
@@ -181,7 +195,7 @@ class SQLiteClaims(SQLiteConnection):
                     move(changes, queue, len(got), "scheduled", "leased")
                     if len(got) < asked:
                         came_short(queue)
-                asks = []
+                asks = asks[len(head):]
             for queue, cap in asks:
                 remaining = limit - len(claimed)
                 if remaining <= 0:
