@@ -11,9 +11,9 @@ changes, in the same simple form, together with the planner.
   cannot is one sweep over every open Queue for all the room (`queue_of` tells its jobs
   apart).
 - The taker: when a pass ends with exactly one Queue not found empty, and it gave jobs,
-  the group's next rounds ask it last, for all the room; the store answers a round's
-  claims in turn within that room, so a claim is short when it gives less than it asked
-  or than the room its round had left.
+  the group's next rounds that ask every open Queue ask it last, for all the room; the
+  store answers a round's claims in turn within that room, so a claim is short when it
+  gives less than it asked or than the room its round had left.
 """
 
 from __future__ import annotations
@@ -168,7 +168,8 @@ class ReferencePass(Generic[T]):
             return [ClaimRequest(names, room)]
         self._round += 1
         self._round_left = room
-        taker = self._dispatcher.taker
+        open_count = sum(1 for supply in self._supply if supply is _Supply.OPEN)
+        taker = self._dispatcher.taker if len(shares) == open_count else None
         requests: list[ClaimRequest] = []
         for index, count in shares:
             if index != taker:

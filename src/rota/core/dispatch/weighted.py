@@ -5,11 +5,11 @@ A pass into `free` slots:
 1. simulates its free slots on a scratch copy of the credits (`Credits.simulate`) and
    claims each Queue's share, one claim per Queue with a positive allocation, all in one
    round trip. When the group's last pass left exactly one Queue open (it gave all it
-   was asked; every other Queue taking part was found empty), that Queue is the *taker*:
-   asked last, for all the room, it gets its share and whatever the others leave. That
-   is what the reflow would give it when it is again the only Queue left open, so the
-   common tenant pass (one backlogged Queue beside Queues with a job or two) costs one
-   round trip, not two (docs/decisions/0060);
+   was asked; every other Queue taking part was found empty), that Queue is the *taker*
+   of a round that asks every Queue still open: asked last, for all the room, it gets its
+   share and whatever the others leave. That is what the reflow would give it when it is
+   again the only Queue left open, so the common tenant pass (one backlogged Queue
+   beside Queues with a job or two) costs one round trip, not two (docs/decisions/0060);
 2. a Queue whose claim returned fewer jobs than asked, or than the room its round had
    left when the store reached it (or that the claim's probe says it drained), is *found
    empty*: once its claimed jobs are used up it takes no part in further steps. The
@@ -157,7 +157,9 @@ class WeightedPass(PassPlan[T]):
             requests = [self._sweep(shares, room)]
             self._planned = None  # a sweep's slots are not the simulation's
         else:
-            taker = self._dispatcher.taker
+            # A taker only when every Queue still open is asked: one that is not would get
+            # its turn at the slots the others leave in a reflow round.
+            taker = self._dispatcher.taker if len(shares) == self._open() else None
             requests = [ClaimRequest((queues[index],), count)
                         for index, count in shares if index != taker]
             if taker is not None and len(requests) < len(shares):  # it has a share: last
@@ -295,13 +297,17 @@ class WeightedPass(PassPlan[T]):
                                   held_more=any(self._found.values()))
         return self._final
 
+    def _open(self) -> int:
+        """How many Queues take part and are not found empty in this pass."""
+        out = self._credits.out
+        found_in = sum(1 for index in self._found if index not in out)
+        return len(self._dispatcher.queues) - len(out) - found_in
+
     def _left_open(self) -> int | None:
         """The one Queue this pass leaves open, if it leaves exactly one: a Queue it
         claimed from and did not find empty, while every other Queue taking part was
         found empty (a Queue never asked may have work: then there is none)."""
-        out = self._credits.out
-        found_in = sum(1 for index in self._found if index not in out)
-        if len(self._dispatcher.queues) - len(out) - found_in != 1:
+        if self._open() != 1:
             return None
         held_open = [index for index in self._held if index not in self._found]
         return held_open[0] if len(held_open) == 1 else None
