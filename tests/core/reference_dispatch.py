@@ -47,8 +47,8 @@ def apply_step(weights: Sequence[int], credits: list[int], step: Step) -> None:
     credits[step.winner] -= total
 
 
-def _check_count(request: ClaimRequest, items: Sequence[object]) -> None:
-    if len(items) > request.limit:
+def _check_count(limit: int, items: Sequence[object]) -> None:
+    if len(items) > limit:
         raise ValueError("the store broke the claim contract")
 
 
@@ -184,10 +184,8 @@ class ReferencePass(Generic[T]):
     ) -> None:
         """`drained`: Queues of the claim that the store says have no due job left: found
         empty, however many jobs they gave."""
-        _check_count(request, items)
         left = min(request.limit, self._round_left)
-        if len(items) > left:
-            raise ValueError("the store broke the claim contract")
+        _check_count(left, items)
         self._round_left -= len(items)
         self._issued += 1
         self._outstanding.discard(self._index(request))

@@ -47,11 +47,12 @@ class RoundTrip:
     probe: tuple[str, ...]
 
 
-def check_count(request: ClaimRequest, items: Sequence[object]) -> None:
-    if len(items) > request.limit:
+def check_count(limit: int, items: Sequence[object]) -> None:
+    """A claim that could give at most `limit` jobs gave `items`."""
+    if len(items) > limit:
         raise ValueError(
-            f"a claim for {request.limit} jobs returned {len(items)}; the store broke the "
-            "claim contract"
+            f"a claim for {limit} jobs returned {len(items)}; the store broke the claim "
+            "contract"
         )
 
 

@@ -29,7 +29,7 @@ class StrictPass(PassPlan[T]):
         self, request: ClaimRequest, items: Sequence[T], *,
         controlled: Collection[str] = (), drained: Collection[str] = (),
     ) -> None:
-        check_count(request, items)
+        check_count(request.limit, items)
         self._issued += 1
         self._items.extend(items)
 

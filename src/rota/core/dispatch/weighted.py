@@ -199,17 +199,14 @@ class WeightedPass(PassPlan[T]):
     ) -> None:
         if request.probe:
             raise ValueError("claimed() answers a claim; use probed() for a probe request")
-        check_count(request, items)
+        # The store answers a round's claims in turn, within the round's room: the taker's
+        # ask is what the claims before it left.
+        asked = min(request.limit, self._round_left)
+        check_count(asked, items)
+        self._round_left -= len(items)
         self._answered()
         index = self._dispatcher.index
         if len(request.queues) == 1:
-            # The store answers a round's claims in turn, within the round's room: the
-            # taker's ask is what the claims before it left.
-            asked = min(request.limit, self._round_left)
-            if len(items) > asked:
-                raise ValueError(f"a round's claim for {asked} jobs returned {len(items)}; "
-                                 "the store broke the claim contract")
-            self._round_left -= len(items)
             name = request.queues[0]
             self._took(index[name], items, len(items) < asked, name in drained,
                        name in controlled)
@@ -220,7 +217,7 @@ class WeightedPass(PassPlan[T]):
         by_queue: dict[str, list[T]] = {}
         for item in items:
             by_queue.setdefault(self.queue_of(item), []).append(item)
-        left = request.limit
+        left = asked
         for name in request.queues:
             taken = by_queue.pop(name, [])
             short = left > 0 and len(taken) < left
