@@ -1,7 +1,8 @@
-"""fairness: the noisy neighbour. One heavy tenant enqueues a burst (50,000 jobs at once)
-while 99 light tenants trickle (each one job every 200 ms, ~500 jobs/s in all, well under
-the pool's capacity); every job sleeps 3 ms, pool 20, one worker process on a fresh store
-(SQLite and PostgreSQL). The same workload under each scheduling model:
+"""fairness: the noisy neighbour. One heavy tenant enqueues a burst (50,000 jobs at once,
+from a process of its own) while 99 light tenants trickle (each one job every 200 ms,
+~500 jobs/s in all, well under the pool's capacity); every job sleeps 3 ms, pool 20, one
+worker process on a fresh store (SQLite and PostgreSQL). The same workload under each
+scheduling model:
 
 - rota Weighted: `rota worker`, one Worker Group, `Weighted` over one Queue per tenant,
   every weight 1 (what a rota user gets);
@@ -25,7 +26,8 @@ jobs enqueued once the burst's last enqueue had returned, and each tenant's serv
 over windows of 1,000 consecutive job starts (one window every 10 starts) within that
 span, against its entitlement: the weighted max-min share of the window given what each
 tenant had waiting or enqueued during it (a light tenant asking less than its share is
-owed all it asked, the heavy tenant the rest). `analyse_passes` gives the rota worker's
+owed all it asked, the heavy tenant the rest), and the gaps of 20 ms or more in which no
+job started. `analyse_passes` gives the rota worker's
 passes over the same span: their round trips as its event loop saw them, and those of the
 passes that started a light job. Writes docs/images/fairness.json (--quick:
 benchmarks/results/fairness-quick.json).
@@ -34,6 +36,7 @@ benchmarks/results/fairness-quick.json).
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -42,6 +45,7 @@ import threading
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,6 +67,7 @@ CAPS = "FIFO + cap"
 SPREAD = "rota Weighted, heavy over 10 Queues"
 SPREAD_QUEUES = 10
 STEP = 10  # a window starts every STEP job starts
+STALL_S = 0.020  # a gap between two job starts this long or longer, while backlogged
 BACKLOG_LEFT = 200  # unfinished jobs below which the burst counts as served
 
 
@@ -90,6 +95,10 @@ class Outcome:
     backlog_s: float  # burst enqueued -> the heavy tenant's last start
     jobs_per_s: float  # starts per second while it was backlogged
     windows: int
+    # Gaps of STALL_S or more between two consecutive job starts while the heavy tenant
+    # was backlogged (no Worker started anything meanwhile), and the longest gap
+    stalls: int
+    longest_gap_ms: float
 
 
 def light_names(count: int) -> list[str]:
@@ -155,8 +164,8 @@ def analyse(services: Sequence[Service], weights: dict[str, float], window: int,
             after.sort()
             later_p99s.append(percentile(after, 0.99))
     heavy_worst = light_worst = 0.0
-    windows = 0
-    share = rate = backlog_s = 0.0
+    windows = stalls = 0
+    share = rate = backlog_s = longest_gap = 0.0
     if heavy_at:
         first, last = heavy_at[0], heavy_at[-1]
         starts = [s.started_at for s in order]
@@ -183,6 +192,10 @@ def analyse(services: Sequence[Service], weights: dict[str, float], window: int,
                     light_worst = max(light_worst, deviation)
             windows += 1
         span = order[first:last + 1]
+        gaps = [b - a for a, b in zip(starts[first:last], starts[first + 1:last + 1],
+                                      strict=True)]
+        stalls = sum(1 for gap in gaps if gap >= STALL_S)
+        longest_gap = max(gaps, default=0.0)
         share = sum(1 for s in span if s.tenant == HEAVY) / len(span)
         backlog_s = end - since
         rate = len(span) / max(end - order[first].started_at, 1e-9)
@@ -191,7 +204,8 @@ def analyse(services: Sequence[Service], weights: dict[str, float], window: int,
                    statistics.median(p99s) if p99s else float("nan"), max(p99s, default=0.0),
                    statistics.median(later_p99s) if later_p99s else float("nan"),
                    max(later_p99s, default=0.0),
-                   100 * heavy_worst, 100 * light_worst, share, backlog_s, rate, windows)
+                   100 * heavy_worst, 100 * light_worst, share, backlog_s, rate, windows,
+                   stalls, 1e3 * longest_gap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +283,11 @@ class Trickle(threading.Thread):
 
 
 def burst(url: str, model: str, count: int, chunk: int = 5_000) -> dict[float, float]:
-    """Enqueue the heavy tenant's jobs; each call's stamp -> when it returned."""
+    """Enqueue the heavy tenant's jobs; each call's stamp -> when it returned. Run in a
+    process of its own (`run_model`): building 5,000 jobs a call in the trickle's process
+    would hold its interpreter lock while the trickle's enqueue holds the store's write
+    lock (on SQLite, a 5-job enqueue then held it for up to 36 ms), which no application
+    whose tenants enqueue from their own requests would see."""
     from rota.core.jobs import NewJob
     from rota.store import open_store
 
@@ -321,14 +339,17 @@ def run_model(kind: str, model: str, settings: Settings
     trickle = Trickle(target.url, model, light_names(settings.fairness_light_tenants),
                       settings.fairness_period_s)
     committed: dict[float, float] = {}
+    heavy = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
     try:
+        heavy.submit(os.getpid).result()  # started before the clock starts
         trickle.start()
         time.sleep(settings.fairness_warmup_s)
         since = time.time()
         if model == BASELINE:
             time.sleep(settings.fairness_baseline_s)
         else:
-            committed = burst(target.url, model, settings.fairness_heavy_jobs)
+            committed = heavy.submit(burst, target.url, model,
+                                     settings.fairness_heavy_jobs).result()
             wait_drained(target.unfinished, [worker], settings.fairness_timeout_s,
                          settings.poll_interval_s, below=BACKLOG_LEFT)
             time.sleep(1.0)  # the trickle goes on past the heavy tenant's last start
@@ -339,6 +360,7 @@ def run_model(kind: str, model: str, settings: Settings
         wait_drained(target.unfinished, [worker], settings.fairness_timeout_s,
                      settings.poll_interval_s)
     finally:
+        heavy.shutdown()
         trickle.stopping.set()
         worker.stop()
         target.discard()
@@ -369,22 +391,23 @@ def table(outcomes: dict[str, dict[str, dict[str, Any]]], cap: int) -> str:
     lines = ["| store | model | light p50 ms, median / worst tenant | light p99 ms, median / "
              "worst tenant | light p99 ms once the burst is stored, median / worst | worst "
              "1,000-window deviation, heavy / light pp | heavy share while backlogged | "
-             "backlog s | jobs/s |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "backlog s | jobs/s | stalls of 20 ms+ (longest ms) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for kind, models in outcomes.items():
         for model, o in models.items():
             name = f"FIFO + cap {cap}" if model == CAPS else model
             if "timed_out_s" in o:
                 lines.append(f"| {kind} | {name} | not drained in {o['timed_out_s']:.0f} s "
-                             "| | | | | | |")
+                             "| | | | | | | |")
                 continue
             shares = ("" if not o["windows"] else
                       f"{o['heavy_worst_pp']:.2f} / {o['light_worst_pp']:.2f}")
             stored = ("" if model == BASELINE else
                       f"{_ms(o['stored_p99_median_ms'])} / {_ms(o['stored_p99_worst_ms'])}")
-            rest = ("| | |" if model == BASELINE else
+            rest = ("| | | |" if model == BASELINE else
                     f"{100 * o['heavy_share']:.1f} % | {o['backlog_s']:.1f} | "
-                    f"{o['jobs_per_s']:,.0f} |")
+                    f"{o['jobs_per_s']:,.0f} | {o.get('stalls', '')} "
+                    f"({_ms(o.get('longest_gap_ms', float('nan')))}) |")
             lines.append(f"| {kind} | {name} | {_ms(o['p50_median_ms'])} / "
                          f"{_ms(o['p50_worst_ms'])} | {_ms(o['p99_median_ms'])} / "
                          f"{_ms(o['p99_worst_ms'])} | {stored} | {shares} | {rest}")
@@ -429,7 +452,9 @@ def _measure(kind: str, model: str, settings: Settings) -> dict[str, Any]:
           f"{_ms(outcome.p99_median_ms)} / {_ms(outcome.p99_worst_ms)} ms (median / worst "
           f"tenant); worst window deviation heavy {outcome.heavy_worst_pp:.2f} pp, light "
           f"{outcome.light_worst_pp:.2f} pp over {outcome.windows:,} windows; backlog "
-          f"{outcome.backlog_s:.1f} s, {outcome.jobs_per_s:,.0f} jobs/s", flush=True)
+          f"{outcome.backlog_s:.1f} s, {outcome.jobs_per_s:,.0f} jobs/s; {outcome.stalls} "
+          f"gaps of {1e3 * STALL_S:.0f} ms or more without a start (longest "
+          f"{_ms(outcome.longest_gap_ms)} ms)", flush=True)
     passes = analyse_passes(pass_lines, services, since, until)
     if passes is not None:
         print(f"    {passes.passes:,} passes, {passes.jobs_each:.1f} jobs each, round trip p50 "
