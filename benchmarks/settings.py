@@ -42,7 +42,9 @@ class Settings:
     fairness_cap: int = 2
     fairness_window: int = 1_000
     fairness_warmup_s: float = 2.0
-    fairness_baseline_s: float = 10.0
+    # About as long as the heavy tenant's backlog (15-21 s at the default size), so a light
+    # tenant's p99 is taken over about as many jobs (~100) with and without the neighbour
+    fairness_baseline_s: float = 20.0
     fairness_timeout_s: float = 600.0
     fairness_json: str = "docs/images/fairness.json"  # relative to the checkout
     memory_jobs: int = 1_000_000
