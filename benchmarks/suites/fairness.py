@@ -67,7 +67,7 @@ CAPS = "FIFO + cap"
 SPREAD = "rota Weighted, heavy over 10 Queues"
 SPREAD_QUEUES = 10
 STEP = 10  # a window starts every STEP job starts
-STALL_S = 0.020  # a gap between two job starts this long or longer, while backlogged
+GAP_S = 0.020  # a gap between two job starts this long or longer, while backlogged
 BACKLOG_LEFT = 200  # unfinished jobs below which the burst counts as served
 
 
@@ -95,9 +95,9 @@ class Outcome:
     backlog_s: float  # burst enqueued -> the heavy tenant's last start
     jobs_per_s: float  # starts per second while it was backlogged
     windows: int
-    # Gaps of STALL_S or more between two consecutive job starts while the heavy tenant
+    # Gaps of GAP_S or more between two consecutive job starts while the heavy tenant
     # was backlogged (no Worker started anything meanwhile), and the longest gap
-    stalls: int
+    gaps: int
     longest_gap_ms: float
 
 
@@ -164,7 +164,7 @@ def analyse(services: Sequence[Service], weights: dict[str, float], window: int,
             after.sort()
             later_p99s.append(percentile(after, 0.99))
     heavy_worst = light_worst = 0.0
-    windows = stalls = 0
+    windows = long_gaps = 0
     share = rate = backlog_s = longest_gap = 0.0
     if heavy_at:
         first, last = heavy_at[0], heavy_at[-1]
@@ -194,7 +194,7 @@ def analyse(services: Sequence[Service], weights: dict[str, float], window: int,
         span = order[first:last + 1]
         gaps = [b - a for a, b in zip(starts[first:last], starts[first + 1:last + 1],
                                       strict=True)]
-        stalls = sum(1 for gap in gaps if gap >= STALL_S)
+        long_gaps = sum(1 for gap in gaps if gap >= GAP_S)
         longest_gap = max(gaps, default=0.0)
         share = sum(1 for s in span if s.tenant == HEAVY) / len(span)
         backlog_s = end - since
@@ -205,7 +205,7 @@ def analyse(services: Sequence[Service], weights: dict[str, float], window: int,
                    statistics.median(later_p99s) if later_p99s else float("nan"),
                    max(later_p99s, default=0.0),
                    100 * heavy_worst, 100 * light_worst, share, backlog_s, rate, windows,
-                   stalls, 1e3 * longest_gap)
+                   long_gaps, 1e3 * longest_gap)
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,7 +391,7 @@ def table(outcomes: dict[str, dict[str, dict[str, Any]]], cap: int) -> str:
     lines = ["| store | model | light p50 ms, median / worst tenant | light p99 ms, median / "
              "worst tenant | light p99 ms once the burst is stored, median / worst | worst "
              "1,000-window deviation, heavy / light pp | heavy share while backlogged | "
-             "backlog s | jobs/s | stalls of 20 ms+ (longest ms) |",
+             "backlog s | jobs/s | gaps of 20 ms+ (longest ms) |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for kind, models in outcomes.items():
         for model, o in models.items():
@@ -406,7 +406,7 @@ def table(outcomes: dict[str, dict[str, dict[str, Any]]], cap: int) -> str:
                       f"{_ms(o['stored_p99_median_ms'])} / {_ms(o['stored_p99_worst_ms'])}")
             rest = ("| | | |" if model == BASELINE else
                     f"{100 * o['heavy_share']:.1f} % | {o['backlog_s']:.1f} | "
-                    f"{o['jobs_per_s']:,.0f} | {o.get('stalls', '')} "
+                    f"{o['jobs_per_s']:,.0f} | {o.get('gaps', '')} "
                     f"({_ms(o.get('longest_gap_ms', float('nan')))}) |")
             lines.append(f"| {kind} | {name} | {_ms(o['p50_median_ms'])} / "
                          f"{_ms(o['p50_worst_ms'])} | {_ms(o['p99_median_ms'])} / "
@@ -452,8 +452,8 @@ def _measure(kind: str, model: str, settings: Settings) -> dict[str, Any]:
           f"{_ms(outcome.p99_median_ms)} / {_ms(outcome.p99_worst_ms)} ms (median / worst "
           f"tenant); worst window deviation heavy {outcome.heavy_worst_pp:.2f} pp, light "
           f"{outcome.light_worst_pp:.2f} pp over {outcome.windows:,} windows; backlog "
-          f"{outcome.backlog_s:.1f} s, {outcome.jobs_per_s:,.0f} jobs/s; {outcome.stalls} "
-          f"gaps of {1e3 * STALL_S:.0f} ms or more without a start (longest "
+          f"{outcome.backlog_s:.1f} s, {outcome.jobs_per_s:,.0f} jobs/s; {outcome.gaps} "
+          f"gaps of {1e3 * GAP_S:.0f} ms or more without a start (longest "
           f"{_ms(outcome.longest_gap_ms)} ms)", flush=True)
     passes = analyse_passes(pass_lines, services, since, until)
     if passes is not None:
