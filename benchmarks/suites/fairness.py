@@ -48,6 +48,7 @@ from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -192,8 +193,7 @@ def analyse(services: Sequence[Service], weights: dict[str, float], window: int,
                     light_worst = max(light_worst, deviation)
             windows += 1
         span = order[first:last + 1]
-        gaps = [b - a for a, b in zip(starts[first:last], starts[first + 1:last + 1],
-                                      strict=True)]
+        gaps = [b - a for a, b in pairwise(starts[first:last + 1])]
         long_gaps = sum(1 for gap in gaps if gap >= GAP_S)
         longest_gap = max(gaps, default=0.0)
         share = sum(1 for s in span if s.tenant == HEAVY) / len(span)
@@ -286,8 +286,8 @@ def burst(url: str, model: str, count: int, chunk: int = 5_000) -> dict[float, f
     """Enqueue the heavy tenant's jobs; each call's stamp -> when it returned. Run in a
     process of its own (`run_model`): building 5,000 jobs a call in the trickle's process
     would hold its interpreter lock while the trickle's enqueue holds the store's write
-    lock (on SQLite, a 5-job enqueue then held it for up to 36 ms), which no application
-    whose tenants enqueue from their own requests would see."""
+    lock, which no application whose tenants enqueue from their own requests would see
+    (docs/decisions/0061)."""
     from rota.core.jobs import NewJob
     from rota.store import open_store
 
