@@ -36,6 +36,7 @@ from rota.store.postgres.schema import (
     render_sql,
     utc,
 )
+from rota.store.postgres.watchdog import Call, timeout_error, with_keepalives
 from rota.store.sql_base import Migration, Row, SqlStore
 from rota.store.urls import mask_url
 
@@ -177,7 +178,7 @@ class PostgresConnection(SqlStore[Connection]):
     ) -> None:
         self._url = mask(url if url is not None else conninfo)
         self._read_only = read_only
-        self._conninfo = conninfo
+        self._conninfo = with_keepalives(conninfo)
         self._schema = check_schema(schema, self._url)
         self._schema_label = f"PostgreSQL store {self._url!r}: schema {self._schema!r}"
         if pool_min_size < 1 or pool_max_size < pool_min_size:
@@ -198,7 +199,7 @@ class PostgresConnection(SqlStore[Connection]):
         self._listeners_lock = threading.Lock()
         self._closed = False
         self._pool: psycopg_pool.ConnectionPool[PlannedConnection] = psycopg_pool.ConnectionPool(
-            conninfo,
+            self._conninfo,
             min_size=pool_min_size,
             max_size=pool_max_size,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
@@ -255,7 +256,8 @@ class PostgresConnection(SqlStore[Connection]):
         except psycopg.Error as error:
             self._fail("connect", error)
         try:
-            self._configure(conn)
+            with Call().watch(conn):  # under this thread's deadline, if any
+                self._configure(conn)
         except psycopg.Error as error:
             conn.close()
             self._fail("connect", error)
@@ -299,12 +301,18 @@ class PostgresConnection(SqlStore[Connection]):
             self._ensure_ready()
         else:
             self._ensure_pool()
+        call = Call()  # this thread's deadline, if any (watchdog.py)
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection(call.pool_timeout(POOL_TIMEOUT_S)) as conn, \
+                    call.watch(conn):
                 self._replan_if_stale(conn)
                 with (psycopg.ClientCursor(conn) if client_side else conn.cursor()) as cursor:
                     yield cursor
         except psycopg.Error as error:  # PoolTimeout and PoolClosed included
+            if call.timed_out(error):
+                if call.fired:  # the idle connections took the same path: replace them too
+                    self._pool.drain()
+                raise timeout_error(self._url, doing, call) from error
             if isinstance(error, psycopg.OperationalError) and not isinstance(
                 error, psycopg_pool.PoolTimeout | psycopg_pool.PoolClosed
             ):
