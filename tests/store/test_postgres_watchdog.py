@@ -133,23 +133,30 @@ def test_every_connection_carries_keepalives_and_a_users_value_wins(
 # -- calls with a deadline -----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("kind", ["statement", "transaction"])
 def test_a_call_on_a_forgotten_connection_times_out_and_the_next_gets_a_fresh_one(
-    make_store: Callable[..., PostgresStore], proxy: FaultProxy,
+    kind: str, make_store: Callable[..., PostgresStore], proxy: FaultProxy,
 ) -> None:
     # Given a store with warm pooled connections
     store = make_store("?pool_min_size=2")
     store.enqueue([new()], T0)
     # When the network forgets every connection open now (half-open)
     assert proxy.forget_connections() >= 1
-    # Then a call with a deadline raises StoreTimeout instead of hanging, URL masked
+    # Then a call with a deadline (one statement, or a unique job's transaction) raises
+    # StoreTimeout instead of hanging, URL masked
+    calls: dict[str, Callable[[], object]] = {
+        "statement": store.count_jobs,
+        "transaction": lambda: store.enqueue([NewJob(name="job", queue="u", due_at=T0,
+                                                     key="k")], T0),
+    }
     with pytest.raises(StoreTimeout) as timed_out:
-        bounded(within(DEADLINE_S, store.count_jobs))
+        bounded(within(DEADLINE_S, calls[kind]))
     message = str(timed_out.value)
     assert "no answer within 1.0 s; the connection was dropped" in message
     assert "postgres:***@127.0.0.1" in message and "s3cret" not in message
-    # And the next call succeeds, on a fresh connection (every old one is dead)
-    assert sum(bounded(within(10, store.count_jobs)).values()) == 1
-    assert sum(bounded(within(10, store.count_jobs)).values()) == 1
+    # And the next calls succeed, on fresh connections (every old one is dead)
+    assert bounded(within(10, store.count_jobs))[("q", JobState.SCHEDULED)] == 1
+    assert bounded(within(10, calls["transaction"]))
 
 
 def test_a_call_in_a_black_hole_times_out_and_the_store_works_once_it_heals(

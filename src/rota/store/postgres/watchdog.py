@@ -14,7 +14,7 @@ closed its descriptor and the number was reused meanwhile.
 Behind a NAT, a firewall or a proxy that forgot a connection, keepalives may never fire
 (something still acknowledges the packets): the deadline is what ends such a call.
 
-One daemon thread for the process, started by the first call with a deadline. Imports the
+One daemon thread per process, started by its first call with a deadline. Imports the
 store's errors and deadlines, psycopg and psycopg_pool.
 """
 
@@ -136,6 +136,10 @@ class _Watchdog:
     """The thread that fires calls at their deadlines."""
 
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every call and the thread (a forked child has neither)."""
         self._changed = threading.Condition(threading.Lock())
         self._calls: set[Call] = set()
         self._wakes_at: float | None = None  # when the thread wakes next (None: idle)
@@ -170,5 +174,7 @@ class _Watchdog:
 
 
 _WATCHDOG: Final = _Watchdog()
+# A forked child has no watchdog thread (nor the calls of its parent): it starts its own.
+os.register_at_fork(after_in_child=_WATCHDOG.reset)
 
 __all__ = ["KEEPALIVES", "Call", "timeout_error", "with_keepalives"]
