@@ -21,6 +21,7 @@ import pytest
 
 pytest.importorskip("psycopg")
 
+import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from rota.core.jobs import JobState, NewJob
@@ -277,3 +278,27 @@ def test_a_listener_comes_back_after_its_connection_is_forgotten(
 
 def _logged(caplog: pytest.LogCaptureFixture, text: str) -> bool:
     return any(text in record.getMessage() for record in caplog.records)
+
+
+def test_a_call_with_a_deadline_recovers_after_the_backends_are_terminated(
+    make_store: Callable[..., PostgresStore], pg_url: str,
+) -> None:
+    # Given a store with warm pooled connections
+    store = make_store("?pool_min_size=3", proxied=False)
+    store.enqueue([new()], T0)
+    # When PostgreSQL terminates every backend of the database (as on a restart)
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    # Then calls with a deadline fail at most once, with a StoreError that is not a
+    # timeout, and the pool's other dead connections are replaced, not met one by one
+    failures = []
+    for _ in range(3):
+        try:
+            bounded(within(10, store.count_jobs))
+        except StoreError as error:
+            failures.append(error)
+    assert len(failures) <= 1
+    assert not any(isinstance(error, StoreTimeout) for error in failures)
+    assert bounded(within(10, store.count_jobs))[("q", JobState.SCHEDULED)] == 1

@@ -317,8 +317,13 @@ class PostgresConnection(SqlStore[Connection]):
                 error, psycopg_pool.PoolTimeout | psycopg_pool.PoolClosed
             ):
                 # The server may have restarted: drop the pool's dead idle connections now
-                # so the next call gets a live one instead of failing again.
-                self._check_pool()
+                # so the next call gets a live one instead of failing again. A call with a
+                # deadline replaces them unchecked (a check could hang on a dead one), and
+                # none after a deadlock or serialization failure (the link is fine).
+                if call.at is None:
+                    self._check_pool()
+                elif not (error.sqlstate or "").startswith("40"):  # class 40: rolled back
+                    self._pool.drain()
             self._fail(doing, error)
 
     def _replan_if_stale(self, conn: PlannedConnection) -> None:
