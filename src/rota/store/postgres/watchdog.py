@@ -62,9 +62,9 @@ class Call:
 
     __slots__ = ("_sock", "at", "fired", "pool_capped", "started")
 
-    def __init__(self, at: float | None = None) -> None:
+    def __init__(self) -> None:
         self.started = time.monotonic()
-        self.at = deadline_at() if at is None else at
+        self.at = deadline_at()
         self.fired = False  # the watchdog shut this call's connection down
         self.pool_capped = False  # the wait for a pooled connection ends at the deadline
         self._sock: socket.socket | None = None
@@ -93,13 +93,9 @@ class Call:
         """Watch `conn` while the block runs; a connection the watchdog shut down is
         closed at the end of the block (the pool then discards it), even if the call had
         its answer just in time."""
-        if self.at is None:
+        self._sock = None if self.at is None else _own_socket(conn)
+        if self._sock is None:  # no deadline, or a broken connection the call will report
             yield
-            return
-        try:
-            self._sock = socket.socket(fileno=os.dup(conn.pgconn.socket))
-        except (OSError, psycopg.Error):
-            yield  # no socket: the connection is broken already and the call will say so
             return
         _WATCHDOG.add(self)
         try:
@@ -117,6 +113,19 @@ class Call:
         if self._sock is not None:
             with suppress(OSError):
                 self._sock.shutdown(socket.SHUT_RDWR)
+
+
+def _own_socket(conn: psycopg.Connection[Any]) -> socket.socket | None:
+    """A duplicate of `conn`'s socket (None if it has none)."""
+    try:
+        fd = os.dup(conn.pgconn.socket)
+    except (OSError, psycopg.Error):
+        return None
+    try:
+        return socket.socket(fileno=fd)
+    except OSError:
+        os.close(fd)
+        return None
 
 
 def timeout_error(url: str, doing: str, call: Call) -> StoreTimeout:
