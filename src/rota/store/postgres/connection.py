@@ -215,7 +215,8 @@ class PostgresConnection(SqlStore[Connection]):
         """Open the store that `url` names: `postgresql://user:password@host:port/database`
         (or `postgres://`), with optional query parameters `schema` (default `rota`),
         `pool_min_size` (1) and `pool_max_size` (10); any other is passed to libpq (e.g.
-        `sslmode=require`). A malformed URL raises StoreConfigError, password masked."""
+        `sslmode=require`, or `keepalives_idle=30` over rota's keepalive defaults:
+        watchdog.KEEPALIVES). A malformed URL raises StoreConfigError, password masked."""
         conninfo, options = parse_url(url)
         return cls(
             conninfo,
