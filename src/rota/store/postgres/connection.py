@@ -28,6 +28,7 @@ from psycopg.rows import TupleRow
 
 from rota.core.jobs import JobState
 from rota.store.base import StoreConfigError, StoreError
+from rota.store.deadlines import call_deadline
 from rota.store.postgres.schema import (
     FILES,
     PLANNED_EACH_RUN,
@@ -237,6 +238,13 @@ class PostgresConnection(SqlStore[Connection]):
 
     @staticmethod
     def _configure(conn: Connection) -> None:
+        # A new connection whose link dies now must not hang the thread opening it (one of
+        # the pool's, or a listener's): the set-up has the connect timeout as deadline.
+        with call_deadline(CONNECT_TIMEOUT_S), Call().watch(conn):
+            PostgresConnection._set_up(conn)
+
+    @staticmethod
+    def _set_up(conn: Connection) -> None:
         # Timestamps come back as UTC datetimes, whatever the server's TimeZone.
         conn.execute("SET TIME ZONE 'UTC'")
         # psycopg prepares a statement after a few runs, but PostgreSQL still re-plans a
@@ -257,8 +265,7 @@ class PostgresConnection(SqlStore[Connection]):
         except psycopg.Error as error:
             self._fail("connect", error)
         try:
-            with Call().watch(conn):  # under this thread's deadline, if any
-                self._configure(conn)
+            self._configure(conn)
         except psycopg.Error as error:
             conn.close()
             self._fail("connect", error)
