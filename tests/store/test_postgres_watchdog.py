@@ -13,7 +13,7 @@ import logging
 import random
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -37,6 +37,7 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.postgres
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+LEASE = timedelta(seconds=60)
 DEADLINE_S = 1.0  # the deadline of the calls that must time out
 BOUND_S = 20.0  # what a call may take at most before the test calls it hung
 R = TypeVar("R")
@@ -134,18 +135,21 @@ def test_every_connection_carries_keepalives_and_a_users_value_wins(
 # -- calls with a deadline -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["statement", "transaction"])
+@pytest.mark.parametrize("kind", ["heartbeat", "statement", "transaction"])
 def test_a_call_on_a_forgotten_connection_times_out_and_the_next_gets_a_fresh_one(
     kind: str, make_store: Callable[..., PostgresStore], proxy: FaultProxy,
 ) -> None:
     # Given a store with warm pooled connections
+    # and a job leased
     store = make_store("?pool_min_size=2")
-    store.enqueue([new()], T0)
+    store.enqueue([new(), new("held")], T0)
+    (held,) = store.claim(["held"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
     # When the network forgets every connection open now (half-open)
     assert proxy.forget_connections() >= 1
-    # Then a call with a deadline (one statement, or a unique job's transaction) raises
-    # StoreTimeout instead of hanging, URL masked
+    # Then a call with a deadline (a heartbeat, a statement, a unique job's transaction)
+    # raises StoreTimeout instead of hanging, URL masked
     calls: dict[str, Callable[[], object]] = {
+        "heartbeat": lambda: store.heartbeat([held.lease], T0, T0 + 2 * LEASE),
         "statement": store.count_jobs,
         "transaction": lambda: store.enqueue([NewJob(name="job", queue="u", due_at=T0,
                                                      key="k")], T0),
@@ -157,7 +161,9 @@ def test_a_call_on_a_forgotten_connection_times_out_and_the_next_gets_a_fresh_on
     assert "postgres:***@127.0.0.1" in message and "s3cret" not in message
     # And the next calls succeed, on fresh connections (every old one is dead)
     assert bounded(within(10, store.count_jobs))[("q", JobState.SCHEDULED)] == 1
-    assert bounded(within(10, calls["transaction"]))
+    assert bounded(within(10, calls["transaction"])) == bounded(
+        within(10, calls["transaction"]))  # the unique job's id, twice
+    assert bounded(within(10, calls["heartbeat"])) == {held.id}
 
 
 def test_a_call_in_a_black_hole_times_out_and_the_store_works_once_it_heals(
