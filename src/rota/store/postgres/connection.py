@@ -6,7 +6,10 @@ one implicit transaction, so a connection error never leaves half a write behind
 transactions say why they need one). Migrations run on first use under a
 transaction-level advisory lock, so many nodes starting at once migrate exactly once.
 
-Imports the store contract, the shared SQL base, psycopg and psycopg_pool.
+A call made under a `call_deadline` ends at it with `StoreTimeout` (watchdog.py says how),
+and every connection carries TCP keepalives.
+
+Imports the store contract, the shared SQL base, the watchdog, psycopg and psycopg_pool.
 """
 
 from __future__ import annotations
