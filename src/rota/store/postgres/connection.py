@@ -6,7 +6,10 @@ one implicit transaction, so a connection error never leaves half a write behind
 transactions say why they need one). Migrations run on first use under a
 transaction-level advisory lock, so many nodes starting at once migrate exactly once.
 
-Imports the store contract, the shared SQL base, psycopg and psycopg_pool.
+A call made under a `call_deadline` ends at it with `StoreTimeout` (watchdog.py says how),
+and every connection carries TCP keepalives.
+
+Imports the store contract, the shared SQL base, the watchdog, psycopg and psycopg_pool.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from psycopg.rows import TupleRow
 
 from rota.core.jobs import JobState
 from rota.store.base import StoreConfigError, StoreError
+from rota.store.deadlines import call_deadline
 from rota.store.postgres.schema import (
     FILES,
     PLANNED_EACH_RUN,
@@ -36,6 +40,7 @@ from rota.store.postgres.schema import (
     render_sql,
     utc,
 )
+from rota.store.postgres.watchdog import Call, timeout_error, with_keepalives
 from rota.store.sql_base import Migration, Row, SqlStore
 from rota.store.urls import mask_url
 
@@ -177,7 +182,7 @@ class PostgresConnection(SqlStore[Connection]):
     ) -> None:
         self._url = mask(url if url is not None else conninfo)
         self._read_only = read_only
-        self._conninfo = conninfo
+        self._conninfo = with_keepalives(conninfo)
         self._schema = check_schema(schema, self._url)
         self._schema_label = f"PostgreSQL store {self._url!r}: schema {self._schema!r}"
         if pool_min_size < 1 or pool_max_size < pool_min_size:
@@ -198,7 +203,7 @@ class PostgresConnection(SqlStore[Connection]):
         self._listeners_lock = threading.Lock()
         self._closed = False
         self._pool: psycopg_pool.ConnectionPool[PlannedConnection] = psycopg_pool.ConnectionPool(
-            conninfo,
+            self._conninfo,
             min_size=pool_min_size,
             max_size=pool_max_size,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
@@ -214,7 +219,8 @@ class PostgresConnection(SqlStore[Connection]):
         """Open the store that `url` names: `postgresql://user:password@host:port/database`
         (or `postgres://`), with optional query parameters `schema` (default `rota`),
         `pool_min_size` (1) and `pool_max_size` (10); any other is passed to libpq (e.g.
-        `sslmode=require`). A malformed URL raises StoreConfigError, password masked."""
+        `sslmode=require`, or `keepalives_idle=30` over rota's keepalive defaults:
+        watchdog.KEEPALIVES). A malformed URL raises StoreConfigError, password masked."""
         conninfo, options = parse_url(url)
         return cls(
             conninfo,
@@ -235,6 +241,13 @@ class PostgresConnection(SqlStore[Connection]):
 
     @staticmethod
     def _configure(conn: Connection) -> None:
+        # A new connection whose link dies now must not hang the thread opening it (one of
+        # the pool's, or a listener's): the set-up has the connect timeout as deadline.
+        with call_deadline(CONNECT_TIMEOUT_S), Call().watch(conn):
+            PostgresConnection._set_up(conn)
+
+    @staticmethod
+    def _set_up(conn: Connection) -> None:
         # Timestamps come back as UTC datetimes, whatever the server's TimeZone.
         conn.execute("SET TIME ZONE 'UTC'")
         # psycopg prepares a statement after a few runs, but PostgreSQL still re-plans a
@@ -299,18 +312,29 @@ class PostgresConnection(SqlStore[Connection]):
             self._ensure_ready()
         else:
             self._ensure_pool()
+        call = Call()  # this thread's deadline, if any (watchdog.py)
         try:
-            with self._pool.connection() as conn:
+            with self._pool.connection(call.pool_timeout(POOL_TIMEOUT_S)) as conn, \
+                    call.watch(conn):
                 self._replan_if_stale(conn)
                 with (psycopg.ClientCursor(conn) if client_side else conn.cursor()) as cursor:
                     yield cursor
         except psycopg.Error as error:  # PoolTimeout and PoolClosed included
+            if call.timed_out(error):
+                if call.fired:  # the idle connections took the same path: replace them too
+                    self._pool.drain()
+                raise timeout_error(self._url, doing, call) from error
             if isinstance(error, psycopg.OperationalError) and not isinstance(
                 error, psycopg_pool.PoolTimeout | psycopg_pool.PoolClosed
             ):
                 # The server may have restarted: drop the pool's dead idle connections now
-                # so the next call gets a live one instead of failing again.
-                self._check_pool()
+                # so the next call gets a live one instead of failing again. A call with a
+                # deadline replaces them unchecked (a check could hang on a dead one), and
+                # none after a deadlock or serialization failure (the link is fine).
+                if call.at is None:
+                    self._check_pool()
+                elif not (error.sqlstate or "").startswith("40"):  # class 40: rolled back
+                    self._pool.drain()
             self._fail(doing, error)
 
     def _replan_if_stale(self, conn: PlannedConnection) -> None:

@@ -6,6 +6,11 @@ channel `<schema>_enqueue` with the Queue as payload; every statement that may f
 sends one on `<schema>_finished`, payload '', if it did (from the subquery that gives
 `finished_at` its value: complete.sql says how). Both are delivered at commit.
 
+A listener waiting for hints cannot tell a dead link from a quiet one (behind a NAT or a
+proxy that forgot the connection, nothing ever fails): after `listen_check_after_s` of
+silence it runs a cheap statement that must answer within `listen_check_timeout_s`
+(watchdog.py ends it otherwise), and reconnects when that fails.
+
 Imports the store contract, the PostgreSQL connection module and psycopg.
 """
 
@@ -24,14 +29,21 @@ from psycopg import sql
 
 from rota.core.jobs import JobState
 from rota.store.base import StoreError
+from rota.store.deadlines import call_deadline
 from rota.store.postgres.connection import Connection, PostgresConnection
 from rota.store.postgres.schema import finished_channel, int_array
+from rota.store.postgres.watchdog import Call
 from rota.store.sql_base import STATES
 
 log = logging.getLogger(__name__)
 
 
 class PostgresListening(PostgresConnection):
+    # A listener silent this long checks its connection with a statement that must answer
+    # within the timeout: a dead link is found within their sum (plus a reconnect).
+    listen_check_after_s: float = 5.0
+    listen_check_timeout_s: float = 5.0
+
     def listen(self, on_enqueue: Callable[[str], None]) -> Callable[[], None]:
         """Call `on_enqueue(queue)` for each enqueue hint, from a background thread.
 
@@ -94,7 +106,7 @@ class _Listener:
 
     RECONNECT_DELAYS_S: Final = (0.1, 0.5, 1.0, 2.0, 5.0)
 
-    def __init__(self, store: PostgresConnection, channel: str,
+    def __init__(self, store: PostgresListening, channel: str,
                  on_notify: Callable[[str], None], what: str) -> None:
         self._store = store
         self._channel = channel
@@ -114,12 +126,17 @@ class _Listener:
         self._thread.start()
 
     def _open(self) -> Connection:
-        conn = self._store._connect()
-        try:
-            conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
-        except psycopg.Error as error:
-            conn.close()
-            self._store._fail("listen", error)
+        with call_deadline(self._store.listen_check_timeout_s):
+            conn = self._store._connect()
+            call = Call()
+            try:
+                with call.watch(conn):
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+            except psycopg.Error as error:
+                conn.close()
+                self._store._fail("listen", error)
+        # Hints that arrive while a check runs are read by psycopg, not by `_read`.
+        conn.add_notify_handler(lambda notify: self._deliver(notify.channel, notify.payload))
         return conn
 
     def stop(self) -> None:
@@ -139,53 +156,76 @@ class _Listener:
             while not self._stopping.is_set():
                 if self._conn is None:
                     delay = self.RECONNECT_DELAYS_S[
-                        min(failures, len(self.RECONNECT_DELAYS_S) - 1)
+                        min(failures - 1, len(self.RECONNECT_DELAYS_S) - 1)
                     ]
                     if self._stopping.wait(delay):
                         break
                     try:
                         self._conn = self._open()
-                        failures = 0
                     except StoreError as error:
                         failures += 1
-                        log.warning("cannot reconnect the LISTEN connection (retrying in "
-                                    "the background; polling goes on): %s", error)
+                        log.debug("cannot reconnect the LISTEN connection yet: %s", error)
                         continue
+                    log.info("the LISTEN connection is back, after %d attempt(s)", failures)
+                    failures = 0
                 try:
                     self._read(self._conn)
                 except Exception as error:
                     if self._stopping.is_set():
                         break
                     if isinstance(error, psycopg.Error | OSError | ValueError):
-                        log.warning("the LISTEN connection dropped (%s); reconnecting",
+                        log.warning("the LISTEN connection dropped (%s); reconnecting in the "
+                                    "background (polling goes on meanwhile)",
                                     str(error).strip().splitlines()[0] if str(error) else
                                     type(error).__name__)
                     else:  # a bug: say so loudly, then carry on as after a drop
                         log.exception("the LISTEN thread failed unexpectedly; reconnecting")
                     self._conn.close()
                     self._conn = None
-                    failures += 1
+                    failures = 1
         finally:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
 
     def _read(self, conn: Connection) -> None:
-        """Wait for hints and deliver them, until stopped or the connection fails."""
+        """Wait for hints and deliver them, until stopped or the connection fails (or
+        fails its check after a silence)."""
         pgconn = conn.pgconn
-        channel = self._channel.encode()
         wake = self._wake_reader.fileno()
         while not self._stopping.is_set():
-            readable, _, _ = select.select([pgconn.socket, wake], [], [])
+            readable, _, _ = select.select([pgconn.socket, wake], [], [],
+                                           self._store.listen_check_after_s)
             if wake in readable:
                 return
+            if not readable:
+                self._check(conn)
+                continue
             pgconn.consume_input()
             if pgconn.status != psycopg.pq.ConnStatus.OK:
                 raise psycopg.OperationalError("the LISTEN connection was closed")
             while (notify := pgconn.notifies()) is not None:
-                if notify.relname != channel:
-                    continue
-                try:
-                    self._on_notify(notify.extra.decode())
-                except Exception:
-                    log.exception("an %s callback failed; hint dropped", self._what)
+                self._deliver(notify.relname.decode(), notify.extra.decode())
+
+    def _check(self, conn: Connection) -> None:
+        """Raise if `conn` does not answer a statement within `listen_check_timeout_s`."""
+        timeout_s = self._store.listen_check_timeout_s
+        with call_deadline(timeout_s):
+            call = Call()
+            try:
+                with call.watch(conn):
+                    conn.execute("SELECT 1")
+            except psycopg.Error as error:
+                if call.fired:
+                    raise psycopg.OperationalError(
+                        f"no answer to a check within {timeout_s:g} s after "
+                        f"{self._store.listen_check_after_s:g} s of silence") from error
+                raise
+
+    def _deliver(self, channel: str, payload: str) -> None:
+        if channel != self._channel:
+            return
+        try:
+            self._on_notify(payload)
+        except Exception:
+            log.exception("an %s callback failed; hint dropped", self._what)
