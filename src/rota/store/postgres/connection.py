@@ -28,6 +28,7 @@ from psycopg.rows import TupleRow
 
 from rota.core.jobs import JobState
 from rota.store.base import StoreConfigError, StoreError
+from rota.store.postgres.retry import retried
 from rota.store.postgres.schema import (
     FILES,
     PLANNED_EACH_RUN,
@@ -329,8 +330,12 @@ class PostgresConnection(SqlStore[Connection]):
 
     def _run(self, name: str, params: Mapping[str, object], doing: str = "", *,
              write: bool = False) -> tuple[list[Row], int]:
-        """Run the named statement, as its own transaction; its rows (if any) and its row
-        count. Messages name the statement, not `doing`."""
+        """Run the named statement, as its own transaction (retried after a deadlock:
+        rota.store.postgres.retry); its rows (if any) and its row count. Messages name
+        the statement, not `doing`."""
+        return retried(lambda: self._run_once(name, params))
+
+    def _run_once(self, name: str, params: Mapping[str, object]) -> tuple[list[Row], int]:
         with self._cursor(name.replace("_", " "),
                           client_side=name in PLANNED_EACH_RUN) as cursor:
             cursor.execute(self._query(name), params)
