@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
@@ -61,15 +62,59 @@ def job(queue: str, *parents: int) -> NewJob:
     return NewJob("job", queue, T0, parents=parents)
 
 
-def crossing_workflow(store: PostgresStore) -> tuple[int, int, list[int]]:
+def state(store: PostgresStore, job_id: int) -> JobState:
+    record = store.get_job(job_id)
+    assert record is not None
+    return record.state
+
+
+def crossing_workflow(store: PostgresStore, b_queue: str = "roots"
+                      ) -> tuple[int, int, list[int]]:
     """Two roots whose cancel cascades cross: a -> d1 -> d2, and b -> e -> d1, b -> d2.
     Cancelling a reaches d1 in its first round and d2 in its second; cancelling b reaches
     d2 in its first round and d1 in its second. Returns (a, b, the waiting jobs)."""
-    a, b = store.enqueue([job("roots"), job("roots")], T0)
+    a, b = store.enqueue([job("roots"), job(b_queue)], T0)
     e, = store.enqueue([job("inner", b)], T0)
     d1, = store.enqueue([job("inner", a, e)], T0)
     d2, = store.enqueue([job("inner", d1, b)], T0)
     return a, b, [e, d1, d2]
+
+
+def in_pairs(pairs: list[tuple[Callable[[], bool], Callable[[], bool]]]) -> Counter[str]:
+    """Run the two calls of each pair at the same moment on two threads, four pairs at a
+    time (stopping at LOAD_BOUND_S); what happened, counted: "applied" for a call that
+    returned True, the psycopg error's name for a StoreError."""
+    deadline = time.monotonic() + LOAD_BOUND_S
+    outcomes: Counter[str] = Counter()
+    counted = threading.Lock()
+
+    def both(pair: tuple[Callable[[], bool], Callable[[], bool]]) -> None:
+        if time.monotonic() > deadline:
+            return
+        barrier = threading.Barrier(2)
+
+        def call(function: Callable[[], bool]) -> None:
+            barrier.wait(timeout=10)
+            try:
+                outcome = "applied" if function() else "not applied"
+            except StoreError as error:
+                outcome = type(error.__cause__).__name__
+            with counted:
+                outcomes[outcome] += 1
+
+        threads = [threading.Thread(target=call, args=(function,)) for function in pair]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(both, pairs))
+    return outcomes
+
+
+def retries_logged(caplog: pytest.LogCaptureFixture) -> int:
+    return sum(record.name == "rota.store.postgres.retry" for record in caplog.records)
 
 
 def test_concurrent_cancels_of_crossing_cascades_do_not_deadlock(
@@ -79,48 +124,40 @@ def test_concurrent_cancels_of_crossing_cascades_do_not_deadlock(
     caplog.set_level(logging.DEBUG, logger="rota.store.postgres.retry")
     store = make_store("?pool_max_size=8")
     workflows = [crossing_workflow(store) for _ in range(150)]
-    # When each workflow's two roots are cancelled at the same moment by two threads
-    # (300 cancels, 4 workflows at a time)
-    deadline = time.monotonic() + LOAD_BOUND_S
-    failures: Counter[str] = Counter()
-    cancelled: list[int] = []
-    counted = threading.Lock()
-
-    def cancel_both(workflow: tuple[int, int, list[int]]) -> None:
-        if time.monotonic() > deadline:
-            return
-        a, b, _ = workflow
-        barrier = threading.Barrier(2)
-
-        def cancel(root: int) -> None:
-            barrier.wait(timeout=10)
-            try:
-                applied = store.cancel(root, T0)
-            except StoreError as error:
-                with counted:
-                    failures[type(error.__cause__).__name__] += 1
-            else:
-                with counted:
-                    cancelled.extend([root] if applied else [])
-
-        threads = [threading.Thread(target=cancel, args=(root,)) for root in (a, b)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        list(pool.map(cancel_both, workflows))
+    # When each workflow's two roots are cancelled at the same moment (300 cancels)
+    outcomes = in_pairs([(partial(store.cancel, a, T0), partial(store.cancel, b, T0))
+                         for a, b, _ in workflows])
     # Then every cancel succeeded at its first try (no deadlock to retry), and every job
     # of every workflow ended cancelled
-    assert not failures, f"{sum(failures.values())} cancels failed: {dict(failures)}"
-    retries = [record for record in caplog.records if record.name.endswith(".retry")]
-    assert not retries, f"{len(retries)} tries deadlocked and were retried"
-    assert len(cancelled) == 2 * len(workflows)
+    assert outcomes == {"applied": 2 * len(workflows)}
+    assert retries_logged(caplog) == 0
     for a, b, waiting in workflows:
         for job_id in (a, b, *waiting):
-            record = store.get_job(job_id)
-            assert record is not None and record.state is JobState.CANCELLED
+            assert state(store, job_id) is JobState.CANCELLED
+
+
+def test_a_cancel_and_an_outcome_whose_cascades_cross_do_not_deadlock(
+    make_store: Callable[..., PostgresStore], caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given many crossing workflows whose root b is leased by a worker
+    caplog.set_level(logging.DEBUG, logger="rota.store.postgres.retry")
+    store = make_store("?pool_max_size=8")
+    workflows = [crossing_workflow(store, "leased") for _ in range(150)]
+    leases = {record.id: record.lease for record in store.claim(
+        ["leased"], 1000, now=T0, owner="w", lease_expires_at=T0 + LEASE)}
+    assert len(leases) == len(workflows)
+    # When each workflow's root a is cancelled while its root b is dead-lettered
+    outcomes = in_pairs([
+        (partial(store.cancel, a, T0), partial(store.dead_letter, leases[b], T0, "Boom"))
+        for a, b, _ in workflows])
+    # Then every call succeeded at its first try, and every waiting job ended cancelled
+    assert outcomes == {"applied": 2 * len(workflows)}
+    assert retries_logged(caplog) == 0
+    for a, b, waiting in workflows:
+        assert state(store, a) is JobState.CANCELLED
+        assert state(store, b) is JobState.DEAD_LETTERED
+        for job_id in waiting:
+            assert state(store, job_id) is JobState.CANCELLED
 
 
 # -- retries inside the store ----------------------------------------------------------
@@ -155,12 +192,6 @@ def fail_first(pg_url: str, times: int, *, on: str = "UPDATE",
         return int(row[0]) if row[1] else 0
 
     return tries
-
-
-def state(store: PostgresStore, job_id: int) -> JobState:
-    record = store.get_job(job_id)
-    assert record is not None
-    return record.state
 
 
 @pytest.mark.parametrize("sqlstate", ["40P01", "40001"])
