@@ -294,7 +294,8 @@ class PostgresConnection(SqlStore[Connection]):
                 ) -> Iterator[psycopg.Cursor[TupleRow]]:
         """A cursor on a pooled connection; psycopg and pool errors become StoreError.
         `client_side`: one that binds parameters itself (see PLANNED_EACH_RUN). `schema`
-        False: for a statement that reads no table (the schema is not made ready first)."""
+        False: for a statement that reads no table (the schema is not made ready first,
+        and stale plans are not dropped first: `store_time` times its one round trip)."""
         self._refuse_closed()
         if schema:
             self._ensure_ready()
@@ -302,7 +303,8 @@ class PostgresConnection(SqlStore[Connection]):
             self._ensure_pool()
         try:
             with self._pool.connection() as conn:
-                self._replan_if_stale(conn)
+                if schema:
+                    self._replan_if_stale(conn)
                 with (psycopg.ClientCursor(conn) if client_side else conn.cursor()) as cursor:
                     yield cursor
         except psycopg.Error as error:  # PoolTimeout and PoolClosed included
