@@ -80,6 +80,19 @@ def crossing_workflow(store: PostgresStore, b_queue: str = "roots"
     return a, b, [e, d1, d2]
 
 
+def wide_crossing_workflow(store: PostgresStore) -> tuple[int, int, list[int]]:
+    """Two roots whose cascades cross, each root with 20 more children: x after a; y after
+    x and b; z after a and y. Cancelling a reaches x, z and its 20 in its first round and y
+    in its second; cancelling b reaches y and its 20, then z."""
+    a, b = store.enqueue([job("roots"), job("roots")], T0)
+    x, = store.enqueue([job("inner", a)], T0)
+    y, = store.enqueue([job("inner", x, b)], T0)
+    z, = store.enqueue([job("inner", a, y)], T0)
+    fill = store.enqueue([job("inner", a) for _ in range(20)]
+                         + [job("inner", b) for _ in range(20)], T0)
+    return a, b, [x, y, z, *fill]
+
+
 def in_pairs(pairs: list[tuple[Callable[[], bool], Callable[[], bool]]]) -> Counter[str]:
     """Run the two calls of each pair at the same moment on two threads, four pairs at a
     time (stopping at LOAD_BOUND_S); what happened, counted: "applied" for a call that
@@ -117,14 +130,17 @@ def retries_logged(caplog: pytest.LogCaptureFixture) -> int:
     return sum(record.name == "rota.store.postgres.retry" for record in caplog.records)
 
 
+@pytest.mark.parametrize(("shape", "count"), [(crossing_workflow, 150),
+                                              (wide_crossing_workflow, 60)])
 def test_concurrent_cancels_of_crossing_cascades_do_not_deadlock(
     make_store: Callable[..., PostgresStore], caplog: pytest.LogCaptureFixture,
+    shape: Callable[[PostgresStore], tuple[int, int, list[int]]], count: int,
 ) -> None:
     # Given many workflows whose two roots' cancel cascades cross
     caplog.set_level(logging.DEBUG, logger="rota.store.postgres.retry")
     store = make_store("?pool_max_size=8")
-    workflows = [crossing_workflow(store) for _ in range(150)]
-    # When each workflow's two roots are cancelled at the same moment (300 cancels)
+    workflows = [shape(store) for _ in range(count)]
+    # When each workflow's two roots are cancelled at the same moment
     outcomes = in_pairs([(partial(store.cancel, a, T0), partial(store.cancel, b, T0))
                          for a, b, _ in workflows])
     # Then every cancel succeeded at its first try (no deadlock to retry), and every job
