@@ -14,6 +14,8 @@
 CREATE OR REPLACE FUNCTION {schema}.settle_children() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     ids bigint[];
+    reach bigint[];
+    frontier bigint[];
     states text[];
     ats timestamptz[];
     sent bigint;
@@ -30,29 +32,39 @@ BEGIN
     WHERE n.has_children
       AND n.state IN ('succeeded', 'dead_lettered', 'quarantined', 'cancelled');
     PERFORM set_config('rota.settling', 'on', true);
-    -- Lock every waiting job the whole cascade may change, in id order, before changing
-    -- any: the children of the parents that ended, and below each child that may be
-    -- cancelled (it needs its parents to succeed, one of them did not, and it has
-    -- children) its own children, and so on.
-    PERFORM 1
-    FROM {schema}.jobs AS c
-    WHERE c.id IN (
-            WITH RECURSIVE reached (id, doomed) AS (
-                SELECT e.child_id, p.state <> 'succeeded'
-                FROM unnest(ids, states) AS p(id, state)
-                JOIN {schema}.job_edges AS e ON e.parent_id = p.id AND e.pending
-                UNION
-                SELECT e.child_id, true
-                FROM reached AS r
-                JOIN {schema}.jobs AS w ON w.id = r.id
-                JOIN {schema}.job_edges AS e ON e.parent_id = r.id AND e.pending
-                WHERE r.doomed AND w.state = 'waiting' AND w.has_children
-                  AND w.after_outcome = 'succeeded'
-            )
-            SELECT reached.id FROM reached)
-      AND c.state = 'waiting'
-    ORDER BY c.id
-    FOR NO KEY UPDATE;
+    -- A parent that did not succeed may cancel children, and they theirs: lock every
+    -- waiting job the whole cascade may change, in id order, before changing any (the
+    -- children of the parents that ended, and below each child that may be cancelled,
+    -- one that needs its parents to succeed and has children, its own children, and so
+    -- on). When every parent succeeded no child is cancelled, the loop below runs one
+    -- round, and its lock is already in id order.
+    IF NOT ('succeeded' = ALL (states)) THEN
+        -- Level by level, each a lookup by primary key (`= ANY` of an array: never a scan
+        -- of the table, whatever its statistics say).
+        reach := ARRAY(SELECT e.child_id FROM {schema}.job_edges AS e
+                       WHERE e.parent_id = ANY (ids) AND e.pending);
+        frontier := ARRAY(
+            SELECT e.child_id FROM {schema}.job_edges AS e
+            WHERE e.parent_id = ANY (ARRAY(
+                    SELECT p.id FROM unnest(ids, states) AS p(id, state)
+                    WHERE p.state <> 'succeeded'))
+              AND e.pending);
+        WHILE cardinality(frontier) > 0 LOOP
+            frontier := ARRAY(
+                SELECT e.child_id FROM {schema}.job_edges AS e
+                WHERE e.parent_id = ANY (ARRAY(
+                        SELECT w.id FROM {schema}.jobs AS w
+                        WHERE w.id = ANY (frontier) AND w.state = 'waiting'
+                          AND w.has_children AND w.after_outcome = 'succeeded'))
+                  AND e.pending);
+            reach := reach || frontier;
+        END LOOP;
+        PERFORM 1
+        FROM {schema}.jobs AS c
+        WHERE c.id = ANY (reach) AND c.state = 'waiting'
+        ORDER BY c.id
+        FOR NO KEY UPDATE;
+    END IF;
     WHILE ids IS NOT NULL LOOP
         -- Lock the waiting children of this round in id order (a no-op for those locked
         -- above), so the statement below reads each at its latest version.
