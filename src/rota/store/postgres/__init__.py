@@ -2,7 +2,8 @@
 
 `PostgresStore` is put together from one module per concern: `connection` (the URL, the
 pool, migrations, errors), `schema` (SQL files, parameters built as text), `claims`,
-`jobs` (enqueues, requeues, purges, registry writes), `listener` (LISTEN/NOTIFY hints).
+`jobs` (enqueues, requeues, purges, registry writes), `listener` (LISTEN/NOTIFY hints),
+`retry` (a transaction rolled back for a deadlock or a serialisation failure runs again).
 The rest is shared with SQLite: rota.store.sql_base. No statement reads the server's
 clock. Only a `postgresql://` store imports this package (psycopg is an extra).
 """

@@ -31,6 +31,7 @@ from rota.core.rates import cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 from rota.store.corrupt import quarantine_undecodable
 from rota.store.postgres.connection import PostgresConnection
+from rota.store.postgres.retry import retried
 from rota.store.postgres.schema import (
     COMPLETED_PARENTS,
     COMPLETING,
@@ -151,38 +152,44 @@ class PostgresClaims(PostgresConnection):
                 if rows[0][0] == COMPLETED_PARENTS:  # children were released: claim again
                     return self._run("claim", params)[0], [], rows[0][3]
                 return rows[1:], [], rows[0][3]
-        with self._cursor("claim") as cursor:
-            conn = cursor.connection
-            writes: list[psycopg.Cursor[Row]] = []
-            claimed = conn.cursor() if params is not None else None
-            second = conn.cursor() if probed else None
-            try:
-                # BEGIN and COMMIT as plain statements: psycopg's transaction() syncs the
-                # pipeline as it starts and ends (four round trips instead of one, counted).
-                with conn.pipeline():
-                    cursor.execute("BEGIN")
-                    for name, statement_params in statements:
-                        write = conn.cursor()
-                        write.execute(self._query(name), statement_params)
-                        writes.append(write)
-                    if claimed is not None:
-                        claimed.execute(self._query(claim_name), params)
-                    if second is not None:
-                        second.execute(self._query("probe"), {"probe": probed, "now": now})
-                    cursor.execute("COMMIT")
-            except psycopg.Error:
-                # A failed statement aborts the transaction, and the pipeline skips the
-                # rest (COMMIT included): roll back rather than hand the pool a failed
-                # transaction.
-                with suppress(psycopg.Error):
-                    conn.rollback()
-                raise
-            applied = sum(write.rowcount for write in writes)
-            rows = claimed.fetchall() if claimed is not None else []
-            released = False
-            if completing:
-                applied, released, rows = rows[0][3], rows[0][0] == COMPLETED_PARENTS, rows[1:]
-            found = second.fetchall() if second is not None else []
+        def transaction() -> tuple[int, bool, list[Row], list[Row]]:
+            with self._cursor("claim") as cursor:
+                conn = cursor.connection
+                writes: list[psycopg.Cursor[Row]] = []
+                claimed = conn.cursor() if params is not None else None
+                second = conn.cursor() if probed else None
+                try:
+                    # BEGIN and COMMIT as plain statements: psycopg's transaction() syncs
+                    # the pipeline as it starts and ends (four round trips instead of one,
+                    # counted).
+                    with conn.pipeline():
+                        cursor.execute("BEGIN")
+                        for name, statement_params in statements:
+                            write = conn.cursor()
+                            write.execute(self._query(name), statement_params)
+                            writes.append(write)
+                        if claimed is not None:
+                            claimed.execute(self._query(claim_name), params)
+                        if second is not None:
+                            second.execute(self._query("probe"), {"probe": probed, "now": now})
+                        cursor.execute("COMMIT")
+                except psycopg.Error:
+                    # A failed statement aborts the transaction, and the pipeline skips the
+                    # rest (COMMIT included): roll back rather than hand the pool a failed
+                    # transaction.
+                    with suppress(psycopg.Error):
+                        conn.rollback()
+                    raise
+                applied = sum(write.rowcount for write in writes)
+                rows = claimed.fetchall() if claimed is not None else []
+                released = False
+                if completing:
+                    applied, released, rows = (rows[0][3], rows[0][0] == COMPLETED_PARENTS,
+                                               rows[1:])
+                found = second.fetchall() if second is not None else []
+                return applied, released, rows, found
+
+        applied, released, rows, found = retried(transaction)
         if released and params is not None:  # children were released: claim again
             rows, found = self._claim_and_probe(params, probed)
         return rows, found, applied
@@ -211,14 +218,20 @@ class PostgresClaims(PostgresConnection):
     ) -> tuple[list[Row], list[Row]]:
         """claim.sql and probe.sql pipelined: one network round trip; the probe runs after
         the claim (each its own transaction), so it sees what the claim left."""
-        with self._cursor("claim") as cursor:
-            conn = cursor.connection
-            with conn.pipeline(), conn.cursor() as second:
-                cursor.execute(self._query("claim"), params)
-                second.execute(self._query("probe"), {"probe": probed, "now": params["now"]})
-                rows = cursor.fetchall()
-                found = second.fetchall()
-            return rows, found
+        def pipelined() -> tuple[list[Row], list[Row]]:
+            with self._cursor("claim") as cursor:
+                conn = cursor.connection
+                with conn.pipeline(), conn.cursor() as second:
+                    cursor.execute(self._query("claim"), params)
+                    second.execute(self._query("probe"),
+                                   {"probe": probed, "now": params["now"]})
+                    rows = cursor.fetchall()
+                    found = second.fetchall()
+                return rows, found
+
+        # The probe only reads: a deadlock can come from the claim alone, which then
+        # committed nothing, so the pair runs again.
+        return retried(pipelined)
 
     def _claim_limited(
         self, params: Mapping[str, object], caps: Sequence[tuple[str, int]], limit: int,
@@ -229,31 +242,34 @@ class PostgresClaims(PostgresConnection):
         says why), each rated Queue's take capped by its tokens, then write the buckets it
         took from, in one transaction. Returns the rows, the rated Queues asked, and when
         the first of those held back by their tokens has one again."""
-        with self._cursor("claim") as cursor, cursor.connection.transaction():
-            cursor.execute(self._query("claim_limited_plan"))
-            cursor.execute(self._query("lock_queue_limits"), {"queues": params["queues"]})
-            rated = {str(row[0]): stored_rate(*row[1:]) for row in cursor.fetchall()
-                     if row[1] is not None}
-            if not rated:
-                cursor.execute(self._query("claim_limited"), params)
-                return cursor.fetchall(), [], None
-            asks, starved = cap_by_tokens(
-                rated, [(queue, min(cap, limit)) for queue, cap in caps], now)
-            capped = {**params, "limits": int_array([count for _, count in asks])}
-            cursor.execute(self._query("claim_limited"), capped)
-            rows = cursor.fetchall()
-            taken: dict[str, int] = {}
-            for row in rows:
-                if row[2] in rated:
-                    taken[row[2]] = taken.get(row[2], 0) + 1
-            buckets, next_token_at = settle(rated, taken, starved, now)
-            if buckets:
-                cursor.execute(self._query("take_queue_tokens"), {
-                    "queues": text_array(list(buckets)),
-                    "empty_us": int_array([b.empty_us for b in buckets.values()]),
-                    "empty_rem": int_array([b.remainder for b in buckets.values()]),
-                })
-            return rows, list(rated), next_token_at
+        def transaction() -> tuple[list[Row], list[str], datetime | None]:
+            with self._cursor("claim") as cursor, cursor.connection.transaction():
+                cursor.execute(self._query("claim_limited_plan"))
+                cursor.execute(self._query("lock_queue_limits"), {"queues": params["queues"]})
+                rated = {str(row[0]): stored_rate(*row[1:]) for row in cursor.fetchall()
+                         if row[1] is not None}
+                if not rated:
+                    cursor.execute(self._query("claim_limited"), params)
+                    return cursor.fetchall(), [], None
+                asks, starved = cap_by_tokens(
+                    rated, [(queue, min(cap, limit)) for queue, cap in caps], now)
+                capped = {**params, "limits": int_array([count for _, count in asks])}
+                cursor.execute(self._query("claim_limited"), capped)
+                rows = cursor.fetchall()
+                taken: dict[str, int] = {}
+                for row in rows:
+                    if row[2] in rated:
+                        taken[row[2]] = taken.get(row[2], 0) + 1
+                buckets, next_token_at = settle(rated, taken, starved, now)
+                if buckets:
+                    cursor.execute(self._query("take_queue_tokens"), {
+                        "queues": text_array(list(buckets)),
+                        "empty_us": int_array([b.empty_us for b in buckets.values()]),
+                        "empty_rem": int_array([b.remainder for b in buckets.values()]),
+                    })
+                return rows, list(rated), next_token_at
+
+        return retried(transaction)
 
     def complete(
         self, leases: Sequence[Lease], now: datetime,

@@ -32,6 +32,7 @@ from psycopg.rows import TupleRow
 from rota.core.jobs import JobState
 from rota.store.base import StoreConfigError, StoreError
 from rota.store.deadlines import call_deadline
+from rota.store.postgres.retry import retried
 from rota.store.postgres.schema import (
     FILES,
     PLANNED_EACH_RUN,
@@ -306,7 +307,8 @@ class PostgresConnection(SqlStore[Connection]):
                 ) -> Iterator[psycopg.Cursor[TupleRow]]:
         """A cursor on a pooled connection; psycopg and pool errors become StoreError.
         `client_side`: one that binds parameters itself (see PLANNED_EACH_RUN). `schema`
-        False: for a statement that reads no table (the schema is not made ready first)."""
+        False: for a statement that reads no table (the schema is not made ready first,
+        and stale plans are not dropped first: `store_time` times its one round trip)."""
         self._refuse_closed()
         if schema:
             self._ensure_ready()
@@ -316,7 +318,8 @@ class PostgresConnection(SqlStore[Connection]):
         try:
             with self._pool.connection(call.pool_timeout(POOL_TIMEOUT_S)) as conn, \
                     call.watch(conn):
-                self._replan_if_stale(conn)
+                if schema:
+                    self._replan_if_stale(conn)
                 with (psycopg.ClientCursor(conn) if client_side else conn.cursor()) as cursor:
                     yield cursor
         except psycopg.Error as error:  # PoolTimeout and PoolClosed included
@@ -353,8 +356,12 @@ class PostgresConnection(SqlStore[Connection]):
 
     def _run(self, name: str, params: Mapping[str, object], doing: str = "", *,
              write: bool = False) -> tuple[list[Row], int]:
-        """Run the named statement, as its own transaction; its rows (if any) and its row
-        count. Messages name the statement, not `doing`."""
+        """Run the named statement, as its own transaction (retried after a deadlock:
+        rota.store.postgres.retry); its rows (if any) and its row count. Messages name
+        the statement, not `doing`."""
+        return retried(lambda: self._run_once(name, params))
+
+    def _run_once(self, name: str, params: Mapping[str, object]) -> tuple[list[Row], int]:
         with self._cursor(name.replace("_", " "),
                           client_side=name in PLANNED_EACH_RUN) as cursor:
             cursor.execute(self._query(name), params)

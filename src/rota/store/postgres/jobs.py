@@ -25,6 +25,7 @@ from rota.core.workers import ServedCount, WorkerInfo, minute_of
 from rota.core.workflows import Start, at_enqueue
 from rota.store.base import StoreError
 from rota.store.postgres.connection import PostgresConnection
+from rota.store.postgres.retry import retried
 from rota.store.postgres.schema import int_array, utc
 from rota.store.registry_rows import policy_columns
 from rota.store.sql_base import STATES, Row
@@ -67,6 +68,7 @@ def _key_columns(jobs: Sequence[NewJob]) -> dict[str, object]:
 class PostgresJobs(PostgresConnection):
     def store_time(self) -> datetime:
         # Reads no table: a store opened read-only answers it before any schema exists.
+        # Not retried: a read of the clock takes no lock, so it never deadlocks.
         with self._cursor("read the server's clock", schema=False) as cursor:
             cursor.execute(self._query("store_time"))
             row = cursor.fetchone()
@@ -82,8 +84,11 @@ class PostgresJobs(PostgresConnection):
             return [row[0] for row in rows]
         # Unique jobs, workflows: a few statements, so one transaction on the pooled
         # connection.
-        with self._cursor("enqueue") as cursor, cursor.connection.transaction():
-            return self._drive(cursor, self._enqueue_steps(jobs, params))
+        def transaction() -> list[int]:
+            with self._cursor("enqueue") as cursor, cursor.connection.transaction():
+                return self._drive(cursor, self._enqueue_steps(jobs, params))
+
+        return retried(transaction)
 
     def _enqueue_params(self, jobs: Sequence[NewJob], now: datetime) -> dict[str, object]:
         """enqueue.sql's parameters, after the checks every store makes."""
@@ -364,15 +369,18 @@ class PostgresJobs(PostgresConnection):
         }
         # Two statements: the second's snapshot is taken after the first locked the rows
         # (purge.sql says why).
-        with self._cursor("purge") as cursor, cursor.connection.transaction():
-            cursor.execute(self._query("purge_lock"), {**params, "limit": limit})
-            ids = [row[0] for row in cursor.fetchall()]
-            if not ids:
-                return 0
-            cursor.execute(self._query("purge"), {**params, "ids": int_array(ids)})
-            row = cursor.fetchone()
-            assert row is not None
-            return int(row[0])
+        def transaction() -> int:
+            with self._cursor("purge") as cursor, cursor.connection.transaction():
+                cursor.execute(self._query("purge_lock"), {**params, "limit": limit})
+                ids = [row[0] for row in cursor.fetchall()]
+                if not ids:
+                    return 0
+                cursor.execute(self._query("purge"), {**params, "ids": int_array(ids)})
+                row = cursor.fetchone()
+                assert row is not None
+                return int(row[0])
+
+        return retried(transaction)
 
     # -- the writes of schedules and of the worker registry (reads: sql_base) --------
 
