@@ -76,14 +76,20 @@ class Election:
         clock: where "now" comes from (the App's clock, the store's time).
         name: the lease's name (`maintenance_lease_name`).
         owner: this worker process's id (the worker registry's).
-        ttl_s, renew_s, follow_s: the lease's length and the two cadences; `renew_s` must
-            be shorter than `ttl_s`.
+        ttl_s, renew_s, follow_s: the lease's length and the two cadences, in seconds
+            (default `LEADER_TTL_S`, `RENEW_S`, `FOLLOW_S`); `renew_s` must be shorter
+            than `ttl_s`.
     """
 
     def __init__(
         self, store: Store, clock: Clock, name: str, owner: str, *,
-        ttl_s: float = LEADER_TTL_S, renew_s: float = RENEW_S, follow_s: float = FOLLOW_S,
+        ttl_s: float | None = None, renew_s: float | None = None,
+        follow_s: float | None = None,
     ) -> None:
+        # The module's constants are read here, so that tests may shorten them.
+        ttl_s = LEADER_TTL_S if ttl_s is None else ttl_s
+        renew_s = RENEW_S if renew_s is None else renew_s
+        follow_s = FOLLOW_S if follow_s is None else follow_s
         if not 0 < renew_s < ttl_s or follow_s <= 0:
             raise ValueError(f"an election needs 0 < renew_s < ttl_s and follow_s > 0; got "
                              f"renew_s={renew_s}, ttl_s={ttl_s}, follow_s={follow_s}")

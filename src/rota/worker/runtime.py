@@ -265,6 +265,11 @@ class Runtime:
         logger.debug("runtime stopped")
 
     @property
+    def election(self) -> Election | None:
+        """The election among its duties (None: this worker runs the sweeper always)."""
+        return self._election
+
+    @property
     def stopping(self) -> bool:
         return self.stop_flag.is_set()
 
