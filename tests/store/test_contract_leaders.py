@@ -11,11 +11,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from rota.store import Store
-from rota.store.base import LeaderStore
+from rota.store.base import LeaderLease, LeaderStore
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 TTL = timedelta(seconds=10)
 NAME = "maintenance"
+
+
+def took(lease: LeaderLease | None, owner: str) -> bool:
+    return lease is not None and lease.owner == owner
 
 
 def leaders(store: Store) -> LeaderStore:
@@ -28,7 +32,7 @@ def test_leader_a_free_lease_is_taken_and_read_back(store: Store) -> None:
     # Given no leader
     assert stored.leader(NAME, T0) is None
     # When a worker takes the lease
-    assert stored.take_leadership(NAME, "w1", T0, TTL) is True
+    assert stored.take_leadership(NAME, "w1", T0, TTL) == LeaderLease("w1", T0 + TTL)
     # Then it is the leader until the lease expires, and not after
     assert stored.leader(NAME, T0) == "w1"
     assert stored.leader(NAME, T0 + TTL - timedelta(microseconds=1)) == "w1"
@@ -40,8 +44,8 @@ def test_leader_a_live_lease_is_fenced_by_its_owner(store: Store) -> None:
     stored.take_leadership(NAME, "w1", T0, TTL)
     # When another worker tries while the lease is live
     taken = stored.take_leadership(NAME, "w2", T0 + TTL - timedelta(microseconds=1), TTL)
-    # Then it is refused and the lease is untouched
-    assert taken is False
+    # Then it is refused, told whose lease it is until when, and the lease is untouched
+    assert taken == LeaderLease("w1", T0 + TTL)
     assert stored.leader(NAME, T0 + TTL - timedelta(microseconds=1)) == "w1"
     assert stored.leader(NAME, T0 + TTL) is None
 
@@ -50,21 +54,23 @@ def test_leader_the_owner_renews_its_lease(store: Store) -> None:
     stored = leaders(store)
     stored.take_leadership(NAME, "w1", T0, TTL)
     # When the owner renews before expiry
-    assert stored.take_leadership(NAME, "w1", T0 + timedelta(seconds=3), TTL) is True
+    renewed = stored.take_leadership(NAME, "w1", T0 + timedelta(seconds=3), TTL)
+    assert renewed == LeaderLease("w1", T0 + timedelta(seconds=3) + TTL)
     # Then the lease runs from the renewal
     later = T0 + TTL + timedelta(seconds=1)
     assert stored.leader(NAME, later) == "w1"
-    assert stored.take_leadership(NAME, "w2", later, TTL) is False
+    assert not took(stored.take_leadership(NAME, "w2", later, TTL), "w2")
 
 
 def test_leader_an_expired_lease_is_taken_over(store: Store) -> None:
     stored = leaders(store)
     stored.take_leadership(NAME, "w1", T0, TTL)
     # When another worker tries once the lease expired (expires_at <= now)
-    assert stored.take_leadership(NAME, "w2", T0 + TTL, TTL) is True
+    assert took(stored.take_leadership(NAME, "w2", T0 + TTL, TTL), "w2")
     # Then it leads, and the old owner's renewal is refused
     assert stored.leader(NAME, T0 + TTL) == "w2"
-    assert stored.take_leadership(NAME, "w1", T0 + TTL + timedelta(seconds=1), TTL) is False
+    late = stored.take_leadership(NAME, "w1", T0 + TTL + timedelta(seconds=1), TTL)
+    assert late == LeaderLease("w2", T0 + 2 * TTL)
     assert stored.leader(NAME, T0 + TTL + timedelta(seconds=1)) == "w2"
 
 
@@ -72,7 +78,7 @@ def test_leader_an_expired_lease_not_taken_over_is_renewed_by_its_owner(store: S
     stored = leaders(store)
     stored.take_leadership(NAME, "w1", T0, TTL)
     # When its owner comes back after expiry and nobody took the lease meanwhile
-    assert stored.take_leadership(NAME, "w1", T0 + 2 * TTL, TTL) is True
+    assert took(stored.take_leadership(NAME, "w1", T0 + 2 * TTL, TTL), "w1")
     # Then it leads again
     assert stored.leader(NAME, T0 + 2 * TTL) == "w1"
 
@@ -89,14 +95,14 @@ def test_leader_giving_up_frees_the_lease_at_once(store: Store) -> None:
     # a no-op
     assert stored.leader(NAME, T0) is None
     assert stored.give_up_leadership(NAME, "w1") is False
-    assert stored.take_leadership(NAME, "w2", T0 + timedelta(seconds=1), TTL) is True
+    assert took(stored.take_leadership(NAME, "w2", T0 + timedelta(seconds=1), TTL), "w2")
     assert stored.leader(NAME, T0 + timedelta(seconds=1)) == "w2"
 
 
 def test_leader_names_are_independent(store: Store) -> None:
     stored = leaders(store)
-    assert stored.take_leadership("one", "w1", T0, TTL) is True
-    assert stored.take_leadership("two", "w2", T0, TTL) is True
+    assert took(stored.take_leadership("one", "w1", T0, TTL), "w1")
+    assert took(stored.take_leadership("two", "w2", T0, TTL), "w2")
     assert stored.give_up_leadership("two", "w1") is False
     assert (stored.leader("one", T0), stored.leader("two", T0)) == ("w1", "w2")
 
@@ -124,7 +130,8 @@ def test_leader_concurrent_takers_elect_exactly_one(
     def race(now: datetime) -> list[bool]:
         with ThreadPoolExecutor(len(stores)) as pool:
             return list(pool.map(
-                lambda item: item[1].take_leadership(NAME, f"w{item[0]}", now, TTL),
+                lambda item: took(item[1].take_leadership(NAME, f"w{item[0]}", now, TTL),
+                                  f"w{item[0]}"),
                 enumerate(stores)))
 
     # When they all race for the free lease, and again once it expired

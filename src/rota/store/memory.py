@@ -73,6 +73,7 @@ from rota.core.workflows import (
 )
 from rota.store.base import (
     Claimed,
+    LeaderLease,
     LeaseOutcome,
     Renewal,
     check_leadership,
@@ -93,7 +94,7 @@ class MemoryStore:
         # group's version (kept after a clear, so that it never goes back).
         self._policies: dict[str, tuple[DispatchPolicy, datetime]] = {}
         self._policy_versions: dict[str, int] = {}
-        self._leaders: dict[str, tuple[str, datetime]] = {}  # name -> (owner, expires_at)
+        self._leaders: dict[str, LeaderLease] = {}
         self._jobs: dict[int, JobRecord] = {}
         # Per Queue, a heap of (due_at, id) for scheduled jobs; stale entries are skipped.
         self._due: defaultdict[str, list[tuple[datetime, int]]] = defaultdict(list)
@@ -1026,21 +1027,22 @@ class MemoryStore:
 
     # -- leader leases ------------------------------------------------------------------
 
-    def take_leadership(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+    def take_leadership(self, name: str, owner: str, now: datetime,
+                        ttl: timedelta) -> LeaderLease | None:
         check_leadership(name, owner, ttl)
         moment = ensure_utc(now, "now")
         with self._lock:
             held = self._leaders.get(name)
-            if held is not None and held[0] != owner and held[1] > moment:
-                return False
-            self._leaders[name] = (owner, moment + ttl)
-            return True
+            if held is not None and held.owner != owner and held.expires_at > moment:
+                return held
+            self._leaders[name] = LeaderLease(owner, moment + ttl)
+            return self._leaders[name]
 
     def give_up_leadership(self, name: str, owner: str) -> bool:
         check_leadership(name, owner)
         with self._lock:
             held = self._leaders.get(name)
-            if held is None or held[0] != owner:
+            if held is None or held.owner != owner:
                 return False
             del self._leaders[name]
             return True
@@ -1050,4 +1052,4 @@ class MemoryStore:
         moment = ensure_utc(now, "now")
         with self._lock:
             held = self._leaders.get(name)
-        return held[0] if held is not None and held[1] > moment else None
+        return held.owner if held is not None and held.expires_at > moment else None

@@ -53,7 +53,13 @@ from rota.core.queues import validate_queue_name
 from rota.core.rates import QueueRate, RatedQueue, check_rate, stored_rate
 from rota.core.schedules import ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
-from rota.store.base import LeaseOutcome, SchemaTooNew, check_leadership, listing_statement
+from rota.store.base import (
+    LeaderLease,
+    LeaseOutcome,
+    SchemaTooNew,
+    check_leadership,
+    listing_statement,
+)
 from rota.store.registry_rows import (
     group_from_columns,
     groups_from_json,
@@ -527,13 +533,18 @@ class SqlStore(ABC, Generic[Conn]):
 
     # -- leader leases --------------------------------------------------------------------
 
-    def take_leadership(self, name: str, owner: str, now: datetime, ttl: timedelta) -> bool:
+    def take_leadership(self, name: str, owner: str, now: datetime,
+                        ttl: timedelta) -> LeaderLease | None:
         check_leadership(name, owner, ttl)
         rows, _ = self._run("take_leadership", {
             "name": name, "owner": owner, "now": self._to_db_time(now),
             "expires_at": self._to_db_time(now + ttl, "now + ttl")},
             "taking a leader lease", write=True)
-        return bool(rows) and bool(rows[0][0])
+        return self._leader_lease(rows)
+
+    def _leader_lease(self, rows: Sequence[Row]) -> LeaderLease | None:
+        """The lease of an (owner, expires_at) row; None without one."""
+        return LeaderLease(str(rows[0][0]), self._from_db_time(rows[0][1])) if rows else None
 
     def give_up_leadership(self, name: str, owner: str) -> bool:
         check_leadership(name, owner)

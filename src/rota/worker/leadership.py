@@ -8,15 +8,19 @@ one of them, through a leader lease in the store (`LeaderStore`), and only it ru
 
 `Election` is a duty of every worker. It tries to take the lease at once when the worker
 starts (so a lone worker leads after one round trip), then renews it every `renew_s` while
-it leads, or tries to take it every `follow_s` while another worker does. Each try is one
-store call (`take_leadership`, a compare-and-set fenced by the worker's id, `now` from the
-App's clock). The lease lasts `ttl_s`; the leader counts its term from the moment it sent
-the renewal that succeeded, so it stops leading no later than the store lets another
-worker take over, even while its store calls fail or hang: a leader that cannot renew
-loses the lead when its term runs out. A graceful stop gives the lease up as soon as the
-stop begins (and again at `at_stop`, if the first try was cut short), so another worker
-takes over at its next try, without waiting for the lease to expire; a killed leader is
-replaced once its lease expired, at the next try of a follower.
+it leads. While another worker leads, a refused try tells it until when that worker's
+lease runs, and it tries again just after that (at most `follow_s` later): by then a live
+leader has renewed, so a follower tries about once per lease, and a dead leader is
+replaced as its lease expires. Each try is one store call (`take_leadership`, a
+compare-and-set fenced by the worker's id, `now` from the App's clock).
+
+The lease lasts `ttl_s`; the leader counts its term from the moment it sent the renewal
+that succeeded, so it stops leading no later than the store lets another worker take over,
+even while its store calls fail or hang: a leader that cannot renew loses the lead when
+its term runs out. A graceful stop gives the lease up as soon as the stop begins (and
+again at `at_stop`, if the first try was cut short): a worker starting then (a rolling
+deploy) takes it at its first try, and otherwise a follower at its next one, without
+waiting for the lease to expire.
 
 The maintenance duties run inside `Election.while_leading(duty)`: started when this worker
 becomes the leader, cancelled when it stops leading, started again at its next term.
@@ -48,11 +52,13 @@ from rota.worker.duty import Duty, DutyRuntime
 
 logger = logging.getLogger("rota")
 
-# How long a lease lasts, how often the leader renews it, how often a follower tries to
-# take it (docs/operations.md, "Maintenance").
+# How long a lease lasts, how often the leader renews it, and the longest a follower waits
+# between two tries (docs/operations.md, "Maintenance").
 LEADER_TTL_S = 10.0
 RENEW_S = 3.0
-FOLLOW_S = 5.0
+FOLLOW_S = 10.0
+# A follower tries again this long after the holder's lease expires.
+EXPIRY_MARGIN_S = 0.05
 # After a failed try, wait this long before the next (doubling), at most the cadence.
 FIRST_RETRY_S = 0.25
 
@@ -76,9 +82,9 @@ class Election:
         clock: where "now" comes from (the App's clock, the store's time).
         name: the lease's name (`maintenance_lease_name`).
         owner: this worker process's id (the worker registry's).
-        ttl_s, renew_s, follow_s: the lease's length and the two cadences, in seconds
-            (default `LEADER_TTL_S`, `RENEW_S`, `FOLLOW_S`); `renew_s` must be shorter
-            than `ttl_s`.
+        ttl_s, renew_s, follow_s: the lease's length, the leader's cadence and a
+            follower's longest wait, in seconds (default `LEADER_TTL_S`, `RENEW_S`,
+            `FOLLOW_S`); `renew_s` must be shorter than `ttl_s`.
     """
 
     def __init__(
@@ -126,9 +132,10 @@ class Election:
         """One try to take or renew the lease; returns the seconds until the next."""
         loop = asyncio.get_running_loop()
         sent_at = loop.time()
+        now = self.clock.now()
         try:
-            held = await runtime.store_call(store.take_leadership, self.name, self.owner,
-                                            self.clock.now(), timedelta(seconds=self.ttl_s))
+            lease = await runtime.store_call(store.take_leadership, self.name, self.owner,
+                                             now, timedelta(seconds=self.ttl_s))
         except Exception as error:
             self._failures += 1
             delay_s: float = FIRST_RETRY_S * 2.0 ** min(self._failures - 1, 16)
@@ -141,10 +148,14 @@ class Election:
             logger.warning("leader election works again after %d failed tries",
                            self._failures)
             self._failures = 0
-        if not held:
+        if lease is None or lease.owner != self.owner:
             if self.leading:
                 self._lose("another worker holds the maintenance lease")
-            return self.follow_s
+            if lease is None:  # lost a race to create it: someone holds it now
+                return FIRST_RETRY_S
+            # Try again as the holder's lease expires (a dead holder is replaced then).
+            left_s = (lease.expires_at - now).total_seconds() + EXPIRY_MARGIN_S
+            return min(max(left_s, EXPIRY_MARGIN_S), self.follow_s)
         if self._term_end is not None:
             self._term_end.cancel()
         self._term_end = loop.call_at(

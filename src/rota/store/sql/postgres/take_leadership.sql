@@ -4,19 +4,25 @@
 -- NOTHING none either; an upsert's DO UPDATE WHERE would lock the row on every follower's
 -- try). Concurrent takers of an expired lease: the first locks the row, the others wait,
 -- re-check the WHERE clause against the row it wrote (READ COMMITTED) and update nothing;
--- their INSERT then finds the row and does nothing. Returns 1 if the caller holds the
--- lease, else 0.
+-- their INSERT then finds the row and does nothing.
+-- Returns the lease as it stands: the caller's if it took or renewed it, else the row as
+-- the statement's snapshot saw it (no row: it lost a race to create the lease).
 WITH renewed AS (
     UPDATE {schema}.leaders
     SET owner = %(owner)s, expires_at = %(expires_at)s
     WHERE name = %(name)s AND (owner = %(owner)s OR expires_at <= %(now)s)
-    RETURNING 1
+    RETURNING owner, expires_at
 ),
 taken AS (
     INSERT INTO {schema}.leaders (name, owner, expires_at)
     SELECT %(name)s, %(owner)s, %(expires_at)s
     WHERE NOT EXISTS (SELECT FROM renewed)
     ON CONFLICT (name) DO NOTHING
-    RETURNING 1
+    RETURNING owner, expires_at
 )
-SELECT (SELECT count(*) FROM renewed) + (SELECT count(*) FROM taken)
+SELECT owner, expires_at FROM renewed
+UNION ALL
+SELECT owner, expires_at FROM taken
+UNION ALL
+SELECT owner, expires_at FROM {schema}.leaders
+WHERE name = %(name)s AND NOT EXISTS (SELECT FROM renewed) AND NOT EXISTS (SELECT FROM taken)
