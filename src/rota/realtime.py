@@ -53,7 +53,8 @@ def worker_duties(store: Store, clock: Clock, retention: Retention | None,
     """The housekeeping duties of a real-time worker running `runners`."""
     registry = RegistryDuty(store)
     lease = maintenance_lease_name(retention, list(schedules.by_name.values()))
-    election = Election(store, clock, lease, registry.worker_id)
+    shortest = min((r.options.lease_duration.total_seconds() for r in runners), default=None)
+    election = Election(store, clock, lease, registry.worker_id, job_lease_s=shortest)
     duties: list[Duty] = [election]
     if retention is not None and not retention.keeps_everything:
         duties.append(election.while_leading(RetentionDuty(retention, store, clock)))

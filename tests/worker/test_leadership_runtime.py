@@ -23,8 +23,9 @@ from tests.waiting import until
 from tests.worker.conftest import FaultyStore
 
 MakeApp = Callable[..., rota.App]
-# Short heartbeats: the leader's sweeper runs every 0.1 s.
-GROUP = {"poll_interval": 0.05, "lease_duration": 0.3, "heartbeat_interval": 0.1}
+# Short heartbeats: the leader's sweeper runs every 0.1 s. Job leases longer than any
+# leader lease here, so that the election keeps the cadences each test sets.
+GROUP = {"poll_interval": 0.05, "lease_duration": 1000, "heartbeat_interval": 0.1}
 WAIT_S = 20.0
 
 

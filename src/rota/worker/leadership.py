@@ -14,7 +14,8 @@ leader has renewed, so a follower tries about once per lease, and a dead leader 
 replaced as its lease expires. Each try is one store call (`take_leadership`, a
 compare-and-set fenced by the worker's id, `now` from the App's clock).
 
-The lease lasts `ttl_s`; the leader counts its term from the moment it sent the renewal
+The lease lasts `ttl_s` (`LEADER_TTL_S`, shorter when the worker's job leases are: the
+cadences shrink with it); the leader counts its term from the moment it sent the renewal
 that succeeded, so it stops leading no later than the store lets another worker take over,
 even while its store calls fail or hang: a leader that cannot renew loses the lead when
 its term runs out. A graceful stop gives the lease up as soon as the stop begins (and
@@ -82,6 +83,8 @@ class Election:
         clock: where "now" comes from (the App's clock, the store's time).
         name: the lease's name (`maintenance_lease_name`).
         owner: this worker process's id (the worker registry's).
+        job_lease_s: the shortest `lease_duration` of the worker's groups: when it is
+            shorter than `LEADER_TTL_S`, the three defaults below shrink in proportion.
         ttl_s, renew_s, follow_s: the lease's length, the leader's cadence and a
             follower's longest wait, in seconds (default `LEADER_TTL_S`, `RENEW_S`,
             `FOLLOW_S`); `renew_s` must be shorter than `ttl_s`.
@@ -89,13 +92,16 @@ class Election:
 
     def __init__(
         self, store: Store, clock: Clock, name: str, owner: str, *,
-        ttl_s: float | None = None, renew_s: float | None = None,
-        follow_s: float | None = None,
+        job_lease_s: float | None = None, ttl_s: float | None = None,
+        renew_s: float | None = None, follow_s: float | None = None,
     ) -> None:
-        # The module's constants are read here, so that tests may shorten them.
-        ttl_s = LEADER_TTL_S if ttl_s is None else ttl_s
-        renew_s = RENEW_S if renew_s is None else renew_s
-        follow_s = FOLLOW_S if follow_s is None else follow_s
+        # The module's constants are read here, so that tests may shorten them. A lease
+        # never outlasts the job leases it protects: a dead leader's own jobs then come
+        # back as soon as a live worker's would.
+        scale = 1.0 if job_lease_s is None else min(1.0, job_lease_s / LEADER_TTL_S)
+        ttl_s = LEADER_TTL_S * scale if ttl_s is None else ttl_s
+        renew_s = RENEW_S * scale if renew_s is None else renew_s
+        follow_s = FOLLOW_S * scale if follow_s is None else follow_s
         if not 0 < renew_s < ttl_s or follow_s <= 0:
             raise ValueError(f"an election needs 0 < renew_s < ttl_s and follow_s > 0; got "
                              f"renew_s={renew_s}, ttl_s={ttl_s}, follow_s={follow_s}")
