@@ -20,8 +20,8 @@ that succeeded, so it stops leading no later than the store lets another worker 
 even while its store calls fail or hang: a leader that cannot renew loses the lead when
 its term runs out. A graceful stop gives the lease up as soon as the stop begins (and
 again at `at_stop`, if the first try was cut short): a worker starting then (a rolling
-deploy) takes it at its first try, and otherwise a follower at its next one, without
-waiting for the lease to expire.
+deploy) takes it at its first try, and otherwise a follower at its next one (no later
+than the lease would have expired).
 
 The maintenance duties run inside `Election.while_leading(duty)`: started when this worker
 becomes the leader, cancelled when it stops leading, started again at its next term.
