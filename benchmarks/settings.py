@@ -64,7 +64,8 @@ class Settings:
     dashboard_requests: int = 20
     schedule_calls: int = 2_000
     # The maintenance suite (run only when named): idle workers on a cluster of its own.
-    maintenance_base: str = "main"
+    # The tree measured as "before": main just before the maintenance leader election.
+    maintenance_base: str = "599378a"
     maintenance_workers: tuple[int, ...] = (1, 20)
     maintenance_runs: int = 1
     maintenance_window_s: float = 60.0

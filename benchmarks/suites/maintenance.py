@@ -2,8 +2,8 @@
 before and after the maintenance leader.
 
 Two rota source trees side by side in one run (`benchmarks.ab`'s trees and alternation):
-"before" is a base revision (default `settings.maintenance_base`, main before the leader
-election: every worker sweeps, purges and fires schedules), "after" this tree (one elected
+"before" is a base revision (default `settings.maintenance_base`, main just before the
+leader election: every worker sweeps, purges and fires schedules), "after" this tree (one elected
 worker does). Runs alternate before, after, after, before, ...
 
 Everything runs on a PostgreSQL cluster of the suite's own: `pg_createcluster` on a free
@@ -25,7 +25,7 @@ statements/s, both together, their server time (ms of execution per second), and
 statement of the database per second. Figures only, never pass/fail.
 
     python -m benchmarks run maintenance            # in benchmarks/.venv, with the table
-    python -m benchmarks.suites.maintenance --base main --window 60   # any venv with rota
+    python -m benchmarks.suites.maintenance --window 60   # any venv with rota and psycopg
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from typing import Any
 from benchmarks import cleanup
 from benchmarks.ab import Tree, alternate, resolve_tree
 from benchmarks.processes import WorkerProcess
+from benchmarks.settings import Settings
 from benchmarks.targets.rota_target import APP, tree_env
 from benchmarks.venv import ROOT
 
@@ -299,7 +300,9 @@ def run(settings: Any) -> Any:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.suites.maintenance",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--base", default="main", help="the 'before' tree or revision")
+    parser.add_argument("--base", default=Settings().maintenance_base,
+                        help="the 'before' tree or revision (default: main just before "
+                             "the maintenance leader)")
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 20])
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--window", type=float, default=60.0, help="seconds counted")
