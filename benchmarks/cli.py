@@ -29,8 +29,9 @@ from benchmarks.venv import ROOT
 SUITES = ("drain", "enqueue", "latency", "ceiling", "weights", "memory", "pickup")
 # Run only when named: `fairness` (noisy neighbour, ~10 minutes on both stores), and rota
 # alone: `queues` (~15 minutes with PostgreSQL), `scale` (table size, ~30 minutes with
-# 10,000,000 rows), `dashboard`, `schedules`.
-EXTRA_SUITES = ("fairness", "queues", "scale", "dashboard", "schedules")
+# 10,000,000 rows), `dashboard`, `schedules`, `maintenance` (1 and 20 idle workers before
+# and after the maintenance leader, ~6 minutes).
+EXTRA_SUITES = ("fairness", "queues", "scale", "dashboard", "schedules", "maintenance")
 STORES = ("sqlite", "postgres")
 PEERS_JSON = ROOT / "docs" / "images" / "peers.json"
 
@@ -57,7 +58,9 @@ after); run only when named: fairness (one heavy tenant beside 99 light ones und
 scheduling models: light tenants' waits, shares over 1,000-job windows; writes
 docs/images/fairness.json), queues (1 to 10,000 tenant Queues), scale (table size),
 dashboard (each page's cost on a big store), schedules (next-fire computation, a fire
-beside an enqueue). The suite may be given as `run SUITE` or `run --suite SUITE`.""")
+beside an enqueue), maintenance (the store's maintenance statements per second with 1 and
+20 idle workers, main against this tree, on a PostgreSQL cluster of its own). The suite
+may be given as `run SUITE` or `run --suite SUITE`.""")
     run.add_argument("suite_name", nargs="?", choices=(*SUITES, *EXTRA_SUITES),
                      metavar="SUITE", help="the suite to run (the same as --suite)")
     run.add_argument("--suite", choices=("all", *SUITES, *EXTRA_SUITES), default="all")

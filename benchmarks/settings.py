@@ -63,6 +63,14 @@ class Settings:
     dashboard_jobs: int = 100_000
     dashboard_requests: int = 20
     schedule_calls: int = 2_000
+    # The maintenance suite (run only when named): idle workers on a cluster of its own.
+    # The tree measured as "before": main just before the maintenance leader election.
+    maintenance_base: str = "599378a"
+    maintenance_workers: tuple[int, ...] = (1, 20)
+    maintenance_runs: int = 1
+    maintenance_window_s: float = 60.0
+    maintenance_settle_s: float = 5.0
+    maintenance_schedule_s: float = 10.0
 
     def drain_count(self, target: str) -> int:
         return min(self.drain_jobs, self.drain_jobs_for.get(target, self.drain_jobs))
@@ -82,5 +90,5 @@ def quick(runs: int) -> Settings:
         fairness_json="benchmarks/results/fairness-quick.json",
         memory_jobs=50_000, memory_sample_s=0.25,
         pickup_jobs=200, pickup_idle_s=2.0, dashboard_jobs=10_000, dashboard_requests=5,
-        schedule_calls=200,
+        schedule_calls=200, maintenance_window_s=15.0, maintenance_workers=(1, 4),
     )

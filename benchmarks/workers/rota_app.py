@@ -13,6 +13,8 @@ Environment:
     BENCH_JOB_S        how long `tenant_job` sleeps (default 0.003)
     BENCH_PASS_FILE    where the worker writes one "end_time round_trip_s jobs" line per pass
                        that claimed jobs, when it stops (fairness)
+    BENCH_SCHEDULE_S   if set, a schedule `tick` that enqueues `noop` every that many
+                       seconds (maintenance)
 """
 
 from __future__ import annotations
@@ -82,6 +84,8 @@ def make_app(store_url: str, policy_text: str = "strict", pool_size: int = 20) -
         policy = rota.Strict(QUEUE)
     app.add_worker_group(rota.WorkerGroupOptions(name="bench", policy=policy,
                                                  pool_size=pool_size))
+    if "BENCH_SCHEDULE_S" in os.environ:
+        app.schedule("tick", "noop", every=float(os.environ["BENCH_SCHEDULE_S"]))
     if "BENCH_PASS_FILE" in os.environ:
         app._observe_runtimes(PassLog(os.environ["BENCH_PASS_FILE"]))
     return app

@@ -1,11 +1,13 @@
 """The real-time drive behind `App.serve` and `App.run`: a `Runtime` and its duties.
 
 `build_runtime` makes the runtime for the started groups with the duties a worker runs
-beside them: retention (unless the App keeps everything), the SQLite WAL checkpoint (for
-a store that keeps a WAL), the schedule duty (when the App has schedules), the worker
-registry, and the one-shot warning about Queues with due jobs that none of its groups
-serves. `run_until_signal` is `App.run`: serve until SIGINT/SIGTERM, stop gracefully on
-the first signal, exit at once on the second.
+beside them: the leader election (rota.worker.leadership) and, while this worker leads,
+the store's maintenance: the lease sweeper (the runtime's own), retention (unless the App
+keeps everything), the SQLite WAL checkpoint (for a store that keeps a WAL) and the
+schedule duty (when the App has schedules); then, in every worker, the worker registry,
+the stored group policies and the one-shot warning about Queues with due jobs that none of
+its groups serves (each about this worker alone). `run_until_signal` is `App.run`: serve
+until SIGINT/SIGTERM, stop gracefully on the first signal, exit at once on the second.
 
 `run_until_idle()` runs none of these duties: retention deletes by the clock, and that
 deterministic drive must not delete the records a test is about to read after advancing
@@ -32,6 +34,7 @@ from rota.worker.checkpoint import wal_checkpoint_duty
 from rota.worker.duty import Duty
 from rota.worker.events import OutcomeCallback
 from rota.worker.group import GroupRunner, Handler
+from rota.worker.leadership import Election, maintenance_lease_name
 from rota.worker.policies import PolicyDuty
 from rota.worker.registry import RegistryDuty
 from rota.worker.retention import RetentionDuty
@@ -48,14 +51,18 @@ Serve = Callable[..., contextlib.AbstractAsyncContextManager[Runtime]]
 def worker_duties(store: Store, clock: Clock, retention: Retention | None,
                   schedules: AppSchedules, runners: Sequence[GroupRunner]) -> list[Duty]:
     """The housekeeping duties of a real-time worker running `runners`."""
-    duties: list[Duty] = []
+    registry = RegistryDuty(store)
+    lease = maintenance_lease_name(retention, list(schedules.by_name.values()))
+    shortest = min((r.options.lease_duration.total_seconds() for r in runners), default=None)
+    election = Election(store, clock, lease, registry.worker_id, job_lease_s=shortest)
+    duties: list[Duty] = [election]
     if retention is not None and not retention.keeps_everything:
-        duties.append(RetentionDuty(retention, store, clock))
+        duties.append(election.while_leading(RetentionDuty(retention, store, clock)))
     if (checkpoints := wal_checkpoint_duty(store)) is not None:
-        duties.append(checkpoints)
+        duties.append(election.while_leading(checkpoints))
     if (firing := schedules.duty(store, clock)) is not None:
-        duties.append(firing)
-    duties.append(RegistryDuty(store))
+        duties.append(election.while_leading(firing))
+    duties.append(registry)
     duties.append(PolicyDuty())
     # One-shot, as the worker starts.
     duties.append(unserved_queues_duty([runner.options for runner in runners], clock))

@@ -41,7 +41,8 @@ class FaultyStore:
     def __getattr__(self, name: str) -> Any:
         target = getattr(self.inner, name)
         if name not in {"claim", "complete", "retry", "dead_letter", "quarantine", "release",
-                        "heartbeat", "find_expired_leases", "expire_lease"}:
+                        "heartbeat", "find_expired_leases", "expire_lease",
+                        "take_leadership"}:
             return target
 
         def call(*args: Any, **kwargs: Any) -> Any:

@@ -48,7 +48,8 @@ class Retention:
         succeeded: how long `succeeded` and `cancelled` jobs are kept after they finished
             (timedelta or seconds); None keeps them forever. Default 1 day.
         failed: the same for `dead_lettered` and `quarantined` jobs. Default 14 days.
-        interval: how often each worker process looks for expired jobs. Default 1 minute.
+        interval: how often the App's maintenance worker (one elected worker process) looks
+            for expired jobs. Default 1 minute.
 
     Raises:
         TypeError: a duration that is neither a timedelta nor a number (nor None).

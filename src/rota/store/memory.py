@@ -71,7 +71,15 @@ from rota.core.workflows import (
     parent_lets_child_run,
     unknown_parent_error,
 )
-from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
+from rota.store.base import (
+    Claimed,
+    LeaderLease,
+    LeaseOutcome,
+    Renewal,
+    check_leadership,
+    check_outcomes,
+    claim_caps,
+)
 
 _V = TypeVar("_V")
 log = logging.getLogger(__name__)
@@ -86,6 +94,7 @@ class MemoryStore:
         # group's version (kept after a clear, so that it never goes back).
         self._policies: dict[str, tuple[DispatchPolicy, datetime]] = {}
         self._policy_versions: dict[str, int] = {}
+        self._leaders: dict[str, LeaderLease] = {}
         self._jobs: dict[int, JobRecord] = {}
         # Per Queue, a heap of (due_at, id) for scheduled jobs; stale entries are skipped.
         self._due: defaultdict[str, list[tuple[datetime, int]]] = defaultdict(list)
@@ -1015,3 +1024,32 @@ class MemoryStore:
         with self._lock:
             return dict(self._policy_versions)
 
+
+    # -- leader leases ------------------------------------------------------------------
+
+    def take_leadership(self, name: str, owner: str, now: datetime,
+                        ttl: timedelta) -> LeaderLease | None:
+        check_leadership(name, owner, ttl)
+        moment = ensure_utc(now, "now")
+        with self._lock:
+            held = self._leaders.get(name)
+            if held is not None and held.owner != owner and held.expires_at > moment:
+                return held
+            self._leaders[name] = LeaderLease(owner, moment + ttl)
+            return self._leaders[name]
+
+    def give_up_leadership(self, name: str, owner: str) -> bool:
+        check_leadership(name, owner)
+        with self._lock:
+            held = self._leaders.get(name)
+            if held is None or held.owner != owner:
+                return False
+            del self._leaders[name]
+            return True
+
+    def leader(self, name: str, now: datetime) -> str | None:
+        check_leadership(name)
+        moment = ensure_utc(now, "now")
+        with self._lock:
+            held = self._leaders.get(name)
+        return held.owner if held is not None and held.expires_at > moment else None

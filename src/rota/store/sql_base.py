@@ -53,7 +53,13 @@ from rota.core.queues import validate_queue_name
 from rota.core.rates import QueueRate, RatedQueue, check_rate, stored_rate
 from rota.core.schedules import ScheduleRow
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
-from rota.store.base import LeaseOutcome, SchemaTooNew, listing_statement
+from rota.store.base import (
+    LeaderLease,
+    LeaseOutcome,
+    SchemaTooNew,
+    check_leadership,
+    listing_statement,
+)
 from rota.store.registry_rows import (
     group_from_columns,
     groups_from_json,
@@ -524,3 +530,29 @@ class SqlStore(ABC, Generic[Conn]):
         rows, _ = self._run("group_policy_versions", {}, "reading group policy versions")
         return {name: int(version) for name, version in rows}
 
+
+    # -- leader leases --------------------------------------------------------------------
+
+    def take_leadership(self, name: str, owner: str, now: datetime,
+                        ttl: timedelta) -> LeaderLease | None:
+        check_leadership(name, owner, ttl)
+        rows, _ = self._run("take_leadership", {
+            "name": name, "owner": owner, "now": self._to_db_time(now),
+            "expires_at": self._to_db_time(now + ttl, "now + ttl")},
+            "taking a leader lease", write=True)
+        return self._leader_lease(rows)
+
+    def _leader_lease(self, rows: Sequence[Row]) -> LeaderLease | None:
+        """The lease of an (owner, expires_at) row; None without one."""
+        return LeaderLease(str(rows[0][0]), self._from_db_time(rows[0][1])) if rows else None
+
+    def give_up_leadership(self, name: str, owner: str) -> bool:
+        check_leadership(name, owner)
+        return self._run("give_up_leadership", {"name": name, "owner": owner},
+                         "giving a leader lease up", write=True)[1] == 1
+
+    def leader(self, name: str, now: datetime) -> str | None:
+        check_leadership(name)
+        rows, _ = self._run("leader", {"name": name, "now": self._to_db_time(now)},
+                            "reading a leader lease")
+        return str(rows[0][0]) if rows else None

@@ -3,8 +3,9 @@
 SQLite folds the write-ahead log back into the database on commits (`wal_autocheckpoint`),
 but only as far as readers allow, and only when someone commits: under a busy drain with
 several processes the WAL grew to 15 MiB and stayed that big, and on a nearly full disk a
-store then needs that much free space to recover (docs/stores.md, "Disk space"). So each
-worker process asks the store for a PASSIVE checkpoint (it never waits for readers or
+store then needs that much free space to recover (docs/stores.md, "Disk space"). So the
+elected maintenance worker (rota.worker.leadership: the WAL is the database's, one process
+folds it back for all) asks the store for a PASSIVE checkpoint (it never waits for readers or
 writers) every `CHECKPOINT_INTERVAL_S`; once the whole WAL is folded back, the next write
 starts it over, truncated to 4 MiB.
 

@@ -1,6 +1,7 @@
 """The retention duty: delete finished jobs older than the App's `rota.Retention`.
 
-Theory of operation: every `Retention.interval` a worker process runs one *sweep*: for
+Theory of operation: every `Retention.interval` the App's elected maintenance worker
+(rota.worker.leadership) runs one *sweep*: for
 each rule of `Retention.rules(now)` (succeeded/cancelled, then dead_lettered/quarantined)
 it calls the store's `purge` again and again, at most `PURGE_BATCH` rows a call, until a
 call deletes fewer than that. Between two calls it pauses (`batch_pause_s`): at least
@@ -8,7 +9,8 @@ call deletes fewer than that. Between two calls it pauses (`batch_pause_s`): at 
 takes at most a fifth of the store's time from this worker and a backlog of millions of
 finished rows is worked off over minutes while claims go on (SQLite's single write lock is
 held for one batch at a time; PostgreSQL's batches take their rows with SKIP LOCKED).
-Several workers may sweep at once: the store makes that safe.
+Several workers may sweep at once (two Apps' leaders, a hand-over): the store makes that
+safe.
 
 A failing sweep never ends the duty: the first failure of a run is logged at ERROR with
 its traceback, later ones as one-line warnings, and the next try backs off (doubling from

@@ -4,7 +4,9 @@ A `Runtime` runs a set of started groups (`GroupRunner`s), each as a `GroupLoop`
 (rota.worker.loop: its passes and job tasks, with its heartbeats and outcome writer in
 modules of their own), and beside them its duties (rota.worker.duty): the lease sweeper
 (rota.worker.sweeper), which it always runs, and those the App gives it (retention,
-schedules, the worker registry, WAL checkpoints, the unserved-Queue warning). Every
+schedules, the worker registry, WAL checkpoints, the unserved-Queue warning). When one of
+those is an `Election` (rota.worker.leadership), the sweeper runs only while this worker
+process leads, as do the other maintenance duties the App wrapped in it. Every
 long-lived task runs under `supervise` (rota.worker.supervision): an exception it does not
 handle itself is logged once at ERROR with its traceback and the task starts again after
 a backoff, so no duty dies silently.
@@ -52,6 +54,7 @@ from rota.worker.events import OutcomeCallback, emit, outcome_event
 from rota.worker.group import GroupRunner, Handler
 from rota.worker.held import Held
 from rota.worker.host import JobObserver, SuspectOwner
+from rota.worker.leadership import Election
 from rota.worker.loop import GroupLoop
 from rota.worker.outcome_writer import FLUSH_TIMEOUT_S
 from rota.worker.supervision import supervise
@@ -119,6 +122,8 @@ class Runtime:
         self._stop_requested = asyncio.Event()  # the same, for tasks on the loop
         self._duties = tuple(duties)
         self._sweeper = LeaseSweeper(store, clock, retry_for)
+        # With an election among its duties, the sweeper runs only while this worker leads.
+        self._election = next((d for d in self._duties if isinstance(d, Election)), None)
         # Three store threads per group (claims, heartbeats, outcomes), the sweeper's, one
         # per duty (a duty has at most one store call in flight) and a spare.
         self._store_threads = DaemonPool(3 * len(runners) + 2 + len(self._duties), "rota-store")
@@ -156,8 +161,11 @@ class Runtime:
         self.tracing = Tracing.active()
         for group in self.groups:
             group.start()
+        sweeper: Duty = self._sweeper
+        if self._election is not None:
+            sweeper = self._election.while_leading(sweeper)
         self._sweeper_task = asyncio.create_task(
-            supervise("lease sweeper", functools.partial(self._sweeper, self)),
+            supervise("lease sweeper", functools.partial(sweeper, self)),
             name="rota-sweeper",
         )
         # Each duty handles its own failures; supervise() is the backstop that keeps even
@@ -255,6 +263,11 @@ class Runtime:
             observer.runtime_stopped(self)
         self._stopped.set()
         logger.debug("runtime stopped")
+
+    @property
+    def election(self) -> Election | None:
+        """The election among its duties (None: this worker runs the sweeper always)."""
+        return self._election
 
     @property
     def stopping(self) -> bool:

@@ -1,4 +1,8 @@
-"""The schedule duty: while a worker runs, fire the App's schedules at their instants.
+"""The schedule duty: while a worker leads, fire the App's schedules at their instants.
+
+It runs in the App's elected maintenance worker (rota.worker.leadership), from the moment
+it leads: a worker registers the schedules the first time it leads, and a later term of its
+own resumes with the state on this object.
 
 Theory of operation: when the duty starts it registers the App's schedules in the store
 (`register_schedules`: a new row records when; an existing one takes this App's

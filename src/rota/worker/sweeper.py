@@ -1,8 +1,9 @@
 """The lease sweeper duty: expired leases back to their Queues, or to the dead letters.
 
 A worker that dies (crash, SIGKILL, a machine lost) leaves its jobs leased until the
-leases expire. Every worker process sweeps: every heartbeat interval (the shortest of its
-groups') one store round trip finds expired leases and, for each, charges the lost
+leases expire. The App's elected maintenance worker sweeps (rota.worker.leadership; every
+worker process when the store has no leader leases): every heartbeat interval (the
+shortest of its groups') one store round trip finds expired leases and, for each, charges the lost
 attempt (`last_error` = `LeaseExpired: ...`, which makes the job a suspect when it is
 next claimed, rota.core.suspects) and returns the job to its Queue after its backoff, or
 dead-letters it once `max_attempts` is used up. The store fences each expiry, so
@@ -12,7 +13,8 @@ process's groups at once.
 A `StoreError` is logged at WARNING and retried with backoff (50 ms doubling, at most the
 interval); anything else goes to the supervisor, which starts the duty again. Crash
 recovery is not optional, so the runtime starts this duty itself, beside the ones the
-App gives it. `run_until_idle()` sweeps inline instead, before each round.
+App gives it (while its election, if it has one, says this worker leads).
+`run_until_idle()` sweeps inline instead, before each round.
 Imports the core, the store contract and the worker's duty protocol.
 """
 

@@ -24,7 +24,7 @@ from rota.core.retention import purgeable_states
 from rota.core.schedules import FireOutcome, ScheduleRegistration
 from rota.core.workers import ServedCount, WorkerInfo, minute_of
 from rota.core.workflows import at_enqueue
-from rota.store.base import StoreError
+from rota.store.base import LeaderLease, StoreError, check_leadership
 from rota.store.registry_rows import policy_columns
 from rota.store.sql_base import STATES
 from rota.store.sqlite.connection import SQLiteConnection
@@ -336,3 +336,21 @@ class SQLiteJobs(SQLiteConnection):
             if rows:
                 conn.executemany(sql("add_served"), rows)
         return True
+
+    # -- leader leases ----------------------------------------------------------------------
+
+    def take_leadership(self, name: str, owner: str, now: datetime,
+                        ttl: timedelta) -> LeaderLease | None:
+        """Read first: a follower's try while another worker holds the lease takes no
+        write lock (the write transaction would wait for every claim's)."""
+        check_leadership(name, owner, ttl)
+        at = self._to_db_time(now)
+        rows, _ = self._run("leader_lease", {"name": name}, "reading a leader lease")
+        if rows and rows[0][0] != owner and rows[0][1] > at:
+            return self._leader_lease(rows)
+        taken = super().take_leadership(name, owner, now, ttl)
+        if taken is not None:
+            return taken
+        # Another worker took it between the read and the write.
+        rows, _ = self._run("leader_lease", {"name": name}, "reading a leader lease")
+        return self._leader_lease(rows)
