@@ -1,4 +1,4 @@
--- Migration 15: a workflow cascade locks every waiting job it may change, in id order,
+-- Migration 16: a workflow cascade locks every waiting job it may change, in id order,
 -- before it changes any (docs/decisions/0065).
 -- {schema} is replaced by the store's schema, quoted as an identifier.
 --
