@@ -274,9 +274,10 @@ def test_a_fenced_outcome_never_drops_a_newer_attempt_of_the_same_job(
         attempts.append(current.attempt)
         if current.attempt == 1:
             record = inner_store.get_job(current.id)
-            assert record is not None
-            now = app.clock.now()
-            assert inner_store.expire_lease(record.lease, now, now, "taken over by a sweep")
+            assert record is not None and record.lease_expires_at is not None
+            # as a sweep at the lease's end would, the job due again at once
+            assert inner_store.expire_lease(record.lease, record.lease_expires_at,
+                                            app.clock.now(), "taken over by a sweep")
             assert second_started.wait(10)
             return "first"
         second_started.set()
