@@ -217,7 +217,7 @@ class Heartbeats:
         """An async handler is cancelled; a sync one sees `cancel_requested` turn True."""
         if held.current is None or held.current.cancel_requested:
             return
-        held.current.request_cancel()
+        held.current.request_cancel(lease_lost=held.lapsed)
         handler = self.host.handlers.get(held.job.name)
         if handler is not None and handler.is_async and held.task is not None:
             held.task.cancel()
