@@ -9,8 +9,8 @@ open: that failure is logged at WARNING with its cause, every later one at DEBUG
 lasts while the store is unreachable or a call that its caller retries until it answers
 (`CallKind.retried`: renewals, claims, outcome writes, sweeps) still fails, so a
 connection that hangs while new ones pass is one incident, not one per try. Its end is
-logged once, at INFO, with how long it lasted and how many calls failed. A retried kind
-whose caller has nothing left to retry is `settled`. Loop thread only.
+logged once, also at WARNING (so that a log at the default level shows both ends), with
+how long it lasted and how many calls failed. Loop thread only.
 Imports the worker's deadlines module.
 """
 
@@ -70,16 +70,10 @@ class StoreHealth:
             self._on_answering()
         self._end_if_over()
 
-    def settled(self, kind: CallKind) -> None:
-        """The caller of `kind` has nothing left to retry: it holds the incident no longer."""
-        if self._began is not None and kind.what in self._failing:
-            self._failing.discard(kind.what)
-            self._end_if_over()
-
     def _end_if_over(self) -> None:
         if self._began is None or self.unreachable or self._failing:
             return
         lasted_s = self._monotonic() - self._began
         failures, self._began, self._failures = self._failures, None, 0
-        logger.info("store answers again after %.1f s (%d failed %s); claiming resumes",
-                    lasted_s, failures, "call" if failures == 1 else "calls")
+        logger.warning("store answers again after %.1f s (%d failed %s); claiming resumes",
+                       lasted_s, failures, "call" if failures == 1 else "calls")
