@@ -355,8 +355,7 @@ class Runtime:
         try:
             result = await self._store_threads.run_within(bound, backstop_s(deadline_s))
         except Abandoned:
-            error = StoreTimeout(f"{kind.what}: no answer within {deadline_s:.3g} s; the "
-                                 "call was abandoned")
+            error = StoreTimeout(f"no answer within {deadline_s:.3g} s (call abandoned)")
             self.health.failed(kind, error)
             raise error from None
         except StoreError as error:
