@@ -119,10 +119,10 @@ def test_an_incident_is_logged_once_however_many_calls_fail_and_answer_meanwhile
         for _ in range(5):
             health.failed(renewal, TimeoutError("no answer"))
             assert health.unreachable
-            health.answered(sweep)
+            health.answered(sweep, health.failures_seen)
             assert not health.unreachable and health.in_incident
         # When a renewal answers at last
-        health.answered(renewal)
+        health.answered(renewal, health.failures_seen)
     # Then one warning began the incident, the repeats were DEBUG, one line ended it,
     # and each answer after a failure woke the groups
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -143,8 +143,31 @@ def test_a_failure_of_a_call_not_retried_ends_with_the_next_answer(
     with caplog.at_level(logging.DEBUG, logger="rota"):
         health.failed(CallKind("group g: releases", 5.0), ConnectionError("reset"))
         # When any call answers
-        health.answered(CallKind("group g: claims", 5.0, retried=True))
+        health.answered(CallKind("group g: claims", 5.0, retried=True), health.failures_seen)
     # Then the incident is over: one warning, one recovery
     levels = [r.levelno for r in caplog.records]
     assert levels == [logging.WARNING, logging.WARNING]
     assert not health.unreachable and not health.in_incident
+
+
+def test_an_answer_to_a_call_sent_before_a_failure_does_not_end_the_incident() -> None:
+    # Given a claim sent, then a sweep that failed while the claim was on its way
+    health = StoreHealth(lambda: None)
+    claims = CallKind("group g: claims", 5.0, retried=True)
+    sent = health.failures_seen
+    health.failed(CallKind("the lease sweep", 5.0, retried=True), ConnectionError("reset"))
+    # When the claim's answer comes back
+    health.answered(claims, sent)
+    # Then the store still counts as unreachable, and a later answer ends it
+    assert health.unreachable and health.in_incident
+    health.answered(CallKind("the lease sweep", 5.0, retried=True), health.failures_seen)
+    assert not health.unreachable and not health.in_incident
+
+
+def test_a_duty_call_answering_does_not_prove_the_store_answers() -> None:
+    # Given a failure, then a duty's call that answered (it may swallow its own errors)
+    health = StoreHealth(lambda: None)
+    health.failed(CallKind("the lease sweep", 5.0, retried=True), ConnectionError("reset"))
+    health.answered(CallKind("measure", 60.0, reaches_store=False), health.failures_seen)
+    # Then the store still counts as unreachable
+    assert health.unreachable

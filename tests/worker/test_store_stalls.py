@@ -34,7 +34,8 @@ NO_BACKOFF = rota.RetryPolicy(max_attempts=5, backoff=lambda _attempt: 0)
 class StallingStore:
     """Delegates to a real store. `hang(method)` makes every later call of `method` block
     until `heal()`, then raise StoreError (its connection was dropped meanwhile), as a
-    connection that stopped answering does; `hook(method, fn)` runs `fn(result)` after
+    connection that stopped answering does; while `down` is set, every call raises
+    StoreError at once (counted in `failures`); `hook(method, fn)` runs `fn(result)` after
     each call of `method` on the store thread. Counts calls per method, and `hung` counts
     the calls that started hanging.
 
@@ -46,6 +47,8 @@ class StallingStore:
         self.inner = inner
         self.calls: Counter[str] = Counter()
         self.hung: Counter[str] = Counter()
+        self.failures: Counter[str] = Counter()
+        self.down = threading.Event()
         self._hanging: set[str] = set()
         self._healed = threading.Event()
         self._hooks: dict[str, Callable[[Any], None]] = {}
@@ -75,6 +78,11 @@ class StallingStore:
                 hanging = name in self._hanging
                 if hanging:
                     self.hung[name] += 1
+                failing = self.down.is_set()
+                if failing:
+                    self.failures[name] += 1
+            if failing:
+                raise StoreError(f"{name}: the store is down")
             if hanging:
                 # Bounded, so that a test that fails never leaves a thread behind.
                 self._healed.wait(30)
@@ -319,3 +327,58 @@ def test_a_fenced_outcome_never_drops_a_newer_attempt_of_the_same_job(
     record = app.get_job(job_id)
     assert record is not None
     assert (record.state, record.attempt, record.result) == (JobState.SUCCEEDED, 2, "second")
+
+
+# -- a store that cannot be reached --------------------------------------------------------
+
+
+def test_a_worker_that_cannot_reach_the_store_claims_nothing_and_resumes_by_itself(
+    inner_store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a worker whose every store call fails while the store is down
+    store = StallingStore(inner_store)
+    down = store.down
+    app = rota.App(store)  # type: ignore[arg-type]
+    ran: list[int] = []
+
+    @app.job("work")
+    def work() -> None:
+        ran.append(rota.current_job().attempt)
+
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("default"), lease_duration=1, heartbeat_interval=0.1,
+        poll_interval=0.02))
+    producer = rota.App(inner_store)
+    producer.job("work")(lambda: None)
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+    claims_while_down: list[int] = []
+
+    async def sweeps_failed(more: int) -> None:
+        target = store.failures["find_expired_leases"] + more
+        await until(lambda: store.failures["find_expired_leases"] >= target, 10,
+                    off_loop=False)
+
+    async def scenario() -> None:
+        async with app.serve():
+            # When the store goes down and a job is enqueued meanwhile
+            down.set()
+            await until(lambda: warnings_with(caplog, "no new claims") == 1, 10,
+                        off_loop=False)
+            await sweeps_failed(2)  # a pass under way when it went down is over by then
+            producer.jobs["work"].enqueue()  # another process, which reaches the store
+            failed_before = store.failures["claim"]
+            await sweeps_failed(3)
+            claims_while_down.append(store.failures["claim"] - failed_before)
+            # and comes back
+            down.clear()
+            await outcomes.count(1, timeout_s=10)
+
+    with caplog.at_level(logging.WARNING, logger="rota"):
+        asyncio.run(scenario())
+    # Then no claim was tried while the worker knew it down, the job ran once when it came
+    # back, without a restart, and the outage was logged once, its end once
+    assert claims_while_down == [0]
+    assert ran == [1]
+    assert warnings_with(caplog, "no new claims until it answers") == 1
+    assert warnings_with(caplog, "store answers again") == 1

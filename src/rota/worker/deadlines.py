@@ -61,11 +61,15 @@ def call_deadline_s(lease_s: float, interval_s: float) -> float:
 class CallKind:
     """A kind of store call: `what` names it in the log; `deadline_s` bounds it;
     `retried` says whether its caller tries it again until it answers (a failing one keeps
-    the store's incident open until then: rota.worker.store_health)."""
+    the store's incident open until then: rota.worker.store_health); `reaches_store`
+    whether its answer proves that the store answers (not a duty's call, which may
+    swallow its own errors, nor a renewal of no lease, which a store may answer without
+    a statement)."""
 
     what: str
     deadline_s: float
     retried: bool = False
+    reaches_store: bool = True
 
 
 @dataclass(frozen=True, slots=True)

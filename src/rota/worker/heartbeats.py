@@ -74,6 +74,8 @@ class Heartbeats:
         self._wake = wake
         self._renewals = CallKind(f"group {group}: lease renewal", deadlines.renewal_s,
                                   retried=True)
+        self._no_renewal = CallKind(self._renewals.what, deadlines.renewal_s, retried=True,
+                                    reaches_store=False)
         self._cancel_reads = CallKind(f"group {group}: cancel check", deadlines.renewal_s)
         # Loop thread. True from a failed renewal until one answers: the group claims
         # nothing meanwhile.
@@ -103,8 +105,8 @@ class Heartbeats:
         lease_end = now + self.options.lease_duration
         try:
             renewed = await host.call_store(
-                self._renewals, host.store.heartbeat, [h.job.lease for h in mine], now,
-                lease_end,
+                self._renewals if mine else self._no_renewal, host.store.heartbeat,
+                [h.job.lease for h in mine], now, lease_end,
             )
         except StoreError as error:
             self.failing = True

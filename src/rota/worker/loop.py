@@ -535,7 +535,9 @@ class GroupLoop:
             logger.warning("group %s: %s still running after the %.1f s grace period, "
                            "handed back to their Queues", self.name,
                            counted(len(unfinished), "job"), grace_s)
-            await self._release([h.job for h in unfinished], "unfinished after the grace period")
+            # A lapsed lease is not this worker's to hand back: the sweeper charges it.
+            await self._release([h.job for h in unfinished if not h.lapsed],
+                                "unfinished after the grace period")
             for held in unfinished:
                 self._held.pop(held.key, None)
         await self.outcomes.flush()

@@ -338,7 +338,8 @@ class Runtime:
     async def store_call(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run the blocking `call(*args, **kwargs)` on a store thread, within the duties'
         deadline (`DUTY_DEADLINE_S`)."""
-        kind = CallKind(getattr(call, "__name__", "a store call"), DUTY_DEADLINE_S)
+        kind = CallKind(getattr(call, "__name__", "a store call"), DUTY_DEADLINE_S,
+                        reaches_store=False)
         return await self.call_store(kind, call, *args, **kwargs)
 
     async def call_store(self, kind: CallKind, call: Callable[..., T], *args: Any,
@@ -351,17 +352,19 @@ class Runtime:
             StoreError: whatever the store raised.
         """
         deadline_s = kind.deadline_s
+        health = self.health
+        seen = health.failures_seen
         bound = functools.partial(_within, deadline_s, call, args, kwargs)
         try:
             result = await self._store_threads.run_within(bound, backstop_s(deadline_s))
         except Abandoned:
             error = StoreTimeout(f"no answer within {deadline_s:.3g} s (call abandoned)")
-            self.health.failed(kind, error)
+            health.failed(kind, error)
             raise error from None
         except StoreError as error:
-            self.health.failed(kind, error)
+            health.failed(kind, error)
             raise
-        self.health.answered(kind)
+        health.answered(kind, seen)
         return result
 
     @property

@@ -3,14 +3,18 @@ each incident.
 
 Every store call of the runtime reports here: `answered` or `failed` (a `StoreError`,
 the deadline's `StoreTimeout` included). The store is **unreachable** from a failure
-until the next answer; meanwhile no group claims (rota.worker.loop), and the first
-answer after it wakes the groups. An **incident** begins with a failure while none is
-open: that failure is logged at WARNING with its cause, every later one at DEBUG. It
-lasts while the store is unreachable or a call that its caller retries until it answers
-(`CallKind.retried`: renewals, claims, outcome writes, sweeps) still fails, so a
-connection that hangs while new ones pass is one incident, not one per try. Its end is
-logged once, also at WARNING (so that a log at the default level shows both ends), with
-how long it lasted and how many calls failed. Loop thread only.
+until the next answer of a call known to reach it (`CallKind.reaches_store`: not a
+duty's call, which may swallow its errors, nor a renewal of no lease) and begun after
+that failure (an answer to a call sent before it proves nothing about now); meanwhile
+no group claims (rota.worker.loop), and the first answer after it wakes the groups.
+
+An **incident** begins with a failure while none is open: that failure is logged at
+WARNING with its cause, every later one at DEBUG. It lasts while the store is
+unreachable or a call that its caller retries until it answers (`CallKind.retried`:
+renewals, claims, outcome writes, sweeps) still fails, so a connection that hangs while
+new ones pass is one incident, not one per try. Its end is logged once, also at WARNING
+(so that a log at the default level shows both ends), with how long it lasted and how
+many calls failed. Loop thread only.
 Imports the worker's deadlines module.
 """
 
@@ -43,12 +47,16 @@ class StoreHealth:
         self._began: float | None = None
         self._failures = 0
         self._failing: set[str] = set()
+        # Failures ever seen: a call reads it as it begins (`failures_seen`), and its
+        # answer counts only if no failure came meanwhile.
+        self.failures_seen = 0
 
     @property
     def in_incident(self) -> bool:
         return self._began is not None
 
     def failed(self, kind: CallKind, error: BaseException) -> None:
+        self.failures_seen += 1
         self.unreachable = True
         if kind.retried:
             self._failing.add(kind.what)
@@ -60,12 +68,13 @@ class StoreHealth:
         else:
             logger.debug("store still not answering: %s failed: %s", kind.what, error)
 
-    def answered(self, kind: CallKind) -> None:
-        if self._began is None:
+    def answered(self, kind: CallKind, seen: int) -> None:
+        """A call of `kind` answered; `seen` is `failures_seen` as it began."""
+        if self._began is None or seen != self.failures_seen:
             return
         if kind.retried:
             self._failing.discard(kind.what)
-        if self.unreachable:
+        if self.unreachable and kind.reaches_store:
             self.unreachable = False
             self._on_answering()
         self._end_if_over()
