@@ -62,9 +62,10 @@ def test_a_call_given_up_on_frees_its_place_for_the_next_calls() -> None:
         return "late"
 
     async def scenario() -> list[str]:
-        with pytest.raises(Abandoned):
-            await pool.run_within(hangs, 0.05)
-        assert stuck.is_set()
+        await pool.run_within(lambda: None, 5)  # its thread is up and idle
+        with pytest.raises(Abandoned) as abandoned:
+            await pool.run_within(hangs, 0.2)
+        assert stuck.is_set() and abandoned.value.started
         # When the next calls come while it still hangs
         answers = [await pool.run_within(lambda n=n: f"call {n}", 5) for n in range(3)]
         release.set()
@@ -91,8 +92,9 @@ def test_a_call_given_up_on_before_it_started_never_runs() -> None:
     async def scenario() -> None:
         first = pool.run(lambda: busy.wait(10))
         # When the queued call is given up on, then the thread frees
-        with pytest.raises(Abandoned):
+        with pytest.raises(Abandoned) as abandoned:
             await pool.run_within(lambda: ran.append("queued"), 0.05)
+        assert not abandoned.value.started
         busy.set()
         await first
         assert await pool.run_within(lambda: "next", 5) == "next"

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 import rota
+import rota.worker.deadlines
 from rota.core.jobs import JobState
 from rota.store import open_store
 from rota.store.base import Store, StoreError
@@ -381,4 +382,54 @@ def test_a_worker_that_cannot_reach_the_store_claims_nothing_and_resumes_by_itse
     assert claims_while_down == [0]
     assert ran == [1]
     assert warnings_with(caplog, "no new claims until it answers") == 1
+    assert warnings_with(caplog, "store answers again") == 1
+
+
+# -- a claim that hangs --------------------------------------------------------------------
+
+
+def test_a_hanging_claim_is_given_up_and_no_second_pass_runs_beside_it(
+    inner_store: Store, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given claims bounded by 0.75 s (lease 1 s, interval 0.25 s; no 5 s floor here), a
+    # job waiting, and a store whose claims hang
+    monkeypatch.setattr(rota.worker.deadlines, "CALL_DEADLINE_FLOOR_S", 0.2)
+    store = StallingStore(inner_store)
+    app = rota.App(store)  # type: ignore[arg-type]
+    ran: list[int] = []
+
+    @app.job("work")
+    def work() -> None:
+        ran.append(rota.current_job().attempt)
+
+    job_id = work.enqueue()
+    store.hang("claim")
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("default"), lease_duration=1, heartbeat_interval=0.25,
+        poll_interval=0.02))
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+    hung: list[int] = []
+
+    async def scenario() -> None:
+        async with app.serve():
+            # When the first claim is given up on at its deadline's backstop
+            await until(lambda: warnings_with(caplog, "no new claims") == 1, 10,
+                        off_loop=False)
+            sweeps = store.calls["find_expired_leases"]
+            await until(lambda: store.calls["find_expired_leases"] >= sweeps + 3, 10,
+                        off_loop=False)
+            hung.append(store.hung["claim"])
+            # and the store heals
+            store.heal()
+            await outcomes.count(1, timeout_s=10)
+
+    with caplog.at_level(logging.WARNING, logger="rota"):
+        asyncio.run(scenario())
+    # Then no second claim ran beside the stuck one, though sweeps answered meanwhile,
+    # and once it returned the group claimed again by itself and ran the job once
+    assert hung == [1]
+    assert ran == [1]
+    record = app.get_job(job_id)
+    assert record is not None and (record.state, record.attempt) == (JobState.SUCCEEDED, 1)
     assert warnings_with(caplog, "store answers again") == 1

@@ -68,7 +68,7 @@ from rota.worker.held import Held, lease_outcomes
 from rota.worker.host import GroupHost
 from rota.worker.outcome_writer import OutcomeWriter
 from rota.worker.supervision import supervise
-from rota.worker.threads import DaemonPool
+from rota.worker.threads import Abandoned, DaemonPool
 
 logger = logging.getLogger("rota")
 
@@ -304,8 +304,12 @@ class GroupLoop:
             self._pass_failed = True
         except StoreError as error:
             # Given up on by its backstop: it claimed nothing we know of, and it runs on
-            # until its thread returns (`_pass_idle`). Logged by the runtime's health.
+            # until its thread returns (`_pass_idle`), unless it never began. Logged by
+            # the runtime's health.
             given_up = True
+            cause = error.__cause__
+            if isinstance(cause, Abandoned) and not cause.started:
+                self._pass_idle.set()
             self._pass_failed = True
             logger.debug("group %s: pass abandoned: %s", self.name, error)
             return 0

@@ -357,10 +357,10 @@ class Runtime:
         bound = functools.partial(_within, deadline_s, call, args, kwargs)
         try:
             result = await self._store_threads.run_within(bound, backstop_s(deadline_s))
-        except Abandoned:
+        except Abandoned as abandoned:
             error = StoreTimeout(f"no answer within {deadline_s:.3g} s (call abandoned)")
             health.failed(kind, error)
-            raise error from None
+            raise error from abandoned  # its `started` says whether the call may still run
         except StoreError as error:
             health.failed(kind, error)
             raise

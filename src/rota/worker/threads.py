@@ -43,7 +43,12 @@ _Work = tuple[Callable[[], Any], "asyncio.Future[Any]", asyncio.AbstractEventLoo
 
 
 class Abandoned(Exception):
-    """`run_within`: the call did not return in time; its result will be dropped."""
+    """`run_within`: the call did not return in time; its result will be dropped.
+    `started`: whether a thread had begun it (else it never runs)."""
+
+    def __init__(self, message: str, started: bool) -> None:
+        super().__init__(message)
+        self.started = started
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -95,8 +100,8 @@ class DaemonPool:
             raise
         if not done:
             future.cancel()
-            self._abandon(call)
-            raise Abandoned(f"no answer within {timeout_s:.3g} s")
+            started = self._abandon(call)
+            raise Abandoned(f"no answer within {timeout_s:.3g} s", started)
         return future.result()
 
     def _submit(self, fn: Callable[[], T], call: _Call | None) -> asyncio.Future[T]:
@@ -122,16 +127,19 @@ class DaemonPool:
             self._threads.append(thread)
             thread.start()
 
-    def _abandon(self, call: _Call) -> None:
+    def _abandon(self, call: _Call) -> bool:
+        """Give up on `call`; returns whether a thread had begun it."""
         with self._lock:
             if call.state == _QUEUED:  # never started: it never will
                 call.state = _DROPPED
                 self._unfinished -= 1
-            elif call.state == _RUNNING:
+                return False
+            if call.state == _RUNNING:
                 call.state = _ABANDONED
                 self._abandoned += 1
                 if not self._closed:
                     self._grow()
+            return True
 
     def _serve(self) -> None:
         while (item := self._work.get()) is not None:
