@@ -91,15 +91,22 @@ class Heartbeats:
         while True:
             await asyncio.sleep(max(0.0, min(check_s, next_beat - clock())))
             if clock() >= next_beat:
-                next_beat = clock() + await self._beat(interval_s)
+                # The next renewal falls due one interval after this one was sent (the
+                # deadlines count from there); a failed one is tried again soon.
+                began = clock()
+                if await self._beat():
+                    next_beat = began + interval_s
+                else:
+                    next_beat = clock() + self.deadlines.renewal_retry_s
             else:
                 await self._check_cancels()
 
-    async def _beat(self, interval_s: float) -> float:
-        """Renew the held leases; returns the delay until the next renewal."""
+    async def _beat(self) -> bool:
+        """Renew the held leases; returns whether the store answered (or nothing was to
+        be renewed)."""
         mine = [h for h in self._held.values() if not (h.lost or h.handed_back)]
         if not mine and not self.failing:
-            return interval_s
+            return True
         host = self.host
         now = host.clock.now()
         lease_end = now + self.options.lease_duration
@@ -110,10 +117,10 @@ class Heartbeats:
             )
         except StoreError as error:
             self.failing = True
-            delay_s = self.deadlines.renewal_retry_s
             logger.debug("group %s: renewing %s failed (retrying in %.2f s): %s",
-                         self.group, counted(len(mine), "lease"), delay_s, error)
-            return delay_s
+                         self.group, counted(len(mine), "lease"),
+                         self.deadlines.renewal_retry_s, error)
+            return False
         if self.failing:
             self.failing = False
             self._wake()
@@ -123,6 +130,8 @@ class Heartbeats:
             if newest.get(job.id, 0) < job.attempt:
                 newest[job.id] = job.attempt
         for held in mine:
+            if held.lost:  # lapsed while the renewal was on its way: it stays lost
+                continue
             job = held.job
             if job.id in renewed.cancel_requested:
                 self.deliver_cancel(held)
@@ -130,7 +139,7 @@ class Heartbeats:
                 held.lease_end = lease_end
             elif not held.handed_back:
                 self._lost(held)
-        return interval_s
+        return True
 
     async def watch_leases(self) -> None:
         """The lease watch: a lease whose end (less the margin) comes without a renewal is
