@@ -65,7 +65,8 @@ class DaemonPool:
 
     `run(fn)` must be called on the event loop; awaiting the returned future gives `fn()`'s
     result or raises its exception. Cancelling the future does not stop `fn` (threads
-    cannot be interrupted); its result is dropped.
+    cannot be interrupted); its result is dropped. `run_within(fn, timeout_s)` does the
+    same with a bound on the wait (see the module docstring).
     """
 
     def __init__(self, size: int, name: str) -> None:
