@@ -23,13 +23,15 @@ class CurrentJob:
     `attempt` (1-based), `parents` and `cancel_requested`."""
 
     # Built once per job on the hot path: two slots, the rest read through the record.
-    __slots__ = ("_cancel_requested", "_job")
+    __slots__ = ("_cancel_requested", "_job", "_lease_lost")
 
     def __init__(self, job: JobRecord) -> None:
         self._job = job
         # Written once (False -> True) by the worker's event loop, read by the handler,
         # possibly on another thread: a plain bool is enough under the GIL.
         self._cancel_requested = False
+        # Set with it when the reason is a lease not renewed in time, not a cancel.
+        self._lease_lost = False
 
     @property
     def id(self) -> int:
@@ -61,13 +63,19 @@ class CurrentJob:
     @property
     def cancel_requested(self) -> bool:
         """True once a cancel of this job was requested (`app.cancel`, `rota cancel`) and
-        delivered to this worker by a heartbeat. A sync handler should check it now and
-        then and return when it turns True; the job then ends `cancelled` whatever the
-        handler returns. (An async handler is cancelled instead.)"""
+        delivered to this worker by a heartbeat, or once the worker could not renew the
+        job's lease in time (the store did not answer). A sync handler should check it
+        now and then and return when it turns True; the job then ends `cancelled`
+        whatever the handler returns, or, for a lost lease, runs again once the lease
+        expires (nothing is recorded for this attempt). (An async handler is cancelled
+        instead.)"""
         return self._cancel_requested
 
-    def request_cancel(self) -> None:
-        """Mark the cancel request delivered. Called by the worker, not by handlers."""
+    def request_cancel(self, *, lease_lost: bool = False) -> None:
+        """Mark the cancel request delivered (`lease_lost`: the worker stops the handler
+        because its lease could not be renewed in time). Called by the worker, not by
+        handlers."""
+        self._lease_lost = lease_lost
         self._cancel_requested = True
 
     def __repr__(self) -> str:

@@ -37,7 +37,8 @@ class DutyRuntime(Protocol):
     def stopping(self) -> bool: ...
 
     async def store_call(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run the blocking `call(*args, **kwargs)` on a store thread."""
+        """Run the blocking `call(*args, **kwargs)` on a store thread, within the duties'
+        deadline (rota.worker.deadlines); `StoreTimeout` past it."""
         ...
 
     async def sleep_unless_stopping(self, delay_s: float) -> None:

@@ -18,7 +18,8 @@ Either way the failure is a `TimeoutError`, retried by the job's RetryPolicy.
 
 A cancel request delivered while the handler ran (`CurrentJob.request_cancel`; the runtime
 also cancels an async handler's task) ends the attempt `Cancelled`, whatever the handler
-returned or raised.
+returned or raised. (A handler stopped because its lease could not be renewed in time
+ends the same way here; the runtime never writes that outcome: rota.worker.heartbeats.)
 
 Imports the core and `rota.worker`; asyncio only for cancellation and timeouts; no store.
 """
@@ -142,7 +143,7 @@ async def execute(
     finally:
         _CURRENT.reset(token)
     if current.cancel_requested:
-        return _cancelled(job)
+        return _cancelled(job, current)
     return Succeeded(result_json)
 
 
@@ -167,7 +168,7 @@ async def execute_async(job: JobRecord, handler: Handler, runner: GroupRunner, c
     finally:
         _CURRENT.reset(token)
     if current._cancel_requested:
-        return _cancelled(job)
+        return _cancelled(job, current)
     return _SUCCEEDED_NONE if result_json is None else Succeeded(result_json)
 
 
@@ -181,7 +182,7 @@ def _on_cancelled(job: JobRecord, current: CurrentJob,
     task = asyncio.current_task()
     if task is not None:
         task.uncancel()
-    return _cancelled(job)
+    return _cancelled(job, current)
 
 
 def _on_failure(job: JobRecord, handler: Handler, runner: GroupRunner, clock: Clock,
@@ -189,7 +190,7 @@ def _on_failure(job: JobRecord, handler: Handler, runner: GroupRunner, clock: Cl
     """A handler raised: `Cancelled` if a cancel was requested meanwhile, else the retry or
     dead letter its RetryPolicy decides, logged once with the traceback."""
     if current._cancel_requested:
-        return _cancelled(job)
+        return _cancelled(job, current)
     outcome = runner.outcome_of_error(job, handler, error, clock.now())
     if isinstance(error, Retry) and isinstance(outcome, RetryAt):
         # Asked for by the handler: not a failure worth a traceback.
@@ -201,9 +202,13 @@ def _on_failure(job: JobRecord, handler: Handler, runner: GroupRunner, clock: Cl
     return outcome
 
 
-def _cancelled(job: JobRecord) -> Cancelled:
-    logger.warning("job %s (%s) attempt %s: cancelled on request", job.id, job.name,
-                   job.attempt)
+def _cancelled(job: JobRecord, current: CurrentJob) -> Cancelled:
+    if current._lease_lost:
+        logger.debug("job %s (%s) attempt %s: stopped, its lease lost", job.id, job.name,
+                     job.attempt)
+    else:
+        logger.warning("job %s (%s) attempt %s: cancelled on request", job.id, job.name,
+                       job.attempt)
     return Cancelled()
 
 

@@ -99,6 +99,8 @@ class GroupRunner:
         # Whether the last claim_pass was cut short by a failed claim; read by the drive
         # that owns this runner (one pass at a time) to back off before the next pass.
         self.last_pass_failed = False
+        # What cut the last claim_pass short (a claim's exception), or None.
+        self.last_error: Exception | None = None
         self._recheck_at: datetime | None = None
         # How many of the outcomes given to the last claim_pass were applied (their lease
         # still held), or None if no claim of that pass carried them (not written).
@@ -163,6 +165,7 @@ class GroupRunner:
         self, store: Store, free: int, now: datetime,
         *, stop: Callable[[], bool] | None = None,
         outcomes: Sequence[LeaseOutcome] = (), raise_errors: bool = False,
+        log_store_errors: bool = True,
     ) -> tuple[PassPlan[JobRecord], list[JobRecord]]:
         """Claim into `free` slots as the core plans, one store round trip per round of
         its claims; return the plan and the jobs in slot order.
@@ -178,9 +181,11 @@ class GroupRunner:
         `outcomes` (finished jobs' outcomes, for a store whose `claim` takes them) ride
         with the pass's first claim, in its transaction; `outcomes_applied` then says how
         many were applied, or stays None if no claim carried them (the caller writes them
-        itself)."""
+        itself). The real-time runtime logs store errors itself, once per incident
+        (`log_store_errors=False`: at DEBUG here), and reads `last_error`."""
         self.outcomes_applied = None
         self.last_pass_failed = False
+        self.last_error = None
         self.next_token_at = None
         offered = self._offered
         if offered is not None and offered[0] > self.policy_version:
@@ -203,9 +208,10 @@ class GroupRunner:
                 except Exception as error:
                     if raise_errors:
                         raise
-                    self._claim_failed(trip.queues or trip.probe, error)
+                    self._claim_failed(trip.queues or trip.probe, error, log_store_errors)
                     plan.claim_failed(requests[0])  # the others were never issued
                     self.last_pass_failed = True
+                    self.last_error = error
                     break
                 if carried:  # the caller logs them (log_recorded, warn_leases_lost)
                     self.outcomes_applied = (answer.applied if isinstance(answer, Claimed)
@@ -245,11 +251,13 @@ class GroupRunner:
         return store.claim(trip.queues, trip.limit, now=now, owner=self.owner,
                            lease_expires_at=lease_expires_at, **extra)
 
-    def _claim_failed(self, queues: Sequence[str], error: Exception) -> None:
+    def _claim_failed(self, queues: Sequence[str], error: Exception,
+                      log_store_errors: bool = True) -> None:
         where = ",".join(queues)
         if isinstance(error, StoreError):
-            logger.warning("group %s: claim from %s failed, pass cut short: %s",
-                           self.name, where, error)
+            logger.log(logging.WARNING if log_store_errors else logging.DEBUG,
+                       "group %s: claim from %s failed, pass cut short: %s",
+                       self.name, where, error)
         else:
             logger.error("group %s: claim from %s raised %s, pass cut short; the jobs "
                          "claimed before it still run", self.name, where,

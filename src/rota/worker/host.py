@@ -18,9 +18,11 @@ from typing import Any, Protocol, TypeVar
 from rota.core.clock import Clock
 from rota.core.outcomes import Outcome
 from rota.store.base import Store
+from rota.worker.deadlines import CallKind
 from rota.worker.events import OutcomeCallback
 from rota.worker.group import Handler
 from rota.worker.held import Held
+from rota.worker.store_health import StoreHealth
 from rota.worker.tracing import Tracing
 
 T = TypeVar("T")
@@ -86,7 +88,21 @@ class GroupHost(Protocol):
         """A suspect waits to run alone, or runs alone: no group claims meanwhile."""
         ...
 
+    @property
+    def store_unreachable(self) -> bool:
+        """A store call failed and none answered since: no group claims meanwhile."""
+        ...
+
+    @property
+    def health(self) -> StoreHealth: ...
+
     async def store_call(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T: ...
+
+    async def call_store(self, kind: CallKind, call: Callable[..., T], *args: Any,
+                         **kwargs: Any) -> T:
+        """`call(*args, **kwargs)` on a store thread within `kind`'s deadline; raises
+        `StoreTimeout` (a `StoreError`) when it does not answer in time."""
+        ...
 
     async def sleep_unless_stopping(self, delay_s: float) -> None: ...
 

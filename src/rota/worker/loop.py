@@ -10,9 +10,16 @@ A `GroupLoop` owns four tasks, each started under `supervise` (it survives any e
   interval, a job finishing (refill its slot at once), a wake-up hint (an enqueue through
   the App, or the store's `WakeupSource`), a sweep that returned jobs. They set one
   `asyncio.Event`, so a burst of triggers coalesces into one pass.
+  A group claims nothing while the store is unreachable (a store call failed and none
+  answered since: rota.worker.store_health), while a renewal of one of its leases is
+  failing, or while a pass given up on by its deadline's backstop still runs on its
+  thread; the answer that ends it wakes the group. A claim answered so late that less
+  than one heartbeat interval is left of its lease (by the App's clock) is handed back
+  unstarted, its attempt not counted.
 - one **job task** per running job: an async handler is awaited in it; a sync handler runs
   on one of the group's `pool_size` Worker threads, so a long handler never blocks the loop.
-- the **heartbeat task** (rota.worker.heartbeats) renews the leases of the held jobs.
+- the **heartbeat task** (rota.worker.heartbeats) renews the leases of the held jobs,
+  and its **lease watch** treats a lease that comes to its end unrenewed as lost.
 - the **outcome writer** (rota.worker.outcome_writer) writes finished jobs' outcomes;
   when the store's claim takes them, a pass hands them to its claim instead.
 
@@ -28,8 +35,9 @@ whatever it claimed but had not started is released); running jobs get the grace
 then every job still running is handed back (`release`, its attempt not counted) and the
 outcomes still pending are flushed. `abort` skips all that.
 
-Per-job shortcuts and the invariants they rely on: docs/decisions/0026. All state here
-lives on the loop's thread. The runtime is reached through `GroupHost`, never imported.
+Held attempts are keyed by (job id, attempt) (rota.worker.held). Per-job shortcuts and
+the invariants they rely on: docs/decisions/0026. All state here lives on the loop's
+thread, but for `_pass_idle`. The runtime is reached through `GroupHost`, never imported.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from rota.core.suspects import is_suspect
 from rota.store.base import StoreError
 from rota.worker.backoff import STORE_RETRY_FIRST_S, Backoff
 from rota.worker.context import CurrentJob
+from rota.worker.deadlines import CallKind, GroupDeadlines
 from rota.worker.execution import execute, execute_async
 from rota.worker.group import GroupRunner
 from rota.worker.heartbeats import Heartbeats
@@ -59,9 +68,19 @@ from rota.worker.held import Held, lease_outcomes
 from rota.worker.host import GroupHost
 from rota.worker.outcome_writer import OutcomeWriter
 from rota.worker.supervision import supervise
-from rota.worker.threads import DaemonPool
+from rota.worker.threads import Abandoned, DaemonPool
 
 logger = logging.getLogger("rota")
+
+
+class PassCutShort(StoreError):
+    """A pass whose claim failed with a `StoreError`: what it had claimed before, so
+    that the runtime counts the failure and the pass still dispatches those jobs."""
+
+    def __init__(self, error: StoreError,
+                 answer: tuple[PassPlan[JobRecord], list[JobRecord]]) -> None:
+        super().__init__(str(error))
+        self.answer = answer
 
 
 def _task_starter(
@@ -87,12 +106,23 @@ class GroupLoop:
         self.runner = runner
         self.options = runner.options
         self._workers = DaemonPool(self.options.pool_size, f"rota-{runner.name}")
-        # Loop thread. Entries added by the pass task, marked by job and heartbeat tasks,
-        # removed by the outcome writer (after the write) or by shutdown.
-        self._held: dict[int, Held] = {}
-        self.outcomes = OutcomeWriter(runner.name, self._held, runtime)
+        self.deadlines = deadlines = GroupDeadlines.of(self.options)
+        self._claims = CallKind(f"group {runner.name}: claims", deadlines.call_s, retried=True)
+        self._releases = CallKind(f"group {runner.name}: releases", deadlines.call_s)
+        # Loop thread. Held attempts by (job id, attempt): added by the pass task, marked
+        # by job and heartbeat tasks, removed by the outcome writer (after the write), by
+        # a job task whose lease lapsed, or by shutdown.
+        self._held: dict[tuple[int, int], Held] = {}
+        self.outcomes = OutcomeWriter(runner.name, self._held, runtime, deadlines.call_s)
         self.heartbeats = Heartbeats(runner.name, self.options, self._held,
-                                     self.outcomes.writing, runtime)
+                                     self.outcomes.writing, runtime, self.wake, deadlines)
+        # Clear while a pass runs on its store thread, set by that thread when it is over
+        # (a pass given up on by its backstop may still run: no second pass meanwhile).
+        self._pass_idle = threading.Event()
+        self._pass_idle.set()
+        # Loop thread. Whether the last pass was cut short by a failed claim (the runner's
+        # own flag is unsafe to read after a pass given up on).
+        self._pass_failed = False
         # Loop thread. Jobs whose handlers occupy a Worker (held.running), counted as they
         # change so that a pass need not walk every held job.
         self._running = 0
@@ -106,6 +136,7 @@ class GroupLoop:
         # Created by start(), cancelled or awaited by shutdown()/abort().
         self._pass_task: asyncio.Task[None] | None = None
         self._heartbeat_task: asyncio.Task[None] | None = None
+        self._watch_task: asyncio.Task[None] | None = None
         self._writer_task: asyncio.Task[None] | None = None
 
     @property
@@ -133,6 +164,7 @@ class GroupLoop:
         self._pass_task = self._spawn(self._pass_forever, "passes",
                                       self.runtime.sleep_unless_stopping)
         self._heartbeat_task = self._spawn(self.heartbeats.run_forever, "heartbeats")
+        self._watch_task = self._spawn(self.heartbeats.watch_leases, "lease watch")
         self._writer_task = self._spawn(self.outcomes.run_forever, "outcomes")
         self._wake.set()  # first pass at once
 
@@ -155,11 +187,26 @@ class GroupLoop:
         return bool(self._running or self._claiming or self.outcomes.busy)
 
     def holds(self, held: Held) -> bool:
-        return self._held.get(held.job.id) is held
+        return self._held.get(held.key) is held
+
+    @property
+    def claims_held_back(self) -> str | None:
+        """Why the group claims nothing now whatever its free Workers, or None."""
+        if self.runtime.store_unreachable:
+            return "the store is not answering"
+        if self.heartbeats.failing:
+            return "renewing its leases is failing"
+        if not self._pass_idle.is_set():
+            return "a pass given up on still runs"
+        return None
 
     def free_capacity(self) -> int:
-        if self.runtime.isolating:
+        runtime = self.runtime
+        if runtime.isolating:
             return 0  # a suspect waits to run alone, or runs alone: nothing else starts
+        if (runtime.store_unreachable or self.heartbeats.failing
+                or not self._pass_idle.is_set()):
+            return 0  # claims_held_back says why
         free = self.options.pool_size - self._running - self._claiming
         return max(0, min(free, self.options.claim_capacity))
 
@@ -184,15 +231,15 @@ class GroupLoop:
             if free == 0:
                 if self.runtime.isolating:
                     self.runtime.start_suspect_if_idle()  # e.g. after a claim that failed
-                else:
-                    logger.debug("group %s: pool full (%d running), no claim", self.name,
-                                 self.running)
+                elif logger.isEnabledFor(logging.DEBUG):
+                    logger.debug("group %s: no claim: %s", self.name, self.claims_held_back
+                                 or f"pool full ({self.running} running)")
                 continue
             claimed = await self._pass(free, stopping)
-            if self.runner.last_pass_failed:
+            if self._pass_failed:
                 delay_s = backoff.next_delay_s()
-                logger.warning("group %s: claims failing; next pass in %.2f s", self.name,
-                               delay_s)
+                logger.debug("group %s: claims failing; next pass in %.2f s", self.name,
+                             delay_s)
                 await self.runtime.sleep_unless_stopping(delay_s)
                 self._wake.set()
             else:
@@ -216,37 +263,91 @@ class GroupLoop:
         written when the store's claim takes them, then dispatch what it claimed.
         Returns how many jobs it claimed."""
         runtime = self.runtime
+        runner = self.runner
         self.runner.take_hints()  # before the pass's time is read
         now = runtime.clock.now()
+        lease_end = now + self.options.lease_duration  # the claims' (claim_pass's)
         self._claiming = free
         observers = runtime.observers
         began = time.perf_counter() if observers else 0.0
         writer = self.outcomes
         carried = writer.take() if runtime.claims_take_outcomes else []
+        applied: int | None = None
+        loop = asyncio.get_running_loop()
+        given_up = False
+
+        def claim() -> tuple[PassPlan[JobRecord], list[JobRecord], int | None]:
+            # Store thread. Whatever a claim raises, claim_pass returns (or, for an error
+            # outside the claims, hands back) what it had claimed.
+            try:
+                answer = runner.claim_pass(runtime.store, free, now, stop=stopping.is_set,
+                                           outcomes=lease_outcomes(carried),
+                                           log_store_errors=False)
+                error = runner.last_error
+                if isinstance(error, StoreError):
+                    raise PassCutShort(error, answer)
+                return (*answer, runner.outcomes_applied)
+            finally:
+                self._pass_idle.set()
+                if given_up:  # the loop stopped waiting for this pass: wake it now
+                    with contextlib.suppress(RuntimeError):
+                        loop.call_soon_threadsafe(self.wake)
+
+        self._pass_idle.clear()
         try:
-            # Whatever a claim raises, claim_pass returns (or, for an error outside the
-            # claims, hands back) what it had claimed; an exception that gets out is
-            # logged by the supervisor, which starts this duty again.
-            plan, jobs = await runtime.store_call(
-                self.runner.claim_pass, runtime.store, free, now,
-                stop=stopping.is_set,
-                outcomes=lease_outcomes(carried),
-            )
+            # An exception that gets out is logged by the supervisor, which starts this
+            # duty again.
+            plan, jobs, applied = await runtime.call_store(self._claims, claim)
+        except PassCutShort as cut_short:
+            plan, jobs = cut_short.answer
+            applied = runner.outcomes_applied
+            self._pass_failed = True
+        except StoreError as error:
+            # Given up on by its backstop: it claimed nothing we know of, and it runs on
+            # until its thread returns (`_pass_idle`), unless it never began. Logged by
+            # the runtime's health.
+            given_up = True
+            cause = error.__cause__
+            if isinstance(cause, Abandoned) and not cause.started:
+                self._pass_idle.set()
+            self._pass_failed = True
+            logger.debug("group %s: pass abandoned: %s", self.name, error)
+            return 0
+        else:
+            self._pass_failed = runner.last_pass_failed
         finally:
             self._claiming = 0
             if carried:
-                writer.carried_written(carried, self.runner.outcomes_applied)
+                writer.carried_written(carried, applied)
         if observers:
             round_trip_s = time.perf_counter() - began
             for observer in observers:
                 observer.claimed(self.name, round_trip_s, len(jobs))
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("group %s: pass claimed %d of %d free", self.name, len(jobs), free)
-        await self._dispatch(plan, jobs, now)
+        if jobs and (lease_end - runtime.clock.now()) < self.options.heartbeat_interval:
+            await self._hand_back_late(plan, jobs, lease_end)
+            return 0
+        await self._dispatch(plan, jobs, now, lease_end)
         return len(jobs)
 
+    async def _hand_back_late(self, plan: PassPlan[JobRecord], jobs: list[JobRecord],
+                              lease_end: datetime) -> None:
+        """A claim answered with less than one heartbeat interval left of its lease: its
+        jobs would lose the lease before a renewal could keep it, so none starts."""
+        for _ in jobs:
+            plan.skip()
+        left_s = (lease_end - self.runtime.clock.now()).total_seconds()
+        logger.warning(
+            "group %s: a claim answered too late (%.2f s of its %.1f s lease left, less "
+            "than one heartbeat interval); its %s handed back unstarted", self.name,
+            left_s, self.options.lease_duration.total_seconds(),
+            counted(len(jobs), "job was", "jobs were"))
+        await self._release(jobs, "claimed too late to start")
+
     async def _dispatch(
-        self, plan: PassPlan[JobRecord], jobs: list[JobRecord], now: datetime
+        self, plan: PassPlan[JobRecord], jobs: list[JobRecord], now: datetime,
+        lease_end: datetime,
     ) -> None:
         """Hand the jobs to Workers in slot order, charging the plan for each. Once
         shutdown has begun, the jobs not yet started are released instead.
@@ -279,13 +380,13 @@ class GroupLoop:
                         held_back.append(job)
                     else:
                         plan.serve()
-                        held = Held(job, now, running=False, waiting=True)
-                        held_jobs[job.id] = held
+                        held = Held(job, now, lease_end, running=False, waiting=True)
+                        held_jobs[held.key] = held
                         runtime.adopt_suspect(self, held)
                     continue
                 plan.serve()
-                held = Held(job, clock.now() if timed else now)
-                held_jobs[job.id] = held
+                held = Held(job, clock.now() if timed else now, lease_end)
+                held_jobs[held.key] = held
                 self._running += 1
                 held.task = create_task(run_job(held))
                 if debug:
@@ -364,6 +465,10 @@ class GroupLoop:
                 self._wake.set()
         if held.handed_back:
             return None
+        if held.lapsed:  # its lease is lost and may be anyone's: nothing to write
+            if self._held.get(held.key) is held:
+                del self._held[held.key]
+            return None
         held.outcome = outcome
         # The writer's event is set whenever its list holds anything (the writer clears
         # it only just before it takes them all), so only the first one in sets it.
@@ -396,10 +501,11 @@ class GroupLoop:
         for attempt in range(3):
             now = self.runtime.clock.now()
             try:
-                released = await self.runtime.store_call(store.release, leases, now)
+                released = await self.runtime.call_store(self._releases, store.release,
+                                                         leases, now)
             except StoreError as error:
-                logger.warning("group %s: releasing %s failed (try %d of 3): %s",
-                               self.name, counted(len(leases), "job"), attempt + 1, error)
+                logger.debug("group %s: releasing %s failed (try %d of 3): %s",
+                             self.name, counted(len(leases), "job"), attempt + 1, error)
                 await asyncio.sleep(STORE_RETRY_FIRST_S * 2**attempt)
                 continue
             logger.debug("group %s: released %s (%s)", self.name, counted(released, "job"), why)
@@ -433,13 +539,16 @@ class GroupLoop:
             logger.warning("group %s: %s still running after the %.1f s grace period, "
                            "handed back to their Queues", self.name,
                            counted(len(unfinished), "job"), grace_s)
-            await self._release([h.job for h in unfinished], "unfinished after the grace period")
+            # A lapsed lease is not this worker's to hand back: the sweeper charges it.
+            await self._release([h.job for h in unfinished if not h.lapsed],
+                                "unfinished after the grace period")
             for held in unfinished:
-                self._held.pop(held.job.id, None)
+                self._held.pop(held.key, None)
         await self.outcomes.flush()
         self._cancel_tasks()
         tasks: list[asyncio.Task[Any]] = [
-            t for t in (self._heartbeat_task, self._writer_task) if t is not None]
+            t for t in (self._heartbeat_task, self._watch_task, self._writer_task)
+            if t is not None]
         tasks += [h.task for h in unfinished if h.task is not None]
         await asyncio.gather(*tasks, return_exceptions=True)
         self._workers.close()
@@ -451,12 +560,13 @@ class GroupLoop:
             return
         for held in waiting:
             held.handed_back = True
-            self._held.pop(held.job.id, None)
+            self._held.pop(held.key, None)
         await self._release([h.job for h in waiting], "a suspect not started at shutdown")
         self.runtime.forget_suspect(waiting)
 
     def _cancel_tasks(self) -> None:
-        for task in (self._pass_task, self._heartbeat_task, self._writer_task):
+        for task in (self._pass_task, self._heartbeat_task, self._watch_task,
+                     self._writer_task):
             if task is not None:
                 task.cancel()
 

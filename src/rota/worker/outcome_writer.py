@@ -5,16 +5,19 @@ The writer task lets outcomes gather for up to `OUTCOME_LINGER_S` unless `OUTCOM
 are already waiting, then writes them: all successes of a batch in one `complete` call,
 the other outcomes one call each, on a store thread. Fewer, larger writes, because each
 write competes with the next claim for the database and the GIL (docs/decisions/0026);
-the jobs' leases are held, and renewed, meanwhile. A write that fails with `StoreError`
-is retried with backoff, its jobs still held; anything else goes to the supervisor,
-which starts the writer again with the outcomes still pending.
+the jobs' leases are held, and renewed, meanwhile. Each write has a deadline
+(rota.worker.deadlines). A write that fails with `StoreError` is retried with backoff,
+its jobs still held (the failure is logged by the runtime's store health, once per
+incident); anything else goes to the supervisor, which starts the writer again with the
+outcomes still pending.
 
 Usually a pass gets there first: when the store's `claim` takes `outcomes`, the pass
 takes what waits (`take`) and its claim writes them in the claim's own transaction;
 `carried_written` then settles them, and a claim that failed gives them back.
 
-A written (or fenced) job is no longer held: `done` drops it from the group's held jobs
-and counts it in `served` per Queue and outcome.
+A written (or fenced) attempt is no longer held: `done` drops it from the group's held
+attempts, by (job id, attempt), so a fenced attempt N never drops attempt N+1 of the same
+job that the group may hold beside it, and counts it in `served` per Queue and outcome.
 
 Invariants the per-job path relies on: `ready` is set whenever `finished` holds anything,
 so only the first outcome in sets it; `all_written` may be stale-set while outcomes wait
@@ -32,6 +35,7 @@ from rota.core.outcomes import Succeeded
 from rota.core.plurals import counted
 from rota.store.base import StoreError
 from rota.worker.backoff import Backoff
+from rota.worker.deadlines import CallKind
 from rota.worker.group import log_recorded, record_outcome, record_successes, warn_leases_lost
 from rota.worker.held import Held
 from rota.worker.host import GroupHost
@@ -46,19 +50,32 @@ OUTCOME_BATCH = 100
 FLUSH_TIMEOUT_S = 5.0
 
 
+class WritesCutShort(StoreError):
+    """A write that failed with a `StoreError` after writing `written` (so that the
+    runtime counts the failure and those are still done)."""
+
+    def __init__(self, error: StoreError, written: list[Held]) -> None:
+        super().__init__(str(error))
+        self.written = written
+
+
 class OutcomeWriter:
     """Writes one group's finished outcomes (see the module docstring).
 
     Args:
         group: the group's name, for the log and the store's fencing.
-        held: the group's held jobs by id; the writer drops the ones it wrote.
+        held: the group's held attempts by (job id, attempt); the writer drops the ones
+            it wrote.
         host: the runtime.
+        deadline_s: the deadline of one write.
     """
 
-    def __init__(self, group: str, held: dict[int, Held], host: GroupHost) -> None:
+    def __init__(self, group: str, held: dict[tuple[int, int], Held], host: GroupHost,
+                 deadline_s: float) -> None:
         self.group = group
         self.host = host
         self._held = held
+        self._writes = CallKind(f"group {group}: outcome writes", deadline_s, retried=True)
         # Loop thread. Held jobs whose outcome is set, waiting to be written: appended by
         # job tasks, drained by the writer or a pass's claim.
         self.finished: list[Held] = []
@@ -68,10 +85,10 @@ class OutcomeWriter:
         # or when a write failed, so it may be stale-set while nobody waits on it.
         self.all_written = asyncio.Event()
         self.all_written.set()
-        # Loop thread. Ids of the jobs whose outcomes are being written now, by the writer
-        # or with a claim (each takes its batch out of `finished`, and puts back what it
-        # could not write).
-        self.writing: set[int] = set()
+        # Loop thread. Keys (job id, attempt) of the attempts whose outcomes are being
+        # written now, by the writer or with a claim (each takes its batch out of
+        # `finished`, and puts back what it could not write).
+        self.writing: set[tuple[int, int]] = set()
         # Loop thread. Attempts whose outcomes were written since the group started, per
         # Queue and outcome type: counted as they are written, read through `served`.
         self._served: dict[str, dict[type, int]] = {}
@@ -108,6 +125,8 @@ class OutcomeWriter:
                     assert outcome is not None  # set before the job joined `finished`
                     record_outcome(store, item.job, outcome, now, self.group)
                     written.append(item)
+        except StoreError as error:  # the runtime counts it; `written` is kept
+            raise WritesCutShort(error, written) from error
         except Exception as error:  # returned, not raised, so `written` is kept
             return written, error
         return written, None
@@ -116,25 +135,26 @@ class OutcomeWriter:
         """Take every outcome waiting to be written, to write it now; `done` must follow,
         whatever happens."""
         batch, self.finished = self.finished, []
-        self.writing.update([held.job.id for held in batch])  # a list: no generator
+        self.writing.update([held.key for held in batch])  # a list: no generator
         return batch
 
     def done(self, batch: list[Held], written: list[Held]) -> None:
         """After a write of `batch` (taken by `take`): the jobs of `written` (applied or
         fenced) are no longer held; the rest go back to the writer."""
-        self.writing.difference_update([held.job.id for held in batch])
+        self.writing.difference_update([held.key for held in batch])
         if len(written) < len(batch):
             done = {id(item) for item in written}
             self.finished[:0] = [item for item in batch if id(item) not in done]
             self.all_written.clear()
             self.ready.set()
-        # Per job, so kept lean: one pop, one count keyed by the Queue's name and the
-        # outcome's type, no tuple to build and hash (docs/benchmarks.md).
+        # Per job, so kept lean: one pop (by the key the Held carries), one count keyed by
+        # the Queue's name and the outcome's type, no tuple to build and hash
+        # (docs/benchmarks.md).
         served = self._served
         held_pop = self._held.pop
         for item in written:
             job = item.job
-            held_pop(job.id, None)
+            held_pop(item.key, None)
             counts = served.get(job.queue)
             if counts is None:
                 counts = served[job.queue] = {}
@@ -173,15 +193,21 @@ class OutcomeWriter:
                 batch = self.take()
                 now = host.clock.now()
                 written: list[Held] = []
+                error: Exception | None = None
                 try:
-                    written, error = await host.store_call(self._write, batch, now)
+                    written, error = await host.call_store(self._writes, self._write, batch,
+                                                           now)
+                except WritesCutShort as cut_short:
+                    written, error = cut_short.written, cut_short
+                except StoreError as abandoned:  # no answer in time: written unknown
+                    error = abandoned
                 finally:
                     self.done(batch, written)
                 if error is not None and not isinstance(error, StoreError):
                     raise error  # the supervisor logs it and starts this duty again
                 if error is not None:
                     delay_s = backoff.next_delay_s()
-                    logger.warning(
+                    logger.debug(
                         "group %s: writing %s failed (retrying in %.2f s; the leases "
                         "are kept): %s", self.group, counted(len(batch) - len(written), "outcome"),
                         delay_s, error,

@@ -20,7 +20,12 @@ when its own outcome is written. If it kills the process, it dies alone.
 Store calls run on a small pool of store threads, never on the loop. Each long-lived task
 has at most one store call in flight, and the pool has a thread for each (3 per group,
 the sweeper, one per duty, and one spare), so no call waits for a thread and a slow
-claim never delays a heartbeat.
+claim never delays a heartbeat. Every call has a deadline (`call_store`, with a
+`CallKind`; duties' `store_call` get `DUTY_DEADLINE_S`): it runs inside
+`call_deadline` on its thread, and a backstop on the loop gives up on a thread still
+silent a little later (`StoreTimeout`; a replacement thread serves the next calls).
+Every call's result goes to `health` (rota.worker.store_health): while the store is
+unreachable no group claims, and each incident is logged once.
 
 Shutdown (`stop`): claiming stops at once, running jobs get the grace period, then what
 still runs is handed back and the pending outcomes are flushed (`GroupLoop.shutdown`);
@@ -49,7 +54,9 @@ from rota.core.jobs import JobRecord
 from rota.core.outcomes import Outcome
 from rota.core.retry import RetryPolicy
 from rota.store.base import Store, StoreError, WakeupSource
-from rota.worker.duty import Duty, StoppingDuty
+from rota.store.deadlines import StoreTimeout, call_deadline
+from rota.worker.deadlines import DUTY_DEADLINE_S, CallKind, backstop_s, call_deadline_s
+from rota.worker.duty import Duty, DutyRuntime, StoppingDuty
 from rota.worker.events import OutcomeCallback, emit, outcome_event
 from rota.worker.group import GroupRunner, Handler
 from rota.worker.held import Held
@@ -57,9 +64,10 @@ from rota.worker.host import JobObserver, SuspectOwner
 from rota.worker.leadership import Election
 from rota.worker.loop import GroupLoop
 from rota.worker.outcome_writer import FLUSH_TIMEOUT_S
+from rota.worker.store_health import StoreHealth
 from rota.worker.supervision import supervise
 from rota.worker.sweeper import LeaseSweeper
-from rota.worker.threads import DaemonPool
+from rota.worker.threads import Abandoned, DaemonPool
 from rota.worker.tracing import Tracing
 
 __all__ = ["Duty", "GroupLoop", "Runtime", "RuntimeObserver", "StoppingDuty"]
@@ -127,6 +135,8 @@ class Runtime:
         # Three store threads per group (claims, heartbeats, outcomes), the sweeper's, one
         # per duty (a duty has at most one store call in flight) and a spare.
         self._store_threads = DaemonPool(3 * len(runners) + 2 + len(self._duties), "rota-store")
+        # Loop thread: what the store calls found (rota.worker.store_health).
+        self.health = StoreHealth(self._store_answers_again)
         self.groups = [GroupLoop(self, runner) for runner in runners]
         self._by_queue: dict[str, list[GroupLoop]] = {}
         self._map_queues()
@@ -161,7 +171,7 @@ class Runtime:
         self.tracing = Tracing.active()
         for group in self.groups:
             group.start()
-        sweeper: Duty = self._sweeper
+        sweeper: Duty = self._sweep_forever
         if self._election is not None:
             sweeper = self._election.while_leading(sweeper)
         self._sweeper_task = asyncio.create_task(
@@ -186,6 +196,21 @@ class Runtime:
             "runtime started: groups %s on %s",
             ", ".join(g.runner.name for g in self.groups), self.store.url,
         )
+
+    async def _sweep_forever(self, _runtime: DutyRuntime) -> None:
+        """The lease sweeper duty (this runtime's own), on the cadence of the shortest heartbeat interval, each sweep
+        bounded like a claim of the shortest lease (rota.worker.deadlines)."""
+        options = [group.options for group in self.groups]
+        interval_s = min(o.heartbeat_interval.total_seconds() for o in options)
+        lease_s = min(o.lease_duration.total_seconds() for o in options)
+        kind = CallKind("the lease sweep", call_deadline_s(lease_s, interval_s), retried=True)
+
+        def wake_groups() -> None:
+            for group in self.groups:
+                group.wake()
+
+        await self._sweeper.run_forever(functools.partial(self.call_store, kind), interval_s,
+                                        wake_groups)
 
     async def _listen(self, source: WakeupSource) -> None:
         try:
@@ -325,8 +350,45 @@ class Runtime:
     # -- store calls ----------------------------------------------------------------------
 
     async def store_call(self, call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run the blocking `call(*args, **kwargs)` on a store thread."""
-        return await self._store_threads.run(functools.partial(call, *args, **kwargs))
+        """Run the blocking `call(*args, **kwargs)` on a store thread, within the duties'
+        deadline (`DUTY_DEADLINE_S`)."""
+        kind = CallKind(getattr(call, "__name__", "a store call"), DUTY_DEADLINE_S,
+                        reaches_store=False)
+        return await self.call_store(kind, call, *args, **kwargs)
+
+    async def call_store(self, kind: CallKind, call: Callable[..., T], *args: Any,
+                         **kwargs: Any) -> T:
+        """Run the blocking `call(*args, **kwargs)` on a store thread within
+        `kind.deadline_s`, and report what it found to `health`.
+
+        Raises:
+            StoreTimeout: the call did not answer within its deadline and its backstop.
+            StoreError: whatever the store raised.
+        """
+        deadline_s = kind.deadline_s
+        health = self.health
+        seen = health.failures_seen
+        bound = functools.partial(_within, deadline_s, call, args, kwargs)
+        try:
+            result = await self._store_threads.run_within(bound, backstop_s(deadline_s))
+        except Abandoned as abandoned:
+            error = StoreTimeout(f"no answer within {deadline_s:.3g} s (call abandoned)")
+            health.failed(kind, error)
+            raise error from abandoned  # its `started` says whether the call may still run
+        except StoreError as error:
+            health.failed(kind, error)
+            raise
+        health.answered(kind, seen)
+        return result
+
+    @property
+    def store_unreachable(self) -> bool:
+        """A store call failed and none answered since: no group claims."""
+        return self.health.unreachable
+
+    def _store_answers_again(self) -> None:
+        for group in self.groups:
+            group.wake()
 
     # -- suspects -------------------------------------------------------------------------
 
@@ -390,3 +452,10 @@ class Runtime:
                 self.outcome_callbacks,
                 outcome_event(held.job, group, outcome, held.started_at, finished_at),
             )
+
+
+def _within(deadline_s: float, call: Callable[..., T], args: tuple[Any, ...],
+            kwargs: dict[str, Any]) -> T:
+    """Store thread: `call(*args, **kwargs)` within a deadline the store may enforce."""
+    with call_deadline(deadline_s):
+        return call(*args, **kwargs)

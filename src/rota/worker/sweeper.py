@@ -10,8 +10,11 @@ dead-letters it once `max_attempts` is used up. The store fences each expiry, so
 concurrent sweepers apply it exactly once. A sweep that returned jobs wakes this
 process's groups at once.
 
-A `StoreError` is logged at WARNING and retried with backoff (50 ms doubling, at most the
-interval); anything else goes to the supervisor, which starts the duty again. Crash
+A `StoreError` is retried with backoff (50 ms doubling, at most the interval), logged at
+DEBUG: the runtime's store health logs the incident once (rota.worker.store_health); the
+runtime bounds each sweep with a deadline (rota.worker.deadlines), and an answer after
+failures tells it the store answers again. Anything else goes to the supervisor, which
+starts the duty again. Crash
 recovery is not optional, so the runtime starts this duty itself, beside the ones the
 App gives it (while its election, if it has one, says this worker leads).
 `run_until_idle()` sweeps inline instead, before each round.
@@ -84,7 +87,7 @@ class LeaseSweeper:
                 swept = await self.sweep(call)
             except StoreError as error:
                 delay_s = backoff.next_delay_s()
-                logger.warning("lease sweep failed (retrying in %.2f s): %s", delay_s, error)
+                logger.debug("lease sweep failed (retrying in %.2f s): %s", delay_s, error)
                 await sleep(min(delay_s, interval_s))
                 continue
             backoff.reset()
