@@ -198,8 +198,9 @@ class Runtime:
         )
 
     async def _sweep_forever(self, _runtime: DutyRuntime) -> None:
-        """The lease sweeper duty (this runtime's own), on the cadence of the shortest heartbeat interval, each sweep
-        bounded like a claim of the shortest lease (rota.worker.deadlines)."""
+        """The lease sweeper duty (this runtime's own), on the cadence of the shortest
+        heartbeat interval, each sweep bounded like a claim of the shortest lease
+        (rota.worker.deadlines); run while this worker leads the maintenance."""
         options = [group.options for group in self.groups]
         interval_s = min(o.heartbeat_interval.total_seconds() for o in options)
         lease_s = min(o.lease_duration.total_seconds() for o in options)
