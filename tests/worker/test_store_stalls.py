@@ -438,3 +438,49 @@ def test_a_hanging_claim_is_given_up_and_no_second_pass_runs_beside_it(
     record = app.get_job(job_id)
     assert record is not None and (record.state, record.attempt) == (JobState.SUCCEEDED, 1)
     assert warnings_with(caplog, "store answers again") == 1
+
+
+def test_a_worker_that_does_not_lead_the_maintenance_resumes_by_itself_too(
+    inner_store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a leader that runs the store's maintenance (sweeps included) and serves
+    # another Queue, and a second worker behind a store that goes down
+    leader = rota.App(inner_store)
+    leader.job("work")(lambda: None)
+    leader.add_worker_group(rota.WorkerGroupOptions(
+        name="other", policy=rota.Strict("elsewhere"), lease_duration=1,
+        heartbeat_interval=0.1, poll_interval=0.02))
+    store = StallingStore(inner_store)
+    follower = rota.App(store)  # type: ignore[arg-type]
+    ran: list[int] = []
+
+    @follower.job("work")
+    def work() -> None:
+        ran.append(rota.current_job().attempt)
+
+    follower.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("default"), lease_duration=1, heartbeat_interval=0.1,
+        poll_interval=0.02))
+    outcomes = Outcomes()
+    follower.on_outcome(outcomes)
+
+    async def scenario() -> None:
+        async with leader.serve() as leading:
+            election = leading.election
+            assert election is not None
+            await until(lambda: election.leading, 10, off_loop=False)
+            async with follower.serve():
+                # When the follower's store goes down (it holds no job: no renewal
+                # probes it), then comes back, and a job is enqueued for it
+                store.down.set()
+                await until(lambda: warnings_with(caplog, "no new claims") == 1, 10,
+                            off_loop=False)
+                store.down.clear()
+                leader.jobs["work"].enqueue()
+                # Then it claims and runs the job by itself
+                await outcomes.count(1, timeout_s=10)
+
+    with caplog.at_level(logging.WARNING, logger="rota"):
+        asyncio.run(scenario())
+    assert ran == [1]
+    assert warnings_with(caplog, "store answers again") == 1

@@ -19,13 +19,14 @@ when its own outcome is written. If it kills the process, it dies alone.
 
 Store calls run on a small pool of store threads, never on the loop. Each long-lived task
 has at most one store call in flight, and the pool has a thread for each (3 per group,
-the sweeper, one per duty, and one spare), so no call waits for a thread and a slow
+the sweeper, the probe, one per duty, and one spare), so no call waits for a thread and a slow
 claim never delays a heartbeat. Every call has a deadline (`call_store`, with a
 `CallKind`; duties' `store_call` get `DUTY_DEADLINE_S`): it runs inside
 `call_deadline` on its thread, and a backstop on the loop gives up on a thread still
 silent a little later (`StoreTimeout`; a replacement thread serves the next calls).
 Every call's result goes to `health` (rota.worker.store_health): while the store is
-unreachable no group claims, and each incident is logged once.
+unreachable no group claims, a probe reads one row every heartbeat interval until it
+answers (`_probe_forever`), and each incident is logged once.
 
 Shutdown (`stop`): claiming stops at once, running jobs get the grace period, then what
 still runs is handed back and the pending outcomes are flushed (`GroupLoop.shutdown`);
@@ -132,9 +133,9 @@ class Runtime:
         self._sweeper = LeaseSweeper(store, clock, retry_for)
         # With an election among its duties, the sweeper runs only while this worker leads.
         self._election = next((d for d in self._duties if isinstance(d, Election)), None)
-        # Three store threads per group (claims, heartbeats, outcomes), the sweeper's, one
-        # per duty (a duty has at most one store call in flight) and a spare.
-        self._store_threads = DaemonPool(3 * len(runners) + 2 + len(self._duties), "rota-store")
+        # Three store threads per group (claims, heartbeats, outcomes), the sweeper's, the
+        # probe's, one per duty (a duty has at most one store call in flight) and a spare.
+        self._store_threads = DaemonPool(3 * len(runners) + 3 + len(self._duties), "rota-store")
         # Loop thread: what the store calls found (rota.worker.store_health).
         self.health = StoreHealth(self._store_answers_again)
         self.groups = [GroupLoop(self, runner) for runner in runners]
@@ -151,6 +152,7 @@ class Runtime:
         # Owned by start()/stop() on the loop thread.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper_task: asyncio.Task[None] | None = None
+        self._probe_task: asyncio.Task[None] | None = None
         self._duty_tasks: list[asyncio.Task[None]] = []
         self._unlisten: Callable[[], None] | None = None
         self._stopped = asyncio.Event()
@@ -178,6 +180,10 @@ class Runtime:
             supervise("lease sweeper", functools.partial(sweeper, self)),
             name="rota-sweeper",
         )
+        self._probe_task = asyncio.create_task(
+            supervise("store probe", self._probe_forever, sleep=self.sleep_unless_stopping),
+            name="rota-probe",
+        )
         # Each duty handles its own failures; supervise() is the backstop that keeps even
         # an unexpected exception from ending it silently.
         self._duty_tasks = [
@@ -196,6 +202,21 @@ class Runtime:
             "runtime started: groups %s on %s",
             ", ".join(g.runner.name for g in self.groups), self.store.url,
         )
+
+    async def _probe_forever(self) -> None:
+        """While the store is unreachable, read one row by primary key every heartbeat
+        interval (at most every second): the call that ends an incident when nothing else
+        would (a worker that holds no lease and does not lead the maintenance makes no
+        call that proves the store answers). Costs nothing while the store answers."""
+        options = [group.options for group in self.groups]
+        interval_s = min(1.0, *(o.heartbeat_interval.total_seconds() for o in options))
+        lease_s = min(o.lease_duration.total_seconds() for o in options)
+        kind = CallKind("a probe of the store", call_deadline_s(lease_s, interval_s))
+        while not self.stopping:
+            await self.sleep_unless_stopping(interval_s)
+            if self.health.unreachable and not self.stopping:
+                with contextlib.suppress(StoreError):
+                    await self.call_store(kind, self.store.get_job, 0)
 
     async def _sweep_forever(self, _runtime: DutyRuntime) -> None:
         """The lease sweeper duty (this runtime's own), on the cadence of the shortest
@@ -274,8 +295,9 @@ class Runtime:
         if self._state == "stopped":
             return
         self._state = "stopped"
-        if self._sweeper_task is not None:
-            self._sweeper_task.cancel()
+        for task in (self._sweeper_task, self._probe_task):
+            if task is not None:
+                task.cancel()
         for task in self._duty_tasks:
             task.cancel()
         if self._unlisten is not None:
