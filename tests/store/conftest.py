@@ -5,10 +5,16 @@ names (memory, SQLite, PostgreSQL; see tests/conftest.py), or on the stores a mo
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 
 from rota.store import Store, open_store
+from tests.conftest import POSTGRES_URL
+from tests.pg import fresh_postgres_url
+
+if TYPE_CHECKING:
+    from rota.store.postgres import PostgresStore
 
 
 @pytest.fixture
@@ -36,3 +42,29 @@ def open_stores(store_url: str) -> Iterator[Callable[[int], list[Store]]]:
     yield factory
     for one in opened:
         one.close()
+
+
+# -- PostgreSQL-only modules ----------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The URL of a fresh, empty PostgreSQL database."""
+    yield from fresh_postgres_url(POSTGRES_URL, request.node.name)
+
+
+@pytest.fixture
+def make_store(pg_url: str) -> Iterator[Callable[..., PostgresStore]]:
+    """Factory of PostgresStores on the fresh database; all closed at teardown."""
+    from rota.store.postgres import PostgresStore  # psycopg: the PostgreSQL modules only
+
+    opened: list[PostgresStore] = []
+
+    def factory(query: str = "") -> PostgresStore:
+        store = PostgresStore.from_url(pg_url + query)
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        store.close()

@@ -26,35 +26,12 @@ from rota.core.jobs import JobState, NewJob
 from rota.store import open_store
 from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
 from rota.store.postgres import SCHEMA_VERSION, PostgresStore, render_sql
-from tests.conftest import POSTGRES_URL
-from tests.pg import fresh_postgres_url
 
 pytestmark = pytest.mark.postgres
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=60)
 HINT_WAIT_S = 10.0  # upper bound for an event to arrive; tests end as soon as it does
-
-
-@pytest.fixture
-def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The URL of a fresh, empty PostgreSQL database."""
-    yield from fresh_postgres_url(POSTGRES_URL, request.node.name)
-
-
-@pytest.fixture
-def make_store(pg_url: str) -> Iterator[Callable[..., PostgresStore]]:
-    """Factory of PostgresStores on the fresh database; all closed at teardown."""
-    opened: list[PostgresStore] = []
-
-    def factory(query: str = "") -> PostgresStore:
-        store = PostgresStore.from_url(pg_url + query)
-        opened.append(store)
-        return store
-
-    yield factory
-    for store in opened:
-        store.close()
 
 
 @pytest.fixture

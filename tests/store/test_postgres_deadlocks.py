@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -26,8 +26,6 @@ from rota.core.jobs import JobState, NewJob
 from rota.core.outcomes import DeadLettered
 from rota.store.base import StoreError
 from rota.store.postgres import PostgresStore
-from tests.conftest import POSTGRES_URL
-from tests.pg import fresh_postgres_url
 
 pytestmark = pytest.mark.postgres
 
@@ -35,27 +33,6 @@ T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 LEASE = timedelta(minutes=1)
 # Every load loop below stops at this bound even if its count is not reached.
 LOAD_BOUND_S = 120.0
-
-
-@pytest.fixture
-def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The URL of a fresh, empty PostgreSQL database."""
-    yield from fresh_postgres_url(POSTGRES_URL, request.node.name)
-
-
-@pytest.fixture
-def make_store(pg_url: str) -> Iterator[Callable[..., PostgresStore]]:
-    """Factory of PostgresStores on the fresh database; all closed at teardown."""
-    opened: list[PostgresStore] = []
-
-    def factory(query: str = "") -> PostgresStore:
-        store = PostgresStore.from_url(pg_url + query)
-        opened.append(store)
-        return store
-
-    yield factory
-    for store in opened:
-        store.close()
 
 
 def job(queue: str, *parents: int) -> NewJob:

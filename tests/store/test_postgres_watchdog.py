@@ -30,8 +30,6 @@ from rota.store.deadlines import StoreTimeout, call_deadline
 from rota.store.postgres import PostgresStore
 from rota.store.postgres.watchdog import KEEPALIVES
 from tests.chaos.fault_proxy import FaultProxy
-from tests.conftest import POSTGRES_URL
-from tests.pg import fresh_postgres_url
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.postgres
@@ -41,11 +39,6 @@ LEASE = timedelta(seconds=60)
 DEADLINE_S = 1.0  # the deadline of the calls that must time out
 BOUND_S = 20.0  # what a call may take at most before the test calls it hung
 R = TypeVar("R")
-
-
-@pytest.fixture
-def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    yield from fresh_postgres_url(POSTGRES_URL, request.node.name)
 
 
 @pytest.fixture
