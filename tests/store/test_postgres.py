@@ -380,9 +380,11 @@ def test_statements_planned_on_a_small_table_are_planned_again_once_it_grew(
         "FROM generate_series(1, 100000)", {"t": T0})
     # Then the plan made for the small table scans the whole table for each claimed row
     assert "Seq Scan on jobs" in _cached_plan(store)
-    # And once its plans are older than replan_after_s, the next call drops them and the
-    # claim is planned again, for the table as it is now: by index only
+    # And once its plans are older than replan_after_s, they are dropped as the connection
+    # goes back to the pool, and the next claim is planned again, for the table as it is
+    # now: by index only
     store.replan_after_s = 0.0
+    store.count_jobs()
     claimed = store.claim(["q"], 10, now=T0, owner="w", lease_expires_at=T0 + LEASE)
     assert len(claimed) == 10
     plan = _cached_plan(store)

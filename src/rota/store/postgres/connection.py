@@ -140,12 +140,15 @@ POOL_TIMEOUT_S: Final = 30.0
 
 Connection = psycopg.Connection[TupleRow]
 
-# How old a pooled connection's cached plans may be when it is handed out; older, they
-# are dropped first (DISCARD PLANS) and each statement is planned again at its next run.
-# A generic plan is made for the jobs table as it is then and rebuilt only after ANALYZE,
-# so without this a worker started on a near-empty table would keep its table scans
-# while the table grows (docs/decisions/0056).
+# How old a pooled connection's cached plans may be when it goes back to the pool; older,
+# they are dropped there (DISCARD PLANS, by the pool's own thread, so no caller waits a
+# round trip for it) and each statement is planned again at its next run. A generic plan
+# is made for the jobs table as it is then and rebuilt only after ANALYZE, so without this
+# a worker started on a near-empty table would keep its table scans while the table grows
+# (docs/decisions/0056).
 REPLAN_AFTER_S: Final = 1.0
+# The longest the pool's thread waits for DISCARD PLANS before it drops the connection.
+REPLAN_DEADLINE_S: Final = 5.0
 
 
 class PlannedConnection(psycopg.Connection[TupleRow]):
@@ -210,6 +213,7 @@ class PostgresConnection(SqlStore[Connection]):
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
             connection_class=PlannedConnection,
             configure=self._configure,
+            reset=self._replan_if_stale,
             timeout=POOL_TIMEOUT_S,
             name=f"rota-{schema}",
             open=False,
@@ -307,8 +311,9 @@ class PostgresConnection(SqlStore[Connection]):
                 ) -> Iterator[psycopg.Cursor[TupleRow]]:
         """A cursor on a pooled connection; psycopg and pool errors become StoreError.
         `client_side`: one that binds parameters itself (see PLANNED_EACH_RUN). `schema`
-        False: for a statement that reads no table (the schema is not made ready first,
-        and stale plans are not dropped first: `store_time` times its one round trip)."""
+        False: for a statement that reads no table (the schema is not made ready first).
+        A call is its statements' round trips alone: stale plans are dropped as the
+        connection goes back to the pool (`_replan_if_stale`), not before a call."""
         self._refuse_closed()
         if schema:
             self._ensure_ready()
@@ -317,11 +322,9 @@ class PostgresConnection(SqlStore[Connection]):
         call = Call()  # this thread's deadline, if any (watchdog.py)
         try:
             with self._pool.connection(call.pool_timeout(POOL_TIMEOUT_S)) as conn, \
-                    call.watch(conn):
-                if schema:
-                    self._replan_if_stale(conn)
-                with (psycopg.ClientCursor(conn) if client_side else conn.cursor()) as cursor:
-                    yield cursor
+                    call.watch(conn), \
+                    (psycopg.ClientCursor(conn) if client_side else conn.cursor()) as cursor:
+                yield cursor
         except psycopg.Error as error:  # PoolTimeout and PoolClosed included
             if call.timed_out(error):
                 if call.fired:  # the idle connections took the same path: replace them too
@@ -341,11 +344,14 @@ class PostgresConnection(SqlStore[Connection]):
             self._fail(doing, error)
 
     def _replan_if_stale(self, conn: PlannedConnection) -> None:
-        """Drop `conn`'s cached plans if they are older than `replan_after_s` (only the
-        thread holding a pooled connection touches its `planned_at`)."""
+        """The pool's reset, as `conn` comes back: drop its cached plans if they are older
+        than `replan_after_s` (only the thread holding a connection touches its
+        `planned_at`). Run by one of the pool's threads, within `REPLAN_DEADLINE_S`: an
+        error (the watchdog's included) makes the pool discard the connection."""
         now = time.monotonic()
         if now - conn.planned_at >= self.replan_after_s:
-            conn.execute("DISCARD PLANS")
+            with call_deadline(REPLAN_DEADLINE_S), Call().watch(conn):
+                conn.execute("DISCARD PLANS")
             conn.planned_at = now
 
     def _check_pool(self) -> None:
