@@ -76,18 +76,20 @@ def _through(url: str, proxy: FaultProxy) -> str:
 
 @dataclass
 class Scene:
-    """Two workers (one direct, one behind the proxy) draining `hold` jobs, and what the
-    test watches while they do."""
+    """Two workers (one behind the proxy, "faulted"; one direct) draining `hold` jobs, and
+    what the test watches while they do. The faulted worker starts first; the test starts
+    the direct one when its scenario needs it (`start_direct`)."""
 
     producer: rota.App
     proxy: FaultProxy
     spans: Path
-    direct: Supervisor
     faulted: Supervisor
-    ids: list[int]
-    seconds: dict[int, float]  # job id -> how long its run takes
-    due: dict[int, float]  # job id -> its due time (store's clock, epoch seconds)
+    start_worker: Callable[[], Supervisor]  # starts the direct worker
     lease_s: float
+    direct: Supervisor | None = None
+    ids: list[int] = field(default_factory=list)
+    seconds: dict[int, float] = field(default_factory=dict)  # job id -> its run's length
+    due: dict[int, float] = field(default_factory=dict)  # job id -> due (epoch seconds)
     # The fault's end (epoch seconds) and the first moment the store held an outcome the
     # faulted worker wrote for a job it started after it.
     fault_ended: float | None = None
@@ -97,6 +99,27 @@ class Scene:
     @property
     def faulted_pid(self) -> int:
         return self.faulted.workers[0].pid
+
+    def start_direct(self, *, wait: bool = True) -> None:
+        self.direct = self.start_worker()
+        if wait:
+            self.direct.workers[0].wait_ready()
+
+    def enqueue(self, durations: tuple[float, ...], jobs: int, spacing_s: float,
+                first_s: float = 0.0) -> None:
+        """`jobs` more `hold` jobs: the i-th due `first_s + i * spacing_s` from now (the
+        store's clock), running `durations[i % len(durations)]` seconds."""
+        hold = self.producer.jobs["hold"]
+        base = self.producer.clock.now()
+        for i in range(jobs):
+            length = durations[i % len(durations)]
+            due = base + timedelta(seconds=first_s + i * spacing_s)
+            job_id = hold.configure(due=due).enqueue(len(self.ids), length)
+            record = self.producer.get_job(job_id)
+            assert record is not None
+            self.ids.append(job_id)
+            self.seconds[job_id] = length
+            self.due[job_id] = record.due_at.timestamp()
 
     def runs(self) -> list[Run]:
         return hold_runs(self.spans)
@@ -146,8 +169,12 @@ class Scene:
         return self.wait(lambda: self.drained() and (
             self.fault_ended is None or self.recovered is not None), DEADLINE_S)
 
+    def workers(self) -> list[Supervisor]:
+        return [self.faulted] + ([self.direct] if self.direct is not None else [])
+
     def stderr(self) -> str:
-        return (f"--- direct\n{self.direct.stderr()}\n--- faulted\n{self.faulted.stderr()}"
+        direct = self.direct.stderr() if self.direct is not None else "(not started)"
+        return (f"--- faulted\n{self.faulted.stderr()}\n--- direct\n{direct}"
                 f"\n--- counts {state_counts(self.producer)}")
 
 
@@ -198,42 +225,22 @@ def _verdict(scene: Scene) -> Verdict:
 
 @pytest.fixture
 def scene(network_url: str, proxy: FaultProxy, supervisors: Callable[..., Supervisor],
-          tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., Scene]]:
-    """Start a Scene: `make(lease_s, durations, jobs, spacing_s, delay=(up, down))` starts
-    both workers (pool 3, the given lease), slows the proxy if asked, then enqueues `jobs`
-    `hold` jobs, job i due `i * spacing_s` after the enqueue, running `durations[i % len]`
-    seconds."""
+          tmp_path: Path) -> Iterator[Callable[..., Scene]]:
+    """`make(lease_s)`: a Scene whose faulted worker (pool 3, that lease) is running and
+    ready; nothing is enqueued and the direct worker is not started yet."""
     apps: list[rota.App] = []
 
-    def make(lease_s: float, durations: tuple[float, ...], jobs: int, spacing_s: float,
-             delay: tuple[float, float] = (0.0, 0.0)) -> Scene:
+    def make(lease_s: float) -> Scene:
         spans = tmp_path / "spans.log"
         producer = rota.App(network_url)
         apps.append(producer)
         producer.job("hold")(lambda n, seconds: None)
         overrides = {"ROTA_CHAOS_SPANS": str(spans), "ROTA_CHAOS_LEASE_S": str(lease_s),
                      "ROTA_CHAOS_POOL": str(POOL)}
-        direct = supervisors(chaos_env(network_url, **overrides), 1)
         faulted = supervisors(chaos_env(_through(network_url, proxy), **overrides), 1)
-        for worker in (*direct.workers, *faulted.workers):
-            worker.wait_ready()
-        proxy.delay(*delay)
-        hold = producer.jobs["hold"]
-        base = producer.clock.now()
-        ids: list[int] = []
-        seconds: dict[int, float] = {}
-        for n in range(jobs):
-            length = durations[n % len(durations)]
-            job_id = hold.configure(due=base + timedelta(seconds=n * spacing_s)).enqueue(
-                n, length)
-            ids.append(job_id)
-            seconds[job_id] = length
-        due: dict[int, float] = {}
-        for job_id in ids:
-            record = producer.get_job(job_id)
-            assert record is not None
-            due[job_id] = record.due_at.timestamp()
-        return Scene(producer, proxy, spans, direct, faulted, ids, seconds, due, lease_s)
+        faulted.workers[0].wait_ready()
+        return Scene(producer, proxy, spans, faulted,
+                     lambda: supervisors(chaos_env(network_url, **overrides), 1), lease_s)
 
     yield make
     for app in apps:
@@ -255,44 +262,57 @@ def _assert_clean(scene: Scene, verdict: Verdict, ended: bool) -> None:
         assert scene.recovered is not None
         assert scene.recovered - scene.fault_ended <= RECOVERY_BOUND_S, (
             f"recovered {scene.recovered - scene.fault_ended:.1f} s after the fault ended")
-    assert all(worker.alive() for worker in (*scene.direct.workers, *scene.faulted.workers))
+    assert all(worker.alive() for supervisor in scene.workers()
+               for worker in supervisor.workers)
 
 
 def _stop(scene: Scene) -> None:
     """A graceful stop of both workers, each exiting 0."""
-    assert scene.direct.stop() + scene.faulted.stop() == [0, 0], scene.stderr()
+    assert [code for supervisor in scene.workers() for code in supervisor.stop()] == [0, 0], (
+        scene.stderr())
 
 
 # -- the scenarios ----------------------------------------------------------------------
+
+LEASE_S = 2.0
+LONG_S = 15.0  # a job that outlives any fault here by far
+
+
+def _start_long_job_on_the_faulted_worker(s: Scene) -> Run:
+    """The faulted worker, alone, starts one LONG_S job; then the direct worker starts.
+    (A job whose lease expired runs again on the direct worker only once that one is idle:
+    rota.core.suspects. The long job outlives that wait, so a run it was not told to stop
+    would still be running beside the new one.)"""
+    s.enqueue((LONG_S,), jobs=1, spacing_s=0)
+    assert s.wait(lambda: bool(s.faulted_running(longer_than_s=LONG_S - 1)), 30), s.stderr()
+    s.start_direct()
+    [long_run] = s.faulted_running(longer_than_s=LONG_S - 1)
+    return long_run
 
 
 def test_a_black_hole_longer_than_the_lease_then_heal(
     scene: Callable[..., Scene], chaos_figures: Callable[..., None],
 ) -> None:
-    # Given 36 jobs of 1, 2 and 4 s, due 0.25 s apart, on two workers (pool 3, lease 2 s)
-    s = scene(lease_s=2.0, durations=(1.0, 2.0, 4.0), jobs=36, spacing_s=0.25)
-    # When the faulted worker's link goes black for 3 leases just as it starts a 4 s job
-    # (so that job outlives the lease, which cannot be renewed)
-    def just_started() -> list[Run]:
-        return [run for run in s.faulted_running(longer_than_s=3)
-                if run.start > time.time() - 1.0]
-
-    assert s.wait(lambda: bool(just_started()), 30), s.stderr()
-    cut_off = just_started()
+    # Given the faulted worker (pool 3, lease 2 s) running a 15 s job, the direct worker
+    # beside it, and 36 jobs of 1 and 2 s due 0.25 s apart
+    s = scene(LEASE_S)
+    long_run = _start_long_job_on_the_faulted_worker(s)
+    s.enqueue((1.0, 2.0), jobs=36, spacing_s=0.25)
+    # When the faulted worker's link goes black for 3 leases, then heals
     s.proxy.black_hole()
-    time.sleep(3 * s.lease_s)  # the outage itself, not a wait for a condition
+    time.sleep(3 * LEASE_S)  # the outage itself, not a wait for a condition
     s.proxy.heal()
     s.end_fault()
     ended = s.wait_to_end()
     verdict = _verdict(s)
-    chaos_figures("network-black-hole", black_hole_s=3 * s.lease_s, lease_s=s.lease_s,
+    chaos_figures("network-black-hole", black_hole_s=3 * LEASE_S, lease_s=LEASE_S,
                   **verdict.figures(s))
-    # Then its jobs ran elsewhere, never at the same time as its own run, which it was
-    # told to stop; nothing was lost or early, and the same process recovered by itself
+    # Then its jobs ran elsewhere, never at the same time as its own runs, which it told
+    # to stop; nothing was lost or early, and the same process recovered by itself
     _assert_clean(s, verdict, ended)
-    told = [run for run in verdict.runs if (run.job_id, run.attempt, run.pid) in {
-        (c.job_id, c.attempt, c.pid) for c in cut_off}]
-    assert [run.how for run in told] == ["stopped"] * len(cut_off), told
+    [told] = [run for run in verdict.runs if (run.job_id, run.attempt, run.pid) == (
+        long_run.job_id, long_run.attempt, long_run.pid)]
+    assert told.how == "stopped", told
     assert s.faulted.restarts == 0
     _stop(s)
 
@@ -300,11 +320,14 @@ def test_a_black_hole_longer_than_the_lease_then_heal(
 def test_half_open_connections_mid_drain(
     scene: Callable[..., Scene], chaos_figures: Callable[..., None],
 ) -> None:
-    # Given 30 jobs of 3 and 4 s (longer than the lease: each run needs renewals), due
-    # 0.3 s apart, on two workers (pool 3, lease 2 s)
-    s = scene(lease_s=2.0, durations=(3.0, 4.0), jobs=30, spacing_s=0.3)
+    # Given the faulted worker (pool 3, lease 2 s) running a 15 s job, the direct worker
+    # beside it, and 30 jobs of 3 and 4 s (longer than the lease: each run needs
+    # renewals) due 0.3 s apart
+    s = scene(LEASE_S)
+    _start_long_job_on_the_faulted_worker(s)
+    s.enqueue((3.0, 4.0), jobs=30, spacing_s=0.3)
     # When every connection of the faulted worker is forgotten by the network (half-open:
-    # whatever is sent on them is lost, nobody is told) while it runs jobs
+    # whatever is sent on them is lost, and nobody is told)
     assert s.wait(lambda: len(s.faulted_running()) >= 2, 30), s.stderr()
     forgotten = s.proxy.forget_connections()
     s.end_fault()
@@ -312,7 +335,7 @@ def test_half_open_connections_mid_drain(
     verdict = _verdict(s)
     renewed = [run for run in verdict.runs if run.pid == s.faulted_pid and run.how == "done"
                and s.fault_ended is not None and run.start > s.fault_ended]
-    chaos_figures("network-half-open", connections_forgotten=forgotten, lease_s=s.lease_s,
+    chaos_figures("network-half-open", connections_forgotten=forgotten, lease_s=LEASE_S,
                   renewed_runs_after=len(renewed), **verdict.figures(s))
     # Then no job ran twice at once and none was lost; and the faulted worker kept
     # renewing on fresh connections: runs longer than the lease, started after the fault,
@@ -330,24 +353,25 @@ def test_connection_resets_mid_drain(
     scene: Callable[..., Scene], chaos_figures: Callable[..., None],
 ) -> None:
     # Given 48 jobs of 1, 2 and 4 s, due 0.25 s apart, on two workers (pool 3, lease 2 s)
-    s = scene(lease_s=2.0, durations=(1.0, 2.0, 4.0), jobs=48, spacing_s=0.25)
+    s = scene(LEASE_S)
+    s.start_direct()
+    s.enqueue((1.0, 2.0, 4.0), jobs=48, spacing_s=0.25)
+
     # When every connection of the faulted worker is reset, 5 times, each time once it
     # started a job since the last reset
     def started() -> int:
         return sum(run.pid == s.faulted_pid for run in s.runs())
 
-    resets = 0
     connections = 0
     for _ in range(RESETS):
         seen = started()
-        assert s.wait(lambda seen=seen: started() > seen, 30), s.stderr()  # type: ignore[misc]
+        assert s.wait(lambda seen=seen: started() > seen, 30), s.stderr()
         connections += s.proxy.reset()
-        resets += 1
     s.end_fault()
     ended = s.wait_to_end()
     verdict = _verdict(s)
-    chaos_figures("network-resets", resets=resets, connections_reset=connections,
-                  lease_s=s.lease_s, **verdict.figures(s))
+    chaos_figures("network-resets", resets=RESETS, connections_reset=connections,
+                  lease_s=LEASE_S, **verdict.figures(s))
     # Then no job ran twice at once, none was lost, and the worker recovered by itself
     _assert_clean(s, verdict, ended)
     assert connections >= RESETS
@@ -357,15 +381,17 @@ def test_connection_resets_mid_drain(
 def test_200ms_per_packet_keeps_leases_and_the_clock_offset(
     scene: Callable[..., Scene], chaos_figures: Callable[..., None],
 ) -> None:
-    # Given 36 jobs of 1, 2 and 3 s, due 0.25 s apart, on two workers (pool 3, lease 5 s:
-    # long enough by design for a 400 ms round trip), one of them on a link that holds
-    # every packet 200 ms each way
-    s = scene(lease_s=5.0, durations=(1.0, 2.0, 3.0), jobs=36, spacing_s=0.25,
-              delay=(0.2, 0.2))
+    # Given two workers (pool 3, lease 5 s: long enough by design for a 400 ms round
+    # trip), one of them on a link that holds every packet 200 ms each way, and 36 jobs
+    # of 1, 2 and 3 s due 0.25 s apart
+    s = scene(5.0)
+    s.start_direct()
+    s.proxy.delay(0.2, 0.2)
+    s.enqueue((1.0, 2.0, 3.0), jobs=36, spacing_s=0.25)
     # When they drain
     ended = s.wait_to_end()
     verdict = _verdict(s)
-    chaos_figures("network-200ms", delay_ms=200, lease_s=s.lease_s, **verdict.figures(s))
+    chaos_figures("network-200ms", delay_ms=200, lease_s=5.0, **verdict.figures(s))
     # Then the slow worker kept every lease (none lost, no job ran twice), made progress,
     # and the registry shows its clock offset within 0.5 s (it is the same host's clock)
     _assert_clean(s, verdict, ended)
@@ -380,21 +406,34 @@ def test_200ms_per_packet_keeps_leases_and_the_clock_offset(
 def test_a_claim_delayed_past_its_lease(
     late: str, scene: Callable[..., Scene], chaos_figures: Callable[..., None],
 ) -> None:
-    # Given 40 jobs of 1, 2 and 3 s, due 0.25 s apart, on two workers (pool 3, lease 2 s)
-    s = scene(lease_s=2.0, durations=(1.0, 2.0, 3.0), jobs=40, spacing_s=0.25)
-    # When, as the faulted worker runs jobs and claims more, every packet on its link is
-    # held 1.5 leases one way (the claim's answer, or the claim itself, arrives after its
-    # lease ran out) for 2 leases, then flows again
-    assert s.wait(lambda: bool(s.faulted_running()), 30), s.stderr()
-    hold_s = 1.5 * s.lease_s
-    s.proxy.delay(*((0.0, hold_s) if late == "answer" else (hold_s, 0.0)))
-    time.sleep(2 * s.lease_s)  # the fault itself, not a wait for a condition
+    # Given the faulted worker alone (pool 3, lease 2 s), its link holding every packet
+    # 1.5 leases one way (the claim's answer, or the claim itself, arrives after the
+    # claim's lease ran out) for at least 2 leases
+    s = scene(LEASE_S)
+    held_s = 1.5 * LEASE_S
+    s.proxy.delay(*((0.0, held_s) if late == "answer" else (held_s, 0.0)))
+    fault_began = time.monotonic()
+    # When a 15 s job and 40 jobs of 1 and 2 s (due 0.25 s apart from 0.5 s on) are
+    # enqueued, the faulted worker's claim of the long one reaches the store, and the
+    # direct worker starts
+    s.enqueue((LONG_S,), jobs=1, spacing_s=0)
+    s.enqueue((1.0, 2.0), jobs=40, spacing_s=0.25, first_s=0.5)
+    long_job = s.ids[0]
+
+    def claimed_by_the_faulted_worker() -> bool:
+        job = s.producer.get_job(long_job)
+        return (job is not None and job.state is JobState.LEASED
+                and f":{s.faulted_pid}:" in (job.lease_owner or ""))
+
+    assert s.wait(claimed_by_the_faulted_worker, 30), s.stderr()
+    s.start_direct(wait=False)
+    time.sleep(max(0.0, fault_began + 2 * LEASE_S - time.monotonic()))  # the fault itself
     s.proxy.delay(0.0, 0.0)
     s.end_fault()
     ended = s.wait_to_end()
     verdict = _verdict(s)
-    chaos_figures(f"network-late-{late}", held_s=hold_s, for_s=2 * s.lease_s,
-                  lease_s=s.lease_s, **verdict.figures(s))
+    chaos_figures(f"network-late-{late}", held_s=held_s, for_s=2 * LEASE_S,
+                  lease_s=LEASE_S, **verdict.figures(s))
     # Then no job it claimed so late ran beside its run elsewhere, nothing ran before it
     # was due, nothing was lost, the registry never showed a clock offset over 0.5 s,
     # and the worker recovered by itself
