@@ -275,7 +275,7 @@ def _stop(scene: Scene) -> None:
 # -- the scenarios ----------------------------------------------------------------------
 
 LEASE_S = 2.0
-LONG_S = 15.0  # a job that outlives any fault here by far
+LONG_S = 12.0  # a job that outlives any fault here by far
 
 
 def _start_long_job_on_the_faulted_worker(s: Scene) -> Run:
@@ -293,11 +293,11 @@ def _start_long_job_on_the_faulted_worker(s: Scene) -> Run:
 def test_a_black_hole_longer_than_the_lease_then_heal(
     scene: Callable[..., Scene], chaos_figures: Callable[..., None],
 ) -> None:
-    # Given the faulted worker (pool 3, lease 2 s) running a 15 s job, the direct worker
-    # beside it, and 36 jobs of 1 and 2 s due 0.25 s apart
+    # Given the faulted worker (pool 3, lease 2 s) running a 12 s job, the direct worker
+    # beside it, and 30 jobs of 1 and 2 s due 0.25 s apart
     s = scene(LEASE_S)
     long_run = _start_long_job_on_the_faulted_worker(s)
-    s.enqueue((1.0, 2.0), jobs=36, spacing_s=0.25)
+    s.enqueue((1.0, 2.0), jobs=30, spacing_s=0.25)
     # When the faulted worker's link goes black for 3 leases, then heals
     s.proxy.black_hole()
     time.sleep(3 * LEASE_S)  # the outage itself, not a wait for a condition
@@ -320,12 +320,12 @@ def test_a_black_hole_longer_than_the_lease_then_heal(
 def test_half_open_connections_mid_drain(
     scene: Callable[..., Scene], chaos_figures: Callable[..., None],
 ) -> None:
-    # Given the faulted worker (pool 3, lease 2 s) running a 15 s job, the direct worker
-    # beside it, and 30 jobs of 3 and 4 s (longer than the lease: each run needs
+    # Given the faulted worker (pool 3, lease 2 s) running a 12 s job, the direct worker
+    # beside it, and 24 jobs of 3 and 4 s (longer than the lease: each run needs
     # renewals) due 0.3 s apart
     s = scene(LEASE_S)
     _start_long_job_on_the_faulted_worker(s)
-    s.enqueue((3.0, 4.0), jobs=30, spacing_s=0.3)
+    s.enqueue((3.0, 4.0), jobs=24, spacing_s=0.3)
     # When every connection of the faulted worker is forgotten by the network (half-open:
     # whatever is sent on them is lost, and nobody is told)
     assert s.wait(lambda: len(s.faulted_running()) >= 2, 30), s.stderr()
@@ -352,10 +352,10 @@ RESETS = 5
 def test_connection_resets_mid_drain(
     scene: Callable[..., Scene], chaos_figures: Callable[..., None],
 ) -> None:
-    # Given 48 jobs of 1, 2 and 4 s, due 0.25 s apart, on two workers (pool 3, lease 2 s)
+    # Given 36 jobs of 1, 2 and 4 s, due 0.25 s apart, on two workers (pool 3, lease 2 s)
     s = scene(LEASE_S)
     s.start_direct()
-    s.enqueue((1.0, 2.0, 4.0), jobs=48, spacing_s=0.25)
+    s.enqueue((1.0, 2.0, 4.0), jobs=36, spacing_s=0.25)
 
     # When every connection of the faulted worker is reset, 5 times, each time once it
     # started a job since the last reset
@@ -382,12 +382,12 @@ def test_200ms_per_packet_keeps_leases_and_the_clock_offset(
     scene: Callable[..., Scene], chaos_figures: Callable[..., None],
 ) -> None:
     # Given two workers (pool 3, lease 5 s: long enough by design for a 400 ms round
-    # trip), one of them on a link that holds every packet 200 ms each way, and 36 jobs
+    # trip), one of them on a link that holds every packet 200 ms each way, and 30 jobs
     # of 1, 2 and 3 s due 0.25 s apart
     s = scene(5.0)
     s.start_direct()
     s.proxy.delay(0.2, 0.2)
-    s.enqueue((1.0, 2.0, 3.0), jobs=36, spacing_s=0.25)
+    s.enqueue((1.0, 2.0, 3.0), jobs=30, spacing_s=0.25)
     # When they drain
     ended = s.wait_to_end()
     verdict = _verdict(s)
@@ -413,11 +413,11 @@ def test_a_claim_delayed_past_its_lease(
     held_s = 1.5 * LEASE_S
     s.proxy.delay(*((0.0, held_s) if late == "answer" else (held_s, 0.0)))
     fault_began = time.monotonic()
-    # When a 15 s job and 40 jobs of 1 and 2 s (due 0.25 s apart from 0.5 s on) are
+    # When a 12 s job and 30 jobs of 1 and 2 s (due 0.25 s apart from 0.5 s on) are
     # enqueued, the faulted worker's claim of the long one reaches the store, and the
     # direct worker starts
     s.enqueue((LONG_S,), jobs=1, spacing_s=0)
-    s.enqueue((1.0, 2.0), jobs=40, spacing_s=0.25, first_s=0.5)
+    s.enqueue((1.0, 2.0), jobs=30, spacing_s=0.25, first_s=0.5)
     long_job = s.ids[0]
 
     def claimed_by_the_faulted_worker() -> bool:
