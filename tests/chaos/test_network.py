@@ -402,6 +402,31 @@ def test_200ms_per_packet_keeps_leases_and_the_clock_offset(
     _stop(s)
 
 
+def test_requests_held_for_seconds_do_not_skew_the_workers_clock(
+    scene: Callable[..., Scene], chaos_figures: Callable[..., None],
+) -> None:
+    # Given two workers (pool 3, lease 5 s) and 70 jobs of 0.3 s due 0.15 s apart
+    s = scene(5.0)
+    s.start_direct()
+    s.enqueue((0.3,), jobs=70, spacing_s=0.15, first_s=0.5)
+    # When every packet from the faulted worker to the server is held 2.5 s (answers pass
+    # at once) for 8 s: a round trip then says little about when the server read its
+    # clock (its middle is 1.25 s before the answer was true)
+    s.proxy.delay(2.5, 0.0)
+    time.sleep(8.0)  # the fault itself, not a wait for a condition
+    s.proxy.delay(0.0, 0.0)
+    s.end_fault()
+    ended = s.wait_to_end()
+    verdict = _verdict(s)
+    chaos_figures("network-requests-held", held_s=2.5, for_s=8.0, lease_s=5.0,
+                  **verdict.figures(s))
+    # Then the faulted worker never took its clock from such a reading: the registry
+    # never showed an offset over 0.5 s and no job started before it was due; nothing
+    # overlapped or was lost, and it recovered by itself
+    _assert_clean(s, verdict, ended)
+    _stop(s)
+
+
 @pytest.mark.parametrize("late", ["answer", "request"])
 def test_a_claim_delayed_past_its_lease(
     late: str, scene: Callable[..., Scene], chaos_figures: Callable[..., None],
