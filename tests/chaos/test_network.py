@@ -409,10 +409,11 @@ def test_200ms_per_packet_keeps_leases_and_the_clock_offset(
 def test_requests_held_for_seconds_do_not_skew_the_workers_clock(
     scene: Callable[..., Scene], chaos_figures: Callable[..., None],
 ) -> None:
-    # Given two workers (pool 3, lease 5 s) and 70 jobs of 0.3 s due 0.15 s apart
+    # Given two workers (pool 3, lease 5 s) and 100 jobs of 0.5 s due 0.15 s apart (a bit
+    # more than the direct worker alone keeps up with, and 7 s more than the fault lasts)
     s = scene(5.0)
     s.start_direct()
-    s.enqueue((0.3,), jobs=70, spacing_s=0.15, first_s=0.5)
+    s.enqueue((0.5,), jobs=100, spacing_s=0.15, first_s=0.5)
     # When every packet from the faulted worker to the server is held 2.5 s (answers pass
     # at once) for 8 s: a round trip then says little about when the server read its
     # clock (its middle is 1.25 s before the answer was true)
