@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -409,22 +409,38 @@ def test_200ms_per_packet_keeps_leases_and_the_clock_offset(
 def test_requests_held_for_seconds_do_not_skew_the_workers_clock(
     scene: Callable[..., Scene], chaos_figures: Callable[..., None],
 ) -> None:
-    # Given two workers (pool 3, lease 5 s) and 100 jobs of 0.5 s due 0.15 s apart (a bit
-    # more than the direct worker alone keeps up with, and 7 s more than the fault lasts)
+    # Given two workers (pool 3, lease 5 s) that ran a first few jobs of 0.5 s
     s = scene(5.0)
     s.start_direct()
-    s.enqueue((0.5,), jobs=100, spacing_s=0.15, first_s=0.5)
+    s.enqueue((0.5,), jobs=12, spacing_s=0.05)
+    assert s.wait(lambda: any(run.pid == s.faulted_pid and run.how == "done"
+                              for run in s.runs()), 30), s.stderr()
+
+    def last_seen() -> datetime | None:
+        rows = [w for w in s.producer.workers() if w.pid == s.faulted_pid]
+        return rows[0].last_seen if rows else None
+
     # When every packet from the faulted worker to the server is held 2.5 s (answers pass
-    # at once) for 8 s: a round trip then says little about when the server read its
-    # clock (its middle is 1.25 s before the answer was true)
+    # at once: a round trip then says little about when the server read its clock, its
+    # middle being 1.25 s before the answer was true) until the worker refreshed its
+    # registry row twice, the second time after measuring the clock on that link only
     s.proxy.delay(2.5, 0.0)
-    time.sleep(8.0)  # the fault itself, not a wait for a condition
+    refreshes: list[datetime | None] = [last_seen()]
+
+    def refreshed_twice() -> bool:
+        if (seen := last_seen()) != refreshes[-1]:
+            refreshes.append(seen)
+        return len(refreshes) > 2
+
+    assert s.wait(refreshed_twice, 60), s.stderr()
     s.proxy.delay(0.0, 0.0)
     s.end_fault()
+    # ... and then 40 more jobs of 0.5 s are due 0.15 s apart (a bit more than the direct
+    # worker alone keeps up with)
+    s.enqueue((0.5,), jobs=40, spacing_s=0.15, first_s=0.2)
     ended = s.wait_to_end()
     verdict = _verdict(s)
-    chaos_figures("network-requests-held", held_s=2.5, for_s=8.0, lease_s=5.0,
-                  **verdict.figures(s))
+    chaos_figures("network-requests-held", held_s=2.5, lease_s=5.0, **verdict.figures(s))
     # Then the faulted worker never took its clock from such a reading: the registry
     # never showed an offset over 0.5 s and no job started before it was due; nothing
     # overlapped or was lost, and it recovered by itself
