@@ -253,8 +253,11 @@ def scene(network_url: str, proxy: FaultProxy, supervisors: Callable[..., Superv
         app.close()
 
 
-def _assert_clean(scene: Scene, verdict: Verdict, ended: bool) -> None:
-    """The properties every network scenario asserts, most telling first."""
+def _assert_clean(scene: Scene, verdict: Verdict, ended: bool,
+                  recovery_bound_s: float = RECOVERY_BOUND_S) -> None:
+    """The properties every network scenario asserts, most telling first. Recovery counts
+    the run of the first job started after the fault, so a scenario of long jobs allows
+    for their length in `recovery_bound_s`."""
     assert verdict.overlaps == [], (
         f"{len(verdict.overlaps)} runs overlapped another run of the same job, e.g. "
         f"{verdict.overlaps[:3]}")
@@ -266,7 +269,7 @@ def _assert_clean(scene: Scene, verdict: Verdict, ended: bool) -> None:
     assert scene.max_offset.get("direct", timedelta(0)) <= OFFSET_BOUND, scene.max_offset
     if scene.fault_ended is not None:
         assert scene.recovered is not None
-        assert scene.recovered - scene.fault_ended <= RECOVERY_BOUND_S, (
+        assert scene.recovered - scene.fault_ended <= recovery_bound_s, (
             f"recovered {scene.recovered - scene.fault_ended:.1f} s after the fault ended")
     assert all(worker.alive() for supervisor in scene.workers()
                for worker in supervisor.workers)
@@ -346,7 +349,7 @@ def test_half_open_connections_mid_drain(
     # Then no job ran twice at once and none was lost; and the faulted worker kept
     # renewing on fresh connections: runs longer than the lease, started after the fault,
     # ran to the end and their outcomes were written
-    _assert_clean(s, verdict, ended)
+    _assert_clean(s, verdict, ended, recovery_bound_s=RECOVERY_BOUND_S + 4.0)
     assert forgotten >= 1
     assert renewed, "the faulted worker finished no job it started after the fault"
     _stop(s)
