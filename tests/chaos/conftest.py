@@ -197,6 +197,7 @@ def producer(durable_store_url: str) -> Iterator[rota.App]:
     """An App on the scenario's store that enqueues and inspects; it runs nothing."""
     app = rota.App(durable_store_url)
     app.job("work")(lambda n: None)
+    app.job("hold")(lambda n, seconds: None)
     app.job("poison")(lambda: None)
     yield app
     app.close()
@@ -221,6 +222,52 @@ def executions(log: Path) -> dict[int, int]:
             n = int(line.split()[0])
             runs[n] = runs.get(n, 0) + 1
     return runs
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a `hold` job, from the spans side record (chaos_app.py): where and when
+    it started, and when and how it ended (`end` None: still running, or its process
+    died). Times are `time.time()` in the worker processes: one host, one clock."""
+
+    job_id: int
+    attempt: int
+    pid: int
+    n: int
+    start: float
+    end: float | None = None
+    how: str | None = None  # "done" (ran its whole time), "stopped" (told to stop), None
+
+    def overlaps(self, other: Run) -> bool:
+        """Whether the two runs were running at the same moment."""
+        inf = float("inf")
+        return (self.start < (other.end if other.end is not None else inf)
+                and other.start < (self.end if self.end is not None else inf))
+
+
+def hold_runs(spans: Path) -> list[Run]:
+    """Every `hold` run in the spans side record, in the order they started."""
+    started: dict[str, Run] = {}
+    if spans.exists():
+        for line in spans.read_text().splitlines():
+            words = line.split()
+            if words[0] == "start":
+                job_id, attempt, pid, at, n = words[2:7]
+                started[words[1]] = Run(int(job_id), int(attempt), int(pid), int(n), float(at))
+            elif words[0] == "end" and words[1] in started:
+                run = started[words[1]]
+                started[words[1]] = Run(run.job_id, run.attempt, run.pid, run.n, run.start,
+                                        float(words[2]), words[3])
+    return sorted(started.values(), key=lambda run: run.start)
+
+
+def overlapping_runs(runs: list[Run]) -> list[tuple[Run, Run]]:
+    """Pairs of runs of the same job that were running at the same moment."""
+    by_job: dict[int, list[Run]] = {}
+    for run in runs:
+        by_job.setdefault(run.job_id, []).append(run)
+    return [(a, b) for same in by_job.values() for i, a in enumerate(same)
+            for b in same[i + 1:] if a.overlaps(b)]
 
 
 # -- a PostgreSQL cluster of the suite's own --------------------------------------------
