@@ -27,7 +27,7 @@ from tests.waiting import wait_until
 @pytest.mark.parametrize(("lease_s", "interval_s"), [
     (60, None), (30, 10), (10, 5), (3, 0.05), (1, 0.25), (0.6, 0.15), (300, 100), (2, 1.5),
 ])
-def test_two_renewal_tries_fit_between_a_renewal_falling_due_and_the_lease_lapsing(
+def test_a_renewal_try_gets_half_the_window_and_a_retry_starts_before_the_lease_lapses(
     lease_s: float, interval_s: float | None
 ) -> None:
     # Given a group's lease and heartbeat interval
@@ -35,12 +35,13 @@ def test_two_renewal_tries_fit_between_a_renewal_falling_due_and_the_lease_lapsi
                                       lease_duration=lease_s, heartbeat_interval=interval_s)
     deadlines = GroupDeadlines.of(options)
     interval = options.heartbeat_interval.total_seconds()
-    # When a renewal falls due and every try fails only at its backstop
-    two_tries_s = 2 * backstop_s(deadlines.renewal_s) + deadlines.renewal_retry_s
-    # Then both tries are over before the lease counts as lost, and a try is well inside
-    # the lease
-    assert interval + two_tries_s <= lease_s - deadlines.margin_s + 1e-9
-    assert deadlines.renewal_s <= lease_s / 3
+    window_s = lease_s - interval - deadlines.margin_s
+    # When a renewal falls due and its first try fails only at its backstop
+    retry_starts_s = interval + backstop_s(deadlines.renewal_s) + deadlines.renewal_retry_s
+    # Then the retry starts with at least a quarter of the window left before the lease
+    # counts as lost, and a try is well inside the lease
+    assert retry_starts_s <= lease_s - deadlines.margin_s - window_s / 4 + 1e-9
+    assert deadlines.renewal_s <= lease_s / 2
     # and claims and outcome writes wait out SQLite's busy timeout
     assert deadlines.call_s >= CALL_DEADLINE_FLOOR_S
 

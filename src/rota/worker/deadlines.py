@@ -8,10 +8,13 @@ figure (docs/decisions/0062):
 
 - **Renewals** (heartbeats): from a renewal falling due (`heartbeat_interval` after the
   last one sent) to the lease's end minus the lapse margin there are
-  `lease - interval - margin` seconds. A third of that, at most `RENEWAL_DEADLINE_CAP_S`,
-  is one try's deadline: two tries, each with its backstop, and the retry delay between
-  them fit in that window (2 x (d + d/4) + d/2 = 3 d). The cancel-request reads of the
-  heartbeat task share it.
+  `lease - interval - margin` seconds, the window. Half of it, at most
+  `RENEWAL_DEADLINE_CAP_S`, is one try's deadline: the first try, on a warm connection,
+  gets as long as a slow link needs (a try that times out drops its connection, and a
+  fresh one costs several round trips); if it fails even at its backstop, the retry (after
+  a quarter of a try's deadline) starts with at least a quarter of the window left, which
+  a fresh connection on a healthy network needs a few milliseconds of. The cancel-request
+  reads of the heartbeat task share the deadline.
 - **Claims, releases and outcome writes**: `lease - interval`, the time after which a
   claim's jobs would be handed back as late anyway, between `CALL_DEADLINE_FLOOR_S` (so
   that SQLite's 5 s busy wait for its write lock never ends in an abandoned write) and
@@ -38,7 +41,7 @@ DUTY_DEADLINE_S = 60.0
 # The backstop waits this share of the deadline longer, at most BACKSTOP_CAP_S.
 BACKSTOP_SHARE = 0.25
 BACKSTOP_CAP_S = 1.0
-# A failed renewal is tried again after half a try's deadline, at most this long.
+# A failed renewal is tried again after a quarter of a try's deadline, at most this long.
 RENEWAL_RETRY_CAP_S = 1.0
 
 
@@ -90,10 +93,10 @@ class GroupDeadlines:
         # A heartbeat interval within the margin of the lease leaves no window: a try
         # then gets a tenth of the interval, and one failure may lose the lease.
         renewal_s = min(RENEWAL_DEADLINE_CAP_S,
-                        window_s / 3 if window_s > 0 else interval_s / 10)
+                        window_s / 2 if window_s > 0 else interval_s / 10)
         return cls(
             renewal_s=renewal_s,
-            renewal_retry_s=min(RENEWAL_RETRY_CAP_S, interval_s, renewal_s / 2),
+            renewal_retry_s=min(RENEWAL_RETRY_CAP_S, interval_s, renewal_s / 4),
             margin_s=margin_s,
             call_s=call_deadline_s(lease_s, interval_s),
         )
