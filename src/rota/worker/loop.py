@@ -201,12 +201,10 @@ class GroupLoop:
         return None
 
     def free_capacity(self) -> int:
-        runtime = self.runtime
-        if runtime.isolating:
+        if self.runtime.isolating:
             return 0  # a suspect waits to run alone, or runs alone: nothing else starts
-        if (runtime.store_unreachable or self.heartbeats.failing
-                or not self._pass_idle.is_set()):
-            return 0  # claims_held_back says why
+        if self.claims_held_back is not None:
+            return 0
         free = self.options.pool_size - self._running - self._claiming
         return max(0, min(free, self.options.claim_capacity))
 
