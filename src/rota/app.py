@@ -45,7 +45,7 @@ from rota.core.schedules import Schedule
 from rota.core.workers import GroupFairness, ServedCount, WorkerInfo
 from rota.definition import JobDefinition
 from rota.health import Health, check_health
-from rota.inline import InlineDrive
+from rota.inline import InlineDrive, check_max_executions
 from rota.live_policies import policy_in_force, set_group_policy
 from rota.observability import fairness_over, served_since
 from rota.realtime import build_runtime, run_until_signal, worker_duties
@@ -434,7 +434,7 @@ class App:
 
     # -- the deterministic drive ----------------------------------------------------------
 
-    def run_until_idle(self) -> int:
+    def run_until_idle(self, max_executions: int | None = None) -> int:
         """Run every Worker Group inline until a whole round claims nothing.
 
         Groups run in registration order, pass after pass, at the clock's current time,
@@ -442,30 +442,39 @@ class App:
         (pool_size, capped by max_claim_batch), runs the claimed jobs one after another in
         dispatch order and records their outcomes. Expired leases are swept first.
 
+        Args:
+            max_executions: stop a workload that never goes idle (a job that enqueues a
+                follow-up due now, for ever): once this many jobs ran, a job about to run
+                next raises RuntimeError instead, and the jobs its pass claimed but did
+                not run are handed back (nothing is lost). None: no bound.
+
         Returns:
             The number of job executions.
 
         Raises:
-            ValueError: if a group's policy is invalid (raised as the group starts).
-            RuntimeError: if called from a running event loop; use run_until_idle_async.
+            ValueError: if a group's policy is invalid (raised as the group starts), or
+                `max_executions` is negative (TypeError if it is not an int).
+            RuntimeError: if called from a running event loop (use run_until_idle_async),
+                or past `max_executions`.
         """
         if _loop_is_running():
             raise RuntimeError(
                 "run_until_idle() was called inside a running event loop; "
                 "use `await app.run_until_idle_async()` there"
             )
-        return asyncio.run(self.run_until_idle_async())
+        return asyncio.run(self.run_until_idle_async(max_executions))
 
-    async def run_until_idle_async(self) -> int:
+    async def run_until_idle_async(self, max_executions: int | None = None) -> int:
         """`run_until_idle` from async code: async handlers are awaited on this loop, sync
         handlers run inline (blocking it, on purpose: this drive is for tests)."""
+        check_max_executions(max_executions)
         runners = self._groups.start()
         with self._groups.running(runners):
             follow_stored_policies(self.store, runners)
             self._notify_enqueued(self._schedules.fire_inline(self.store, self.clock))
             drive = InlineDrive(self.store, self.clock, self._handlers, self._retry_policy_for,
                                 lambda: self._outcome_callbacks)
-            return await drive.drain(runners)
+            return await drive.drain(runners, max_executions)
 
     # -- the real-time runtime ------------------------------------------------------------
 

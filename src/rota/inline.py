@@ -12,7 +12,9 @@ claim's (`raise_errors=True`: the pass hands back what it had claimed first), an
 anything raised while a pass's jobs run (a store call, KeyboardInterrupt, a cancellation),
 after the jobs not run yet are handed back (attempt not counted). A test must see a broken
 store, where a real worker logs, backs off and goes on. No duty runs here and no heartbeat
-is sent (docs/decisions/0009).
+is sent (docs/decisions/0009). With `max_executions`, a job about to run once that many
+ran raises `RuntimeError` instead (the same hand-back first), so a workload that never
+goes idle cannot hang a test suite.
 Imports the core, the store contract and the worker's shared pieces; no real time.
 """
 
@@ -29,6 +31,17 @@ from rota.worker.events import OutcomeCallback, emit, outcome_event
 from rota.worker.execution import execute
 from rota.worker.group import GroupRunner, Handler, record_outcome, sweep_expired_leases
 from rota.worker.tracing import Tracing
+
+
+def check_max_executions(max_executions: object) -> None:
+    """`run_until_idle`'s bound: None, or an int of 0 or more."""
+    if max_executions is None:
+        return
+    if not isinstance(max_executions, int) or isinstance(max_executions, bool):
+        raise TypeError("max_executions must be a whole number of job executions or None; "
+                        f"got {max_executions!r}")
+    if max_executions < 0:
+        raise ValueError(f"max_executions must be 0 or more; got {max_executions}")
 
 
 class InlineDrive:
@@ -52,10 +65,16 @@ class InlineDrive:
         self.handlers = handlers
         self.retry_for = retry_for
         self.outcome_callbacks = outcome_callbacks
+        # Set by `drain`: the bound on executions, and how many may still run (None: none).
+        self._bound: int | None = None
+        self._left: int | None = None
 
-    async def drain(self, runners: Sequence[GroupRunner]) -> int:
+    async def drain(self, runners: Sequence[GroupRunner],
+                    max_executions: int | None = None) -> int:
         """Round after round until idle; returns the number of job executions."""
         executions = 0
+        self._left = max_executions
+        self._bound = max_executions
         while True:
             now = self.clock.now()
             sweep_expired_leases(self.store, now, self.retry_for)
@@ -80,6 +99,14 @@ class InlineDrive:
         index = 0
         try:
             for index, job in enumerate(jobs):
+                if self._left is not None:
+                    if self._left == 0:
+                        raise RuntimeError(
+                            f"run_until_idle() ran max_executions={self._bound} jobs and "
+                            "was not idle yet: most likely a job enqueues a follow-up due "
+                            "now, for ever (or its retries are due at once); advance the "
+                            "clock between drives, or raise max_executions")
+                    self._left -= 1
                 plan.serve()
                 started_at = self.clock.now()
                 if tracing is None:

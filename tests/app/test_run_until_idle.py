@@ -334,3 +334,52 @@ def test_an_invalid_policy_names_its_worker_group_in_its_cause() -> None:
     assert str(raised.value.__cause__) == (
         "Queue 'b' has weight 0 (weights must be whole numbers >= 1), in Worker Group "
         "'fair': DispatchPolicy.Weighted([('a', 1), ('b', 0)])")
+
+
+def test_max_executions_stops_a_workload_that_never_goes_idle(make_app: MakeApp) -> None:
+    # Given a job that enqueues a follow-up due now, for ever
+    app = make_app()
+    ran: list[int] = []
+
+    @app.job("again")
+    def again(n: int) -> None:
+        ran.append(n)
+        again.enqueue(n + 1)
+
+    app.add_worker_group(group("g", Strict("default"), pool_size=4))
+    again.enqueue(0)
+    # When the drive is bounded at 25 executions
+    with pytest.raises(RuntimeError) as raised:
+        app.run_until_idle(max_executions=25)
+    # Then it stops with an error naming the bound and the likely cause, after exactly 25
+    # executions, and the follow-up it did not run is still scheduled (nothing lost)
+    message = str(raised.value)
+    assert "max_executions=25" in message and "follow-up" in message
+    assert ran == list(range(25))
+    scheduled = [job for job in app.store.list_jobs(state=JobState.SCHEDULED)]
+    assert [job.args for job in scheduled] == [(25,)]
+
+
+def test_max_executions_is_no_error_for_a_drive_that_goes_idle_within_it(
+    make_app: MakeApp, make_recorder: MakeRecorder
+) -> None:
+    # Given 6 jobs
+    app = make_app()
+    recorder = make_recorder(app)
+    app.add_worker_group(group("g", Strict("q"), pool_size=4))
+    recorder.enqueue("q", 6)
+    # When the drive is bounded at exactly that many, Then it runs them and returns
+    assert app.run_until_idle(max_executions=6) == 6
+    assert app.run_until_idle(max_executions=0) == 0
+
+
+@pytest.mark.parametrize(("bound", "error"), [
+    (-1, ValueError), (1.5, TypeError), ("10", TypeError), (True, TypeError),
+])
+def test_max_executions_must_be_a_whole_number_of_zero_or_more(
+    make_app: MakeApp, bound: object, error: type[Exception]
+) -> None:
+    app = make_app()
+    app.add_worker_group(group("g", Strict("q")))
+    with pytest.raises(error, match="max_executions"):
+        app.run_until_idle(max_executions=bound)  # type: ignore[arg-type]
