@@ -197,8 +197,9 @@ def _sync_calls_allowed() -> Iterator[None]:
             os.environ[key] = previous
 
 
-def run_until_idle(app: rota.App | None = None) -> int:
-    """`app.run_until_idle()` (default: `get_app()`) usable from Django's `TestCase`:
+def run_until_idle(app: rota.App | None = None, max_executions: int | None = None) -> int:
+    """`app.run_until_idle(max_executions)` (default: `get_app()`) usable from Django's
+    `TestCase`:
     handlers run on the test's thread, on the test's own database connections (so inside
     its transaction, seeing its data), and may use the ORM.
 
@@ -211,7 +212,7 @@ def run_until_idle(app: rota.App | None = None) -> int:
         The number of job executions.
 
     Raises:
-        RuntimeError: if called from a running event loop.
+        RuntimeError: if called from a running event loop, or past `max_executions`.
     """
     target = app if app is not None else get_app()
     # Inside a running loop Django keys its connections by context, not by thread:
@@ -221,7 +222,7 @@ def run_until_idle(app: rota.App | None = None) -> int:
     async def drive() -> int:
         for alias, wrapper in shared.items():
             connections[alias] = wrapper
-        return await target.run_until_idle_async()
+        return await target.run_until_idle_async(max_executions)
 
     with _sync_calls_allowed():
         return asyncio.run(drive())
