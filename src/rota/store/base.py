@@ -762,10 +762,11 @@ class LeaderStore(Protocol):
       when there is no lease, when it expired, or when `owner` holds it (a renewal, also
       after expiry if nobody took it meanwhile), and returns it; otherwise it changes
       nothing and returns the live lease of its holder (so the caller knows when to try
-      again), or None if the call lost a race to create the lease and could not read it.
-      The caller holds the lease if and only if the returned lease's owner is `owner`.
-      Check and write are one atomic step in one round trip: however many processes try
-      at once, one live lease has one owner. A refused try writes nothing (PostgreSQL:
+      again), or None if the call lost a race (to create the lease, or to take it once
+      it expired) and could not read the winner's. The caller holds the lease if and
+      only if the returned lease's owner is `owner`. Check and write are one atomic
+      step in one round trip: however many processes try at once, one live lease has
+      one owner. A refused try writes nothing (PostgreSQL:
       takes no row lock).
     - `give_up_leadership(name, owner)` deletes the lease if `owner` holds it (live or
       expired), so that the next take by anyone succeeds at once; never another owner's.

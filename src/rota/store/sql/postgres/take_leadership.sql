@@ -6,7 +6,9 @@
 -- re-check the WHERE clause against the row it wrote (READ COMMITTED) and update nothing;
 -- their INSERT then finds the row and does nothing.
 -- Returns the lease as it stands: the caller's if it took or renewed it, else the row as
--- the statement's snapshot saw it (no row: it lost a race to create the lease).
+-- the statement's snapshot saw it, unless that row names the caller (its lease expired
+-- and a concurrent taker won it after the snapshot: the row is stale). No row: the caller
+-- lost a race, and someone holds the lease now.
 WITH renewed AS (
     UPDATE {schema}.leaders
     SET owner = %(owner)s, expires_at = %(expires_at)s
@@ -25,4 +27,5 @@ UNION ALL
 SELECT owner, expires_at FROM taken
 UNION ALL
 SELECT owner, expires_at FROM {schema}.leaders
-WHERE name = %(name)s AND NOT EXISTS (SELECT FROM renewed) AND NOT EXISTS (SELECT FROM taken)
+WHERE name = %(name)s AND owner <> %(owner)s
+  AND NOT EXISTS (SELECT FROM renewed) AND NOT EXISTS (SELECT FROM taken)
