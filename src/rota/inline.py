@@ -65,16 +65,11 @@ class InlineDrive:
         self.handlers = handlers
         self.retry_for = retry_for
         self.outcome_callbacks = outcome_callbacks
-        # Set by `drain`: the bound on executions, and how many may still run (None: none).
-        self._bound: int | None = None
-        self._left: int | None = None
 
     async def drain(self, runners: Sequence[GroupRunner],
                     max_executions: int | None = None) -> int:
         """Round after round until idle; returns the number of job executions."""
         executions = 0
-        self._left = max_executions
-        self._bound = max_executions
         while True:
             now = self.clock.now()
             sweep_expired_leases(self.store, now, self.retry_for)
@@ -85,28 +80,28 @@ class InlineDrive:
                 plan, jobs = runner.claim_pass(self.store, runner.options.claim_capacity, now,
                                                raise_errors=True)
                 claimed_any = claimed_any or bool(jobs)
-                executions += await self._run(runner, plan, jobs)
+                executions += await self._run(runner, plan, jobs, executions, max_executions)
             if not claimed_any and not any(runner.probe_pending for runner in runners):
                 return executions
 
     async def _run(
-        self, runner: GroupRunner, plan: PassPlan[JobRecord], jobs: list[JobRecord]
+        self, runner: GroupRunner, plan: PassPlan[JobRecord], jobs: list[JobRecord],
+        ran: int, max_executions: int | None,
     ) -> int:
-        """Run one pass's jobs one after another in dispatch order and record each outcome.
-        If anything raises, the jobs not run yet are handed back and the exception
+        """Run one pass's jobs one after another in dispatch order and record each outcome
+        (`ran` jobs ran before this pass). If anything raises, or a job would run past
+        `max_executions`, the jobs not run yet are handed back and the exception
         propagates."""
         tracing = Tracing.active()
         index = 0
         try:
             for index, job in enumerate(jobs):
-                if self._left is not None:
-                    if self._left == 0:
-                        raise RuntimeError(
-                            f"run_until_idle() ran max_executions={self._bound} jobs and "
-                            "was not idle yet: most likely a job enqueues a follow-up due "
-                            "now, for ever (or its retries are due at once); advance the "
-                            "clock between drives, or raise max_executions")
-                    self._left -= 1
+                if max_executions is not None and ran + index >= max_executions:
+                    raise RuntimeError(
+                        f"run_until_idle() ran max_executions={max_executions} jobs and "
+                        "was not idle yet: most likely a job enqueues a follow-up due "
+                        "now, for ever (or its retries are due at once); advance the "
+                        "clock between drives, or raise max_executions")
                 plan.serve()
                 started_at = self.clock.now()
                 if tracing is None:
