@@ -101,9 +101,10 @@ def test_without_retention_a_worker_deletes_nothing(shared_store: Callable[[], S
 
 
 class FailingPurge:
-    """Delegates to a real store; its first `failures` purge calls raise."""
+    """Delegates to a real store; the first `failures[0]` purge calls through any wrapper
+    sharing the `failures` list raise."""
 
-    def __init__(self, inner: Store, failures: int) -> None:
+    def __init__(self, inner: Store, failures: list[int]) -> None:
         self.inner = inner
         self.failures = failures
 
@@ -111,8 +112,8 @@ class FailingPurge:
         return getattr(self.inner, name)
 
     def purge(self, *args: Any) -> int:
-        if self.failures > 0:
-            self.failures -= 1
+        if self.failures[0] > 0:
+            self.failures[0] -= 1
             raise RuntimeError("purge exploded")
         return self.inner.purge(*args)
 
@@ -121,11 +122,12 @@ def test_two_workers_prune_one_store_at_once_and_survive_a_failing_purge(
     shared_store: Callable[[], Store], caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Given two workers on one store, the first one's purge failing once at the start
-    # (the backoff shortened so the test does not wait a second)
+    # Given two workers on one store, the first purge failing once at the start whichever
+    # worker leads the maintenance (the backoff shortened so the test does not wait a second)
     monkeypatch.setattr("rota.worker.retention.FIRST_RETRY_S", 0.05)
-    first = make_app(FailingPurge(shared_store(), 1), QUICK_RETENTION)
-    second = make_app(shared_store(), QUICK_RETENTION)
+    failures = [1]
+    first = make_app(FailingPurge(shared_store(), failures), QUICK_RETENTION)
+    second = make_app(FailingPurge(shared_store(), failures), QUICK_RETENTION)
     first.jobs["ok"].enqueue_many([()] * 40)
     store = shared_store()
     outcomes = Outcomes()
