@@ -20,21 +20,20 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, assert_never
 
 from rota.core.dispatch import PassPlan, RoundTrip, for_policy, switch
 from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions
-from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord
+from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobEvent, JobRecord
 from rota.core.outcomes import (
-    Cancelled,
-    DeadLettered,
     Outcome,
     RetryAt,
     Succeeded,
     after_failure,
     describe,
     describe_error,
+    ending,
 )
 from rota.core.plurals import counted
 from rota.core.policy import DispatchPolicy, name_in_fault
@@ -304,22 +303,24 @@ def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime
                    group: str) -> bool:
     """Write `outcome` for `job`'s lease; False if the lease was lost (outcome fenced)."""
     lease = job.lease
-    if isinstance(outcome, Succeeded):
-        applied = store.complete([lease], now, [outcome.result_json]) == 1
-    elif isinstance(outcome, RetryAt):
-        # `traceback` only when there is one: a store written before it existed still works
-        applied = (store.retry(lease, now, outcome.due_at, outcome.error)
-                   if outcome.traceback is None else
-                   store.retry(lease, now, outcome.due_at, outcome.error,
-                               traceback=outcome.traceback))
-    elif isinstance(outcome, DeadLettered):
-        applied = (store.dead_letter(lease, now, outcome.error) if outcome.traceback is None
-                   else store.dead_letter(lease, now, outcome.error,
-                                          traceback=outcome.traceback))
-    elif isinstance(outcome, Cancelled):
-        applied = store.cancel_leased(lease, now, outcome.error)
-    else:
-        applied = store.quarantine(lease, now, outcome.error)
+    event, error, trace, due_at, result = ending(outcome)
+    match event:
+        case JobEvent.COMPLETE:
+            applied = store.complete([lease], now, [result]) == 1
+        case JobEvent.RETRY:
+            assert error is not None and due_at is not None
+            applied = store.retry(lease, now, due_at, error, traceback=trace)
+        case JobEvent.DEAD_LETTER:
+            assert error is not None
+            applied = store.dead_letter(lease, now, error, traceback=trace)
+        case JobEvent.CANCEL:
+            assert error is not None
+            applied = store.cancel_leased(lease, now, error)
+        case JobEvent.QUARANTINE:
+            assert error is not None
+            applied = store.quarantine(lease, now, error)
+        case _:
+            assert_never(event)
     # The failure itself was logged at WARNING, with its traceback, where it happened.
     if applied:
         log_recorded(group, [(job, outcome)])
