@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Final, assert_never
+from typing import Final, assert_never
 
 from rota.core.dispatch import PassPlan, RoundTrip, for_policy, switch
 from rota.core.group_policies import StoredPolicy
@@ -213,21 +213,17 @@ class GroupRunner:
                     self.last_error = error
                     break
                 if carried:  # the caller logs them (log_recorded, warn_leases_lost)
-                    self.outcomes_applied = (answer.applied if isinstance(answer, Claimed)
-                                             else len(outcomes))
+                    self.outcomes_applied = answer.applied
                     outcomes = ()
                 if requests[0].probe:
                     self._recheck_at = now + self.options.poll_interval
                 claimed.extend(answer)
-                if isinstance(answer, Claimed):
-                    plan.record_round(requests, answer, due=answer.due,
-                                      controlled=answer.controlled)
-                    if answer.next_token_at is not None and (
-                            self.next_token_at is None
-                            or answer.next_token_at < self.next_token_at):
-                        self.next_token_at = answer.next_token_at
-                else:  # a store of the older contract: it does not say
-                    plan.record_round(requests, answer, due=None)
+                plan.record_round(requests, answer, due=answer.due,
+                                  controlled=answer.controlled)
+                if answer.next_token_at is not None and (
+                        self.next_token_at is None
+                        or answer.next_token_at < self.next_token_at):
+                    self.next_token_at = answer.next_token_at
             dispatched = plan.dispatch_order()
         except BaseException:
             self._hand_back(store, claimed, now)
@@ -237,18 +233,11 @@ class GroupRunner:
     def _round_trip(
         self, store: Store, trip: RoundTrip, now: datetime, lease_expires_at: datetime,
         outcomes: Sequence[LeaseOutcome],
-    ) -> list[JobRecord]:
-        """The one store call for `trip`. Its optional parameters are passed only when
-        used: a store wrapper of the older contract (a test double) lacks them."""
-        extra: dict[str, Any] = {}
-        if trip.limits is not None:
-            extra["limits"] = trip.limits
-        if trip.probe:
-            extra["probe"] = trip.probe
-        if outcomes:
-            extra["outcomes"] = outcomes
+    ) -> Claimed:
+        """The one store call for `trip`."""
         return store.claim(trip.queues, trip.limit, now=now, owner=self.owner,
-                           lease_expires_at=lease_expires_at, **extra)
+                           lease_expires_at=lease_expires_at, limits=trip.limits,
+                           probe=trip.probe, outcomes=outcomes)
 
     def _claim_failed(self, queues: Sequence[str], error: Exception,
                       log_store_errors: bool = True) -> None:
