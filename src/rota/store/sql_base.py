@@ -376,36 +376,34 @@ class SqlStore(ABC, Generic[Conn]):
 
     # -- Queue controls -----------------------------------------------------------------
 
-    def _change_settings(self, name: str, params: Mapping[str, object]) -> QueueSettings:
-        rows, _ = self._run(name, {**params, **self._hints}, "changing Queue settings",
-                            write=True)
-        queue, paused, limit = rows[0]
-        if not paused:  # a resume or a new limit may leave room: other processes look now
-            self._wake_others([queue])
-        return QueueSettings(queue, paused=bool(paused), limit=limit)
+    def _change_settings(self, queue: str, setting: str, **values: object) -> QueueSettings:
+        """Change one of `queue`'s settings (`setting`: 'paused', 'limit' or 'rate', its
+        values as keywords), keeping the others: the one upsert of them all."""
+        params = {"queue": validate_queue_name(queue), "setting": setting, "paused": None,
+                  "limit": None, "jobs": None, "per_us": None, "burst": None, **values}
+        rows, _ = self._run("set_queue_settings", {**params, **self._hints},
+                            "changing Queue settings", write=True)
+        name, paused, limit = rows[0]
+        if not paused:  # a resume, a new limit or rate may leave room: others look now
+            self._wake_others([name])
+        return QueueSettings(name, paused=bool(paused), limit=limit)
 
     def pause_queue(self, queue: str) -> QueueSettings:
-        return self._change_settings(
-            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": True})
+        return self._change_settings(queue, "paused", paused=True)
 
     def resume_queue(self, queue: str) -> QueueSettings:
-        return self._change_settings(
-            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": False})
+        return self._change_settings(queue, "paused", paused=False)
 
     def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
-        return self._change_settings("set_queue_limit", {
-            "queue": validate_queue_name(queue), "limit": validate_queue_limit(limit)})
+        return self._change_settings(queue, "limit", limit=validate_queue_limit(limit))
 
     def set_queue_rate(self, queue: str, rate: QueueRate | None) -> QueueRate | None:
         checked = check_rate(rate)
-        params: dict[str, object] = {"queue": validate_queue_name(queue), "jobs": None,
-                                     "per_us": None, "burst": None}
-        if checked is not None:
-            params.update(jobs=checked.jobs, per_us=checked.per_us, burst=checked.burst)
-        rows, _ = self._run("set_queue_rate", {**params, **self._hints},
-                            "changing Queue settings", write=True)
-        if not rows[0][1]:  # a full bucket, or no rate, may leave room: others look now
-            self._wake_others([queue])
+        if checked is None:
+            self._change_settings(queue, "rate")
+        else:
+            self._change_settings(queue, "rate", jobs=checked.jobs, per_us=checked.per_us,
+                                  burst=checked.burst)
         return checked
 
     def queue_infos(self, now: datetime) -> list[QueueInfo]:
