@@ -143,3 +143,32 @@ def test_worker_group_names_are_capped_as_queue_names_are() -> None:
         app.add_worker_group(rota.WorkerGroupOptions(
             name=long_name, policy=rota.Strict("default")))
     app.close()
+
+
+SCHEDULED_APP = """\
+import rota
+
+app = rota.App("sqlite:///sched.db")
+
+
+@app.job("ping")
+def ping() -> None:
+    pass
+
+
+app.schedule("every-minute", ping, cron="* * * * *")
+"""
+
+
+def test_schedules_before_any_worker_ran_says_so_without_a_url_hint(tmp_path: Path) -> None:
+    # Given an App with a schedule whose SQLite store no worker has created yet
+    (tmp_path / "schedapp.py").write_text(SCHEDULED_APP)
+    # When its schedules are asked for
+    done = rota_run("schedules", "--app", "schedapp:app", cwd=tmp_path)
+    # Then one line says the store does not exist yet and what creates it, with no hint
+    # about the URL's form (the URL is right)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert "does not exist yet" in done.stderr
+    assert "expected sqlite:///" not in done.stderr
+    assert not (tmp_path / "sched.db").exists()
