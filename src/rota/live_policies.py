@@ -17,25 +17,14 @@ from rota.core.group_policies import StoredPolicy
 from rota.core.groups import validate_group_name
 from rota.core.policy import DispatchPolicy
 from rota.core.workers import policy_parts
-from rota.store.base import GroupPolicyStore, Store
-
-
-def policy_store(store: Store) -> GroupPolicyStore:
-    """`store` as a GroupPolicyStore, or a TypeError saying it keeps no group policies."""
-    if not isinstance(store, GroupPolicyStore):
-        raise TypeError(
-            f"the store {store.url!r} does not keep group policies (it lacks "
-            "set_group_policy, group_policy and group_policy_versions); use a memory://, "
-            "sqlite:/// or postgresql:// store")
-    return store
+from rota.store.base import Store
 
 
 def set_group_policy(store: Store, groups: WorkerGroups, group: str,
                      policy: DispatchPolicy | None, now: datetime) -> int:
     """Store `group`'s policy (None: clear it) and hand it to this App's runner of the
     group; the stored version."""
-    stored = policy_store(store)
-    version = stored.set_group_policy(group, policy, now)  # checks it, as a start does
+    version = store.set_group_policy(group, policy, now)  # checks it, as a start does
     row = None if policy is None else StoredPolicy(group, *policy_parts(policy), version, now)
     groups.policy_set(group, version, row)
     return version
@@ -61,7 +50,7 @@ def policy_in_force(store: Store, code: DispatchPolicy | None, group: str) -> Po
             name is invalid.
     """
     validate_group_name(group)
-    row = policy_store(store).group_policy(group)
+    row = store.group_policy(group)
     unusable = None
     if row is not None:
         try:

@@ -13,7 +13,7 @@ import pytest
 import rota
 from rota.core.jobs import JobRecord
 from rota.store import open_store
-from rota.store.base import Store, StoreError
+from rota.store.base import LeaseOutcome, Store, StoreError
 
 
 class RecordingStore:
@@ -28,11 +28,12 @@ class RecordingStore:
     def claim(
         self, queues: Sequence[str], limit: int, *, now: datetime, owner: str,
         lease_expires_at: datetime, limits: Sequence[int] | None = None,
-        probe: Sequence[str] = (),
+        probe: Sequence[str] = (), outcomes: Sequence[LeaseOutcome] = (),
     ) -> list[JobRecord]:
         if limit == 0 and not queues:  # a probe only: it claims nothing
             return self.inner.claim(queues, limit, now=now, owner=owner,
-                                    lease_expires_at=lease_expires_at, probe=probe)
+                                    lease_expires_at=lease_expires_at, probe=probe,
+                                    outcomes=outcomes)
         # A batched claim (per-Queue limits, one round trip) is recorded as the one-Queue
         # claims it stands for; when it fails, as its first claim failing.
         asked = ([((queue,), count) for queue, count in zip(queues, limits, strict=True)]
@@ -42,7 +43,7 @@ class RecordingStore:
             raise StoreError("injected claim failure")
         jobs = self.inner.claim(
             queues, limit, now=now, owner=owner, lease_expires_at=lease_expires_at,
-            limits=limits, probe=probe)
+            limits=limits, probe=probe, outcomes=outcomes)
         if limits is None:
             self.claims.append((tuple(queues), limit, len(jobs)))
         else:

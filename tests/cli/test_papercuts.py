@@ -240,7 +240,7 @@ def test_read_commands_with_an_app_create_no_store(
     done = rota_piped(*command, "--app", "readapp:app", cwd=tmp_path, **env)
     # Then it names the missing file as a usage error, and creates nothing
     assert done.returncode == 2, (done.stdout, done.stderr)
-    assert "does not exist; read-only commands never create a store" in done.stderr
+    assert "does not exist yet; read-only commands never create a store" in done.stderr
     assert "Traceback" not in done.stderr
     assert sorted(path.name for path in tmp_path.iterdir()
                   if path.name != "__pycache__") == ["readapp.py"]

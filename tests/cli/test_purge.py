@@ -71,7 +71,7 @@ def test_purge_deletes_finished_jobs_older_than_the_duration(
     ("argv", "message"),
     [
         (["--older-than", "7x"], "'7x' is not a duration; expected a number and a unit"),
-        (["--older-than=-3d"], "'-3d' is not a duration"),
+        (["--older-than=-3d"], "--older-than must be a duration of 0 or more; got '-3d'"),
         (["--older-than", ""], "'' is not a duration"),
         ([], "--older-than is required"),
         (["--older-than", "1d", "--state", "scheduled"], "only finished jobs, not scheduled"),

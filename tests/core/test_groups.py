@@ -106,9 +106,9 @@ def test_options_are_immutable(make_options: Options) -> None:
         options.pool_size = 3  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("name", ["", " ", "two words", "tab\there", "new\nline"])
+@pytest.mark.parametrize("name", ["", " ", "two words", "tab\there", "new\nline", "g" * 201])
 def test_a_group_name_must_be_non_empty_without_whitespace(name: str) -> None:
-    with pytest.raises(ValueError, match="Worker Group name must be non-empty"):
+    with pytest.raises(ValueError, match=r"Worker Group name must (be|not)"):
         WorkerGroupOptions(name=name, policy=Strict("a"))
 
 

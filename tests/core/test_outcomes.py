@@ -8,8 +8,11 @@ from datetime import UTC, datetime
 from rota.core.outcomes import (
     MAX_ERROR_LENGTH,
     MAX_TRACEBACK_BYTES,
+    Cancelled,
     DeadLettered,
+    Quarantined,
     RetryAt,
+    Succeeded,
     after_failure,
     bound_traceback,
     describe,
@@ -104,3 +107,43 @@ def test_a_failure_outcome_carries_its_traceback() -> None:
     given_up = after_failure(1, "E: x", RetryPolicy(give_up_on=ValueError), T0,
                              exception=ValueError("x"), traceback="Traceback ...")
     assert isinstance(given_up, DeadLettered) and given_up.traceback == "Traceback ..."
+
+
+# -- what each outcome asks of a store (one mapping, rota.core.outcomes.ending) ----------
+
+
+def test_every_outcome_kind_has_its_own_ending() -> None:
+    from typing import get_args
+
+    from rota.core.jobs import JobEvent
+    from rota.core.outcomes import Outcome, ending
+
+    samples = {
+        "Succeeded": Succeeded('{"n": 1}'),
+        "RetryAt": RetryAt(T0, "E: x", "tb"),
+        "DeadLettered": DeadLettered("E: y", "tb2"),
+        "Quarantined": Quarantined("E: z"),
+        "Cancelled": Cancelled(),
+    }
+    # Every member of the Outcome union is covered here (a new one fails this test too)
+    assert {kind.__name__ for kind in get_args(Outcome)} == set(samples)
+    endings = {name: ending(outcome) for name, outcome in samples.items()}
+    assert endings == {
+        "Succeeded": (JobEvent.COMPLETE, None, None, None, '{"n": 1}'),
+        "RetryAt": (JobEvent.RETRY, "E: x", "tb", T0, None),
+        "DeadLettered": (JobEvent.DEAD_LETTER, "E: y", "tb2", None, None),
+        "Quarantined": (JobEvent.QUARANTINE, "E: z", None, None, None),
+        "Cancelled": (JobEvent.CANCEL, Cancelled().error, None, None, None),
+    }
+
+
+def test_something_that_is_no_outcome_is_refused_not_quarantined() -> None:
+    import pytest
+
+    from rota.core.outcomes import ending
+
+    class Postponed:  # a kind of outcome added later, not taught to `ending`
+        error = "Postponed: later"
+
+    with pytest.raises(AssertionError):
+        ending(Postponed())  # type: ignore[arg-type]

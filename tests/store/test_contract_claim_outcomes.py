@@ -251,3 +251,24 @@ def test_successes_with_a_claim_over_a_limited_queue_free_its_room(store: Store)
     assert sorted(job.id for job in answer) == waiting
     assert_counts_exact(store, LATER)
 
+
+
+def test_the_workers_writer_refuses_what_is_no_outcome_instead_of_quarantining(
+    store: Store,
+) -> None:
+    # Given a leased job, and an outcome of a kind the writer does not know (as a new kind
+    # added to rota.core.outcomes would be, before mypy points at the places to teach)
+    from rota.worker.group import record_outcome
+
+    @dataclasses.dataclass(frozen=True)
+    class Postponed:
+        error: str = "Postponed: a kind of outcome added later"
+
+    (job_id,) = store.enqueue([new()], T0)
+    claim(store, ["q"], 1)
+    job = record(store, job_id)
+    # When the worker's writer is handed it
+    with pytest.raises(AssertionError):
+        record_outcome(store, job, Postponed(), LATER, "g")  # type: ignore[arg-type]
+    # Then nothing is written: the job is still leased, not quarantined
+    assert record(store, job_id).state is JobState.LEASED

@@ -347,3 +347,42 @@ def test_processes_claiming_a_limited_queue_lease_exactly_the_limit(
         assert store.count_jobs() == {("q", JobState.LEASED): 7, ("q", JobState.SCHEDULED): 33}
     finally:
         store.close()
+
+
+def test_each_setting_changes_only_itself_and_keeps_the_others(store: Store) -> None:
+    from rota.core.rates import parse_rate
+
+    # Given a Queue paused, limited and rated, one setting after the other
+    rate = parse_rate("5/1m")
+    assert store.pause_queue("q") == QueueSettings("q", paused=True, limit=None)
+    assert store.set_queue_limit("q", 3) == QueueSettings("q", paused=True, limit=3)
+    store.set_queue_rate("q", rate)
+
+    def settings() -> tuple[bool, int | None, object]:
+        # (A Queue with no jobs and every setting at its default may not be listed.)
+        infos = [(i.paused, i.limit, i.rate) for i in store.queue_infos(T0) if i.name == "q"]
+        return infos[0] if infos else (False, None, None)
+
+    assert settings() == (True, 3, rate)
+    # When each is changed again, alone
+    assert store.resume_queue("q") == QueueSettings("q", paused=False, limit=3)
+    assert settings() == (False, 3, rate)
+    assert store.set_queue_limit("q", None) == QueueSettings("q", paused=False, limit=None)
+    assert settings() == (False, None, rate)
+    store.set_queue_rate("q", None)
+    # Then the others were kept each time
+    assert settings() == (False, None, None)
+    # And a setting of a new Queue starts from the defaults for the others
+    store.set_queue_rate("r", rate)
+    assert [(i.paused, i.limit) for i in store.queue_infos(T0) if i.name == "r"] == [
+        (False, None)]
+
+
+def test_the_queue_settings_are_written_by_one_upsert_per_dialect() -> None:
+    from importlib.resources import files
+
+    for dialect in ("sqlite", "postgres"):
+        names = {entry.name for entry in files("rota.store").joinpath("sql", dialect).iterdir()}
+        assert "set_queue_settings.sql" in names, dialect
+        assert not names & {"set_queue_paused.sql", "set_queue_limit.sql",
+                            "set_queue_rate.sql"}, dialect

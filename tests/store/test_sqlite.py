@@ -342,7 +342,7 @@ def test_listen_hints_enqueues_from_other_connections_by_queue(tmp_path: Path) -
 
 def test_read_only_never_creates_a_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "missing.db"
-    with pytest.raises(StoreConfigError, match="does not exist; read-only commands never"):
+    with pytest.raises(StoreConfigError, match="does not exist yet; read-only commands never"):
         open_store(f"sqlite:///{missing}", read_only=True)
     assert list(tmp_path.iterdir()) == []
 
@@ -509,7 +509,7 @@ def test_read_commands_name_a_missing_file_and_create_nothing(tmp_path: Path) ->
             capture_output=True, text=True, timeout=60, check=False,
         )
         assert done.returncode == 2
-        assert "does not exist; read-only commands never create a store" in done.stderr
+        assert "does not exist yet; read-only commands never create a store" in done.stderr
         assert done.stderr.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
 

@@ -449,6 +449,51 @@ def test_outcomes_ride_with_claims_unless_the_store_wants_them_written_beside(
         app.close()
 
 
+class PlainClaimWrapper:
+    """Delegates to a real store through a `claim(*args, **kwargs)` whose signature names
+    none of the claim's parameters (as a decorator or a proxy would show it)."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.carried = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def claim(self, *args: Any, **kwargs: Any) -> Claimed:
+        self.carried += len(kwargs.get("outcomes", ()))
+        return self.inner.claim(*args, **kwargs)
+
+
+def test_whether_outcomes_ride_with_claims_is_the_stores_call_not_its_signatures() -> None:
+    # Given a worker on a memory store behind a wrapper whose claim shows no `outcomes`
+    # (the Store protocol is internal: no store of an older contract to guess at)
+    store = PlainClaimWrapper(open_store("memory://"))
+    app = rota.App(store)
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("default"), pool_size=4, poll_interval=0.05))
+
+    @app.job("work")
+    async def work() -> None:
+        pass
+
+    work.enqueue_many([()] * 40)
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+
+    async def scenario() -> None:
+        async with app.serve():
+            await outcomes.count(40)
+
+    try:
+        # When it drains 40 jobs, 4 at a time
+        run(scenario())
+        # Then outcomes went with claims, as the memory store prefers
+        assert store.carried > 0
+    finally:
+        app.close()
+
+
 # -- graceful shutdown -----------------------------------------------------------------
 
 

@@ -21,7 +21,9 @@ import argparse
 import importlib
 import logging
 import os
+import re
 import sys
+import traceback
 from collections.abc import Sequence
 
 from rota.cli.common import CommandError
@@ -55,6 +57,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more logging (-v info, -vv debug)")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an error, print its traceback too (or set ROTA_DEBUG=1)")
     parser.add_argument("--version", action="version", version=f"rota {__version__}",
                         help="print rota's version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -66,16 +70,32 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                            "failed to import")
             raise
         module.register(subparsers)
+    for each in (parser, *subparsers.choices.values()):
+        _take_negatives_as_values(each)
     return parser
 
 
+# What argparse reads as a negative number (a value, not an option): by default only
+# `-5` or `-0.5`, so `rota rate b -5/1m` said "the following arguments are required" and
+# `--older-than -7d` "expected one argument". No option of rota starts with a dash and a
+# digit, so any such word is a value, and the command's own check names it (a range).
+_NEGATIVE_VALUE = re.compile(r"^-\d")
+
+
+def _take_negatives_as_values(parser: argparse.ArgumentParser) -> None:
+    parser._negative_number_matcher = _NEGATIVE_VALUE  # argparse has no API for it
+
+
 VERBOSE_FLAGS = {"-v": 1, "-vv": 2, "-vvv": 3, "--verbose": 1}
+# The top-level flags accepted anywhere on the line, moved before the command.
+ANYWHERE_FLAGS = {*VERBOSE_FLAGS, "--debug"}
 
 
 def _verbosity_first(argv: Sequence[str]) -> list[str]:
-    """Accept -v anywhere (`rota worker app:app -v` as well as `rota -v worker app:app`)."""
-    flags = [arg for arg in argv if arg in VERBOSE_FLAGS]
-    return [*flags, *(arg for arg in argv if arg not in VERBOSE_FLAGS)]
+    """Accept -v and --debug anywhere (`rota worker app:app -v` as well as `rota -v worker
+    app:app`)."""
+    flags = [arg for arg in argv if arg in ANYWHERE_FLAGS]
+    return [*flags, *(arg for arg in argv if arg not in ANYWHERE_FLAGS)]
 
 
 def _split_at_double_dash(argv: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -98,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The command is the first word after the -v flags (the top level has no option that
     # takes a value). Anything else (`rota`, `rota -h`, a typo) gets the whole parser, so
     # help and "invalid choice" list every command.
-    first = next((arg for arg in before if arg not in VERBOSE_FLAGS), None)
+    first = next((arg for arg in before if arg not in ANYWHERE_FLAGS), None)
     parser = build_parser(first if first in SUBCOMMANDS else None)
     args = parser.parse_args(before)
     if trailing:
@@ -113,6 +133,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except CommandError as error:
+        cause = error.__cause__
+        if cause is not None and (args.debug or os.environ.get("ROTA_DEBUG", "") not in
+                                  {"", "0"}):
+            traceback.print_exception(cause, file=sys.stderr)
         print(f"rota {args.command}: {error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:

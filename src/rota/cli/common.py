@@ -14,6 +14,7 @@ from rota.app import App
 from rota.app_settings import stores_opened_read_only
 from rota.core.jobs import MAX_JOB_ID
 from rota.store import Store, StoreClock, StoreConfigError, StoreError, open_store
+from rota.store.base import Migratable
 
 
 class CommandError(Exception):
@@ -104,6 +105,13 @@ def load_app(spec: str, *, read_only: bool = False) -> App:
         raise UsageError(f"APP {spec!r}: {error}") from None
     except StoreError as error:
         raise CommandError(f"APP {spec!r}: {error}") from None
+    except Exception as error:
+        # The module itself raised: one line naming it and the error; its traceback with
+        # --debug or ROTA_DEBUG=1 (the error is chained for that).
+        raise UsageError(
+            f"cannot import {module_name!r} for APP {spec!r}: it raised "
+            f"{type(error).__name__}: {error} (the traceback: rota --debug, or "
+            "ROTA_DEBUG=1)") from error
     target: object = module
     for part in attribute.split("."):
         try:
@@ -166,9 +174,23 @@ def opened_store(
         except StoreError as error:
             raise CommandError(str(error)) from None
     try:
+        reach(store)
         yield store
     except StoreError as error:
         raise CommandError(str(error)) from None
     finally:
         if owned:
             store.close()
+
+
+def reach(store: Store) -> None:
+    """Fail at once, in one line, when the store cannot be reached: one direct connection
+    (reading the schema version), before any pooled call. A pooled call to a PostgreSQL
+    URL with a wrong port, database or role would wait out the pool's 30 s, its pool
+    logging a warning at each retry, before the same error.
+
+    Raises:
+        StoreError: naming the store and the cause.
+    """
+    if isinstance(store, Migratable):
+        store.schema_version()

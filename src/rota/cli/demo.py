@@ -33,7 +33,7 @@ import rota
 from rota.cli.common import UsageError, whole_number
 from rota.cli.demo_live import serve_live
 from rota.cli.demo_tenants import run_tenants_demo
-from rota.cli.display import line, make_console, user_text
+from rota.cli.display import line, make_console, print_whole, user_text
 from rota.store import StoreConfigError, StoreError
 
 WEIGHTS = (("a", 6), ("b", 3), ("c", 1))
@@ -199,7 +199,7 @@ def _report(console: Console, tally: Tally, backlog: dict[str, int], elapsed: fl
         expected = "all while due" if order == 1 else "only when critical is empty"
         table.add_row("priority", queue, f"strict #{order}", expected,
                       str(tally.served[queue]), f"{share:.1%}")
-    console.print(table)
+    print_whole(console, table)
 
     drained = tally.served["critical"] >= backlog["critical"]
     if drained and "bulk" in tally.first_at:

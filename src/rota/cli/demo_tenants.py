@@ -27,7 +27,7 @@ from rich.table import Table
 
 import rota
 from rota.cli.demo_live import serve_live
-from rota.cli.display import line, user_text
+from rota.cli.display import line, print_whole, user_text
 
 POOL_SIZE = 4
 NOISY = "tenant-noisy"
@@ -134,7 +134,7 @@ def report(
               f"median {statistics.median(small_firsts):.2f} s, max {max(small_firsts):.2f} s")
     table.add_row(f"{len(names)} small tenants", "1 each", f"{per_small} each",
                   str(tally.small_served), small_share, f"{len(names) / tenants:.1%}", firsts)
-    console.print(table)
+    print_whole(console, table)
 
     total = sum(tally.served.values())
     if tally.small_done_at is not None:

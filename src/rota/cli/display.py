@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 from rich.cells import cell_len
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
 # Kept as they are: a table cell may hold a multi-line error message.
@@ -73,6 +74,17 @@ def make_console(*, stderr: bool = False) -> Console:
     if not stream.isatty() and "COLUMNS" not in os.environ:
         width = FULL_WIDTH
     return Console(highlight=False, emoji=False, stderr=stderr, width=width)
+
+
+def print_whole(console: Console, table: Table) -> None:
+    """Print `table` with every cell whole, never an id, a number or a name cut with an
+    ellipsis: when its natural width is wider than the console's (COLUMNS=80, as CI
+    systems and test runners set it, or a narrow terminal), at that width; a terminal
+    then wraps its lines, and every value is still there to read or copy."""
+    needed = console.measure(table, options=console.options.update_width(FULL_WIDTH)).maximum
+    if needed > console.width:
+        console.width = needed
+    console.print(table)
 
 
 def boxed_table(

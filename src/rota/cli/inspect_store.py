@@ -9,7 +9,7 @@ from datetime import datetime
 from rich.table import Table
 
 from rota.cli.common import add_store_options, limit_arg, offset_arg, opened_store
-from rota.cli.display import make_console, user_text
+from rota.cli.display import make_console, print_whole, user_text
 from rota.core.jobs import JobRecord, JobState
 from rota.core.plurals import counted
 
@@ -74,5 +74,5 @@ def run_jobs(args: argparse.Namespace) -> int:
         table.add_row(str(job.id), user_text(job.name), user_text(job.queue), job.state.value,
                       str(job.attempt), job.due_at.isoformat(timespec="seconds"),
                       user_text(job.last_error or job.arguments_error or ""))
-    make_console().print(table)
+    print_whole(make_console(), table)
     return 0

@@ -16,7 +16,7 @@ from rota.cli.common import UsageError, add_store_options, load_app, opened_stor
 from rota.cli.simulate import parse_policy
 from rota.core.groups import validate_group_name
 from rota.core.policy import DispatchPolicy, PolicyFault, Weighted
-from rota.live_policies import PolicyInForce, policy_in_force, policy_store
+from rota.live_policies import PolicyInForce, policy_in_force
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 # Queues shown on one line before the rest are counted (--json lists them all).
@@ -123,12 +123,8 @@ def run(args: argparse.Namespace) -> int:
         options = {o.name: o for o in load_app(args.app, read_only=not changing).worker_groups}
         code = options[group].policy if group in options else None
     with opened_store(args.store, args.app, read_only=not changing) as store:
-        try:
-            stored = policy_store(store)
-        except TypeError as error:
-            raise UsageError(str(error)) from None
         if changing:
-            version = stored.set_group_policy(group, new, store_now(store))
+            version = store.set_group_policy(group, new, store_now(store))
             done = ("cleared: it runs the policy in its code" if new is None
                     else f"set to {policy_text(new)}")
             if not args.json:

@@ -25,6 +25,9 @@ def parse_duration(text: str) -> timedelta:
     """
     match = _DURATION.fullmatch(text.strip().lower())
     if match is None:
+        if _DURATION.fullmatch(text.strip().lower().removeprefix("-")):
+            raise ValueError(f"--older-than must be a duration of 0 or more; got {text!r} "
+                             f"({DURATION_FORM})")
         raise ValueError(f"{text!r} is not a duration; expected {DURATION_FORM}")
     try:
         return timedelta(**{_UNITS[match[2]]: float(match[1])})

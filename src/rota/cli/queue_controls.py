@@ -15,7 +15,7 @@ from typing import TypeAlias
 from rich.table import Table
 
 from rota.cli.common import UsageError, add_store_options, load_app, opened_store, store_now
-from rota.cli.display import line, make_console, user_text
+from rota.cli.display import line, make_console, print_whole, user_text
 from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
 from rota.core.queues import validate_queue_name
@@ -250,7 +250,7 @@ def run_queues(args: argparse.Namespace) -> int:
                 unserved += info.due > 0
                 cells.append(user_text("nobody", "bold red" if info.due else ""))
         table.add_row(*cells)
-    console.print(table)
+    print_whole(console, table)
     if unserved:
         what = ("1 Queue with due jobs is" if unserved == 1
                 else f"{unserved} Queues with due jobs are")

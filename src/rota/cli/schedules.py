@@ -16,7 +16,7 @@ from datetime import datetime
 from rich.table import Table
 
 from rota.cli.common import CommandError, add_store_options, load_app, opened_store, store_now
-from rota.cli.display import make_console, user_text
+from rota.cli.display import make_console, print_whole, user_text
 from rota.core.schedules import ScheduleRow, ScheduleRule, next_fire
 from rota.schedules import rule_from_text
 from rota.store.base import ScheduleStore
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
             user_text(line.job), user_text(line.queue), line.status,
             _when(line.last_fire_at), _when(line.next_fire_at),
         )
-    console.print(table)
+    print_whole(console, table)
     return 0
 
 

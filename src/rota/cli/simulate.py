@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rota.cli.common import UsageError, whole_number
-from rota.cli.display import boxed_table, line, make_console, user_text
+from rota.cli.display import boxed_table, line, make_console, print_whole, user_text
 from rota.cli.queue_controls import rate_as_json
 from rota.core.plurals import counted
 from rota.core.policy import DispatchPolicy, Weighted
@@ -286,5 +286,5 @@ def render(result: Simulation, console: Console) -> None:
             table.add_column(header, justify="right" if right else "left")
         for row in rows:
             table.add_row(*map(user_text, row))
-        console.print(table)
+        print_whole(console, table)
     render_rates(result, console)

@@ -15,7 +15,7 @@ from typing import Any
 from rich.table import Table
 
 from rota.cli.common import add_store_options, opened_store, store_now
-from rota.cli.display import line, make_console, user_text
+from rota.cli.display import line, make_console, print_whole, user_text
 from rota.core.workers import WorkerInfo, worker_to_json
 
 
@@ -87,5 +87,5 @@ def run(args: argparse.Namespace) -> int:
             table.add_row(user_text(worker.id), state, user_text(worker.version),
                           _ago(now, worker.started_at), _ago(now, worker.last_seen),
                           _offset(worker), "", "", "", "")
-    console.print(table)
+    print_whole(console, table)
     return 0

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from rota.core.durations import Duration, to_timedelta
 from rota.core.policy import DispatchPolicy
+from rota.core.queues import validate_name
 from rota.core.retry import RetryPolicy
 from rota.core.settings_range import checked_setting
 
@@ -17,20 +18,15 @@ DEFAULT_POOL_SIZE = 20
 
 
 def validate_group_name(name: object) -> str:
-    """`name` if it is a valid Worker Group name.
+    """`name` if it is a valid Worker Group name: the rule of Queue names
+    (rota.core.queues), in the same words.
 
     Raises:
         TypeError: if it is not a str.
-        ValueError: if it is empty or holds whitespace or control characters.
+        ValueError: if it is empty, longer than 200 characters, or holds whitespace or
+            control characters.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"a Worker Group name must be a str; got {name!r}")
-    if not name or any(c.isspace() or not c.isprintable() for c in name):
-        raise ValueError(
-            "a Worker Group name must be non-empty, without whitespace or control "
-            f"characters; got {name!r} (use '-' or '_' instead)"
-        )
-    return name
+    return validate_name(name, "Worker Group")
 
 
 @dataclass(frozen=True, kw_only=True, init=False)

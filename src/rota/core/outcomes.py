@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal, assert_never
 
-from rota.core.jobs import CANCELLED_ON_REQUEST
+from rota.core.jobs import CANCELLED_ON_REQUEST, JobEvent
 from rota.core.retry import DeadLetter, RetryPolicy, exponential_backoff
 
 MAX_ERROR_LENGTH = 2000
@@ -52,6 +53,35 @@ class Cancelled:
 
 
 Outcome = Succeeded | RetryAt | DeadLettered | Quarantined | Cancelled
+
+# The lifecycle event that ends a lease, one per outcome kind.
+EndingEvent = Literal[JobEvent.COMPLETE, JobEvent.RETRY, JobEvent.DEAD_LETTER,
+                      JobEvent.QUARANTINE, JobEvent.CANCEL]
+# (event, error, traceback, due_at, result_json): what a store writes for an outcome. A
+# plain tuple, since it is built once per job written.
+Ending = tuple[EndingEvent, str | None, str | None, datetime | None, str | None]
+
+
+def ending(outcome: Outcome) -> Ending:
+    """What `outcome` asks a store to write: the event that ends the lease and the fields
+    it records (None: not written). The one mapping of outcome kinds to store writes: the
+    memory and SQL stores and the worker's writer all read it, and each matches the event
+    exhaustively, so a new outcome kind is a mypy error (`assert_never`) in every place
+    it must be taught to, never a silent quarantine. At run time an object of no known
+    kind raises AssertionError."""
+    match outcome:
+        case Succeeded():
+            return (JobEvent.COMPLETE, None, None, None, outcome.result_json)
+        case RetryAt():
+            return (JobEvent.RETRY, outcome.error, outcome.traceback, outcome.due_at, None)
+        case DeadLettered():
+            return (JobEvent.DEAD_LETTER, outcome.error, outcome.traceback, None, None)
+        case Quarantined():
+            return (JobEvent.QUARANTINE, outcome.error, None, None, None)
+        case Cancelled():
+            return (JobEvent.CANCEL, outcome.error, None, None, None)
+        case _:
+            assert_never(outcome)
 
 
 def describe_error(error: BaseException) -> str:
@@ -119,18 +149,22 @@ def after_failure(
 
 def describe(outcome: Outcome) -> str:
     """The outcome in a few words, for logs: 'succeeded', 'retry at ...', ..."""
-    if isinstance(outcome, Succeeded):
-        return "succeeded"
-    if isinstance(outcome, RetryAt):
-        return f"{outcome.error}; retry at {outcome.due_at.isoformat(timespec='seconds')}"
-    if isinstance(outcome, DeadLettered):
-        # One reason: the policy's, already in the error, or the attempts running out.
-        if outcome.given_up:
-            return f"{outcome.error}; dead-lettered"
-        return f"{outcome.error}; dead-lettered (no attempts left)"
-    if isinstance(outcome, Cancelled):
-        return "cancelled on request"
-    return f"{outcome.error}; quarantined"
+    match outcome:
+        case Succeeded():
+            return "succeeded"
+        case RetryAt():
+            return f"{outcome.error}; retry at {outcome.due_at.isoformat(timespec='seconds')}"
+        case DeadLettered():
+            # One reason: the policy's, already in the error, or the attempts running out.
+            if outcome.given_up:
+                return f"{outcome.error}; dead-lettered"
+            return f"{outcome.error}; dead-lettered (no attempts left)"
+        case Cancelled():
+            return "cancelled on request"
+        case Quarantined():
+            return f"{outcome.error}; quarantined"
+        case _:
+            assert_never(outcome)
 
 
 def unknown_job(name: str) -> Quarantined:

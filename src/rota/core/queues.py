@@ -1,7 +1,8 @@
-"""Queue names: the one rule for what a valid Queue name is.
+"""Names: the one rule for what a valid Queue name, and Worker Group name, is.
 
-Pure: no I/O. Used by policies (when a group starts) and by enqueue (before anything is
-stored), so that a bad name is rejected in the same words everywhere.
+Pure: no I/O. Used by policies (when a group starts), by enqueue (before anything is
+stored) and by Worker Group options, so that a bad name is rejected in the same words
+everywhere: a str of 1 to 200 characters, none of them whitespace or control characters.
 """
 
 from __future__ import annotations
@@ -24,19 +25,31 @@ def validate_queue_name(name: object) -> str:
     if type(name) is str and 0 < len(name) <= MAX_QUEUE_NAME_LENGTH and (
             name.isprintable() and " " not in name):
         return name
+    return validate_name(name, "Queue")
+
+
+def validate_name(name: object, what: str) -> str:
+    """Return `name` if it is a valid name of a `what` ("Queue", "Worker Group"): the
+    rule of the module docstring, its errors worded alike for both.
+
+    Raises:
+        TypeError: if `name` is not a str.
+        ValueError: if it is empty, longer than 200 characters, or holds whitespace or
+            control characters.
+    """
     if not isinstance(name, str):
-        raise TypeError(f"Queue name must be a str; got {name!r} ({type(name).__name__})")
+        raise TypeError(f"{what} name must be a str; got {name!r} ({type(name).__name__})")
     if not name:
-        raise ValueError("Queue name must be non-empty; got ''")
+        raise ValueError(f"{what} name must be non-empty; got ''")
     if len(name) > MAX_QUEUE_NAME_LENGTH:
         raise ValueError(
-            f"Queue name must be at most {MAX_QUEUE_NAME_LENGTH} characters; "
+            f"{what} name must be at most {MAX_QUEUE_NAME_LENGTH} characters; "
             f"got {len(name)} ({name[:20]!r}...)"
         )
     for char in name:
         if char.isspace() or not char.isprintable():
             raise ValueError(
-                f"Queue name must not contain whitespace or control characters; got {name!r}"
-                " (use '-' or '_' instead)"
+                f"{what} name must not contain whitespace or control characters; got "
+                f"{name!r} (use '-' or '_' instead)"
             )
     return name

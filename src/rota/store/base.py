@@ -264,9 +264,53 @@ def listing_statement(newest: bool, state: JobState | None) -> str:
     return "list_jobs_finished" if state is not None and state.finished else "list_jobs_newest"
 
 
+# -- Group policies -----------------------------------------------------------------------
+
+
 @runtime_checkable
-class Store(Protocol):
-    """Where jobs live. Methods are synchronous and safe to call from several threads."""
+class GroupPolicyStore(Protocol):
+    """Worker Group policies set while workers run: part of `Store` (the contract suite
+    tests/store/test_contract_group_policies.py runs on each store).
+
+    Rules:
+    - One row per group. `set_group_policy` writes the whole policy in one statement,
+      however many Queues it names, after the checks of a group's start
+      (`rota.core.group_policies.checked_policy`: the same errors); None clears it (the
+      group runs the policy in its code again). Either way the row's `version` moves on
+      by one and is returned: a version is never reused for a group.
+    - `group_policy_versions` returns every row's version, cleared rows included: a worker
+      compares them with the versions it knows, and reads `group_policy` only for a group
+      whose version moved, so following the policies costs one small read per interval.
+    """
+
+    def set_group_policy(self, group: str, policy: DispatchPolicy | None,
+                         now: datetime) -> int:
+        """Store (None: clear) `group`'s policy; return the row's new version.
+
+        Raises:
+            TypeError, ValueError: for an invalid group name or policy, as a group's
+                start raises them; nothing is written then.
+        """
+        ...
+
+    def group_policy(self, group: str) -> StoredPolicy | None:
+        """`group`'s stored policy; None if none is stored (or it was cleared)."""
+        ...
+
+    def group_policy_versions(self) -> dict[str, int]:
+        """The version of every group's row (see the class), by group name."""
+        ...
+
+
+@runtime_checkable
+class Store(GroupPolicyStore, Protocol):
+    """Where jobs live. Methods are synchronous and safe to call from several threads.
+
+    Internal: this protocol is how rota's own stores (memory, SQLite, PostgreSQL) meet
+    the rest of rota, not an interface for stores written outside rota. It is not stable:
+    it changes with rota, in any release, without a deprecation, and rota keeps no
+    branches for a store of an earlier shape. Do not implement it outside rota; wrap one
+    of rota's stores (delegating every call) if you need to observe or fault calls."""
 
     @property
     def url(self) -> str:
@@ -294,15 +338,13 @@ class Store(Protocol):
         limits: Sequence[int] | None = None,
         probe: Sequence[str] = (),
         outcomes: Sequence[LeaseOutcome] = (),
-    ) -> list[JobRecord]:
+    ) -> Claimed:
         """Lease up to `limit` due jobs from `queues`, first Queue first (see module doc).
 
         `limits`: at most `limits[i]` from `queues[i]` (one round trip for many Queues).
-        `probe`: Queues to report on; the answer is then a `Claimed` whose `due` names
-        those with due work left. The stores of this package always answer a `Claimed`.
+        `probe`: Queues to report on; `Claimed.due` names those with due work left.
         `outcomes`: (lease, outcome) pairs applied first, in the same transaction (module
-        doc); `Claimed.applied` says how many were still held. A store written before
-        this parameter existed may not take it: callers pass it only when non-empty.
+        doc); `Claimed.applied` says how many were still held.
 
         Raises:
             TypeError, ValueError: for outcomes `check_outcomes` refuses (nothing written).
@@ -323,7 +365,7 @@ class Store(Protocol):
               *, traceback: str | None = None) -> bool:
         """Schedule the job again at `due_at`, recording `error` as its last error and
         `traceback` (the exception's formatted traceback, None for none) beside it, in the
-        same write. A caller passes `traceback` only when it has one."""
+        same write."""
         ...
 
     def dead_letter(self, lease: Lease, now: datetime, error: str,
@@ -695,45 +737,6 @@ class ScheduleStore(Protocol):
     def list_schedules(self) -> list[ScheduleRow]:
         """Every schedule row, sorted by name."""
         ...
-
-
-# -- Group policies -----------------------------------------------------------------------
-
-
-@runtime_checkable
-class GroupPolicyStore(Protocol):
-    """Worker Group policies set while workers run (every store of rota implements it;
-    the contract suite tests/store/test_contract_group_policies.py runs on each).
-
-    Rules:
-    - One row per group. `set_group_policy` writes the whole policy in one statement,
-      however many Queues it names, after the checks of a group's start
-      (`rota.core.group_policies.checked_policy`: the same errors); None clears it (the
-      group runs the policy in its code again). Either way the row's `version` moves on
-      by one and is returned: a version is never reused for a group.
-    - `group_policy_versions` returns every row's version, cleared rows included: a worker
-      compares them with the versions it knows, and reads `group_policy` only for a group
-      whose version moved, so following the policies costs one small read per interval.
-    """
-
-    def set_group_policy(self, group: str, policy: DispatchPolicy | None,
-                         now: datetime) -> int:
-        """Store (None: clear) `group`'s policy; return the row's new version.
-
-        Raises:
-            TypeError, ValueError: for an invalid group name or policy, as a group's
-                start raises them; nothing is written then.
-        """
-        ...
-
-    def group_policy(self, group: str) -> StoredPolicy | None:
-        """`group`'s stored policy; None if none is stored (or it was cleared)."""
-        ...
-
-    def group_policy_versions(self) -> dict[str, int]:
-        """The version of every group's row (see the class), by group name."""
-        ...
-
 
 
 # -- Leader leases ------------------------------------------------------------------------

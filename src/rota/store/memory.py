@@ -37,14 +37,7 @@ from rota.core.jobs import (
     decode_result,
     transition,
 )
-from rota.core.outcomes import (
-    Cancelled,
-    DeadLettered,
-    Outcome,
-    RetryAt,
-    Succeeded,
-    bound_traceback,
-)
+from rota.core.outcomes import Outcome, bound_traceback, ending
 from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import (
     QueueInfo,
@@ -319,18 +312,10 @@ class MemoryStore:
         return applied
 
     def _record(self, job: JobRecord, outcome: Outcome, now: datetime) -> None:
-        if isinstance(outcome, Succeeded):
-            self._end_lease(job, JobEvent.COMPLETE, now, result=outcome.result_json)
-        elif isinstance(outcome, RetryAt):
-            self._end_lease(job, JobEvent.RETRY, now, due_at=outcome.due_at,
-                            error=outcome.error, traceback=outcome.traceback)
-        elif isinstance(outcome, DeadLettered):
-            self._end_lease(job, JobEvent.DEAD_LETTER, now, error=outcome.error,
-                            traceback=outcome.traceback)
-        elif isinstance(outcome, Cancelled):
-            self._end_lease(job, JobEvent.CANCEL, now, error=outcome.error)
-        else:
-            self._end_lease(job, JobEvent.QUARANTINE, now, error=outcome.error)
+        """As `rota.core.outcomes.ending` says: every kind is one event of `_end_lease`."""
+        event, error, traceback, due_at, result = ending(outcome)
+        self._end_lease(job, event, now, due_at=due_at, error=error, result=result,
+                        traceback=traceback)
 
     def _claim_locked(
         self, caps: Sequence[tuple[str, int]], limit: int, now: datetime, owner: str,

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from functools import cache
 from importlib.resources import files
 from types import MappingProxyType
-from typing import Any, ClassVar, Final, Generic, TypeVar
+from typing import Any, ClassVar, Final, Generic, TypeVar, assert_never
 
 from rota.core.group_policies import (
     StoredPolicy,
@@ -33,6 +33,7 @@ from rota.core.group_policies import (
 from rota.core.groups import validate_group_name
 from rota.core.jobs import (
     CANCELLED_ON_REQUEST,
+    JobEvent,
     JobRecord,
     JobState,
     Lease,
@@ -41,7 +42,7 @@ from rota.core.jobs import (
     decode_result,
     decode_stored_arguments,
 )
-from rota.core.outcomes import Cancelled, DeadLettered, RetryAt, Succeeded, bound_traceback
+from rota.core.outcomes import bound_traceback, ending
 from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import (
     QueueInfo,
@@ -131,6 +132,10 @@ def fence(lease: Lease) -> dict[str, object]:
 _ENDING: Final = {JobState.DEAD_LETTERED: "dead-lettering a job",
                   JobState.QUARANTINED: "quarantining a job",
                   JobState.CANCELLED: "cancelling a leased job"}
+# The state each ending event that finishes the job leaves it in (rota.core.outcomes).
+_ENDED_BY: Final = {JobEvent.DEAD_LETTER: JobState.DEAD_LETTERED,
+                    JobEvent.QUARANTINE: JobState.QUARANTINED,
+                    JobEvent.CANCEL: JobState.CANCELLED}
 
 
 class SqlStore(ABC, Generic[Conn]):
@@ -307,17 +312,20 @@ class SqlStore(ABC, Generic[Conn]):
         """The statement and parameters of each outcome but the successes (which the
         dialects batch), as `retry`, `dead_letter`, `quarantine`, `cancel_leased` run them."""
         for lease, outcome in outcomes:
-            if isinstance(outcome, RetryAt):
-                yield "retry", self._retry_params(lease, now, outcome.due_at, outcome.error,
-                                                  outcome.traceback)
-            elif isinstance(outcome, DeadLettered):
-                yield self._END_LEASE[JobState.DEAD_LETTERED], self._end_lease_params(
-                    lease, now, JobState.DEAD_LETTERED, outcome.error, outcome.traceback)
-            elif not isinstance(outcome, Succeeded):
-                state = (JobState.CANCELLED if isinstance(outcome, Cancelled) else
-                         JobState.QUARANTINED)
-                yield self._END_LEASE[state], self._end_lease_params(
-                    lease, now, state, outcome.error)
+            event, error, traceback, due_at, _result = ending(outcome)
+            match event:
+                case JobEvent.COMPLETE:
+                    continue
+                case JobEvent.RETRY:
+                    assert error is not None and due_at is not None
+                    yield "retry", self._retry_params(lease, now, due_at, error, traceback)
+                case JobEvent.DEAD_LETTER | JobEvent.QUARANTINE | JobEvent.CANCEL:
+                    assert error is not None
+                    state = _ENDED_BY[event]
+                    yield self._END_LEASE[state], self._end_lease_params(
+                        lease, now, state, error, traceback)
+                case _:
+                    assert_never(event)
 
     def retry(self, lease: Lease, now: datetime, due_at: datetime, error: str,
               *, traceback: str | None = None) -> bool:
@@ -368,36 +376,34 @@ class SqlStore(ABC, Generic[Conn]):
 
     # -- Queue controls -----------------------------------------------------------------
 
-    def _change_settings(self, name: str, params: Mapping[str, object]) -> QueueSettings:
-        rows, _ = self._run(name, {**params, **self._hints}, "changing Queue settings",
-                            write=True)
-        queue, paused, limit = rows[0]
-        if not paused:  # a resume or a new limit may leave room: other processes look now
-            self._wake_others([queue])
-        return QueueSettings(queue, paused=bool(paused), limit=limit)
+    def _change_settings(self, queue: str, setting: str, **values: object) -> QueueSettings:
+        """Change one of `queue`'s settings (`setting`: 'paused', 'limit' or 'rate', its
+        values as keywords), keeping the others: the one upsert of them all."""
+        params = {"queue": validate_queue_name(queue), "setting": setting, "paused": None,
+                  "limit": None, "jobs": None, "per_us": None, "burst": None, **values}
+        rows, _ = self._run("set_queue_settings", {**params, **self._hints},
+                            "changing Queue settings", write=True)
+        name, paused, limit = rows[0]
+        if not paused:  # a resume, a new limit or rate may leave room: others look now
+            self._wake_others([name])
+        return QueueSettings(name, paused=bool(paused), limit=limit)
 
     def pause_queue(self, queue: str) -> QueueSettings:
-        return self._change_settings(
-            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": True})
+        return self._change_settings(queue, "paused", paused=True)
 
     def resume_queue(self, queue: str) -> QueueSettings:
-        return self._change_settings(
-            "set_queue_paused", {"queue": validate_queue_name(queue), "paused": False})
+        return self._change_settings(queue, "paused", paused=False)
 
     def set_queue_limit(self, queue: str, limit: int | None) -> QueueSettings:
-        return self._change_settings("set_queue_limit", {
-            "queue": validate_queue_name(queue), "limit": validate_queue_limit(limit)})
+        return self._change_settings(queue, "limit", limit=validate_queue_limit(limit))
 
     def set_queue_rate(self, queue: str, rate: QueueRate | None) -> QueueRate | None:
         checked = check_rate(rate)
-        params: dict[str, object] = {"queue": validate_queue_name(queue), "jobs": None,
-                                     "per_us": None, "burst": None}
-        if checked is not None:
-            params.update(jobs=checked.jobs, per_us=checked.per_us, burst=checked.burst)
-        rows, _ = self._run("set_queue_rate", {**params, **self._hints},
-                            "changing Queue settings", write=True)
-        if not rows[0][1]:  # a full bucket, or no rate, may leave room: others look now
-            self._wake_others([queue])
+        if checked is None:
+            self._change_settings(queue, "rate")
+        else:
+            self._change_settings(queue, "rate", jobs=checked.jobs, per_us=checked.per_us,
+                                  burst=checked.burst)
         return checked
 
     def queue_infos(self, now: datetime) -> list[QueueInfo]:

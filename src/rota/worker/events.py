@@ -13,9 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import assert_never
 
-from rota.core.jobs import JobRecord
-from rota.core.outcomes import Cancelled, DeadLettered, Outcome, Quarantined, RetryAt
+from rota.core.jobs import JobEvent, JobRecord
+from rota.core.outcomes import EndingEvent, Outcome, ending
 
 logger = logging.getLogger("rota")
 
@@ -62,20 +63,29 @@ OutcomeCallback = Callable[[OutcomeEvent], object]
 def outcome_event(
     job: JobRecord, group: str, outcome: Outcome, started_at: datetime, finished_at: datetime
 ) -> OutcomeEvent:
-    kind, error, retry_at = OutcomeKind.SUCCEEDED, None, None
-    if isinstance(outcome, RetryAt):
-        kind, error, retry_at = OutcomeKind.RETRIED, outcome.error, outcome.due_at
-    elif isinstance(outcome, DeadLettered):
-        kind, error = OutcomeKind.DEAD_LETTERED, outcome.error
-    elif isinstance(outcome, Quarantined):
-        kind, error = OutcomeKind.QUARANTINED, outcome.error
-    elif isinstance(outcome, Cancelled):
-        kind, error = OutcomeKind.CANCELLED, outcome.error
+    event, error, _trace, retry_at, _result = ending(outcome)
     return OutcomeEvent(
         job_id=job.id, job_name=job.name, queue=job.queue, group=group, attempt=job.attempt,
-        kind=kind, started_at=started_at, finished_at=finished_at, error=error,
+        kind=kind_of(event), started_at=started_at, finished_at=finished_at, error=error,
         retry_at=retry_at,
     )
+
+
+def kind_of(event: EndingEvent) -> OutcomeKind:
+    """The OutcomeKind of an outcome, by the event that ends its lease."""
+    match event:
+        case JobEvent.COMPLETE:
+            return OutcomeKind.SUCCEEDED
+        case JobEvent.RETRY:
+            return OutcomeKind.RETRIED
+        case JobEvent.DEAD_LETTER:
+            return OutcomeKind.DEAD_LETTERED
+        case JobEvent.QUARANTINE:
+            return OutcomeKind.QUARANTINED
+        case JobEvent.CANCEL:
+            return OutcomeKind.CANCELLED
+        case _:
+            assert_never(event)
 
 
 def emit(callbacks: Sequence[OutcomeCallback], event: OutcomeEvent) -> None:

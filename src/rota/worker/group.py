@@ -20,21 +20,20 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Final, assert_never
 
 from rota.core.dispatch import PassPlan, RoundTrip, for_policy, switch
 from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions
-from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobRecord
+from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobEvent, JobRecord
 from rota.core.outcomes import (
-    Cancelled,
-    DeadLettered,
     Outcome,
     RetryAt,
     Succeeded,
     after_failure,
     describe,
     describe_error,
+    ending,
 )
 from rota.core.plurals import counted
 from rota.core.policy import DispatchPolicy, name_in_fault
@@ -214,21 +213,17 @@ class GroupRunner:
                     self.last_error = error
                     break
                 if carried:  # the caller logs them (log_recorded, warn_leases_lost)
-                    self.outcomes_applied = (answer.applied if isinstance(answer, Claimed)
-                                             else len(outcomes))
+                    self.outcomes_applied = answer.applied
                     outcomes = ()
                 if requests[0].probe:
                     self._recheck_at = now + self.options.poll_interval
                 claimed.extend(answer)
-                if isinstance(answer, Claimed):
-                    plan.record_round(requests, answer, due=answer.due,
-                                      controlled=answer.controlled)
-                    if answer.next_token_at is not None and (
-                            self.next_token_at is None
-                            or answer.next_token_at < self.next_token_at):
-                        self.next_token_at = answer.next_token_at
-                else:  # a store of the older contract: it does not say
-                    plan.record_round(requests, answer, due=None)
+                plan.record_round(requests, answer, due=answer.due,
+                                  controlled=answer.controlled)
+                if answer.next_token_at is not None and (
+                        self.next_token_at is None
+                        or answer.next_token_at < self.next_token_at):
+                    self.next_token_at = answer.next_token_at
             dispatched = plan.dispatch_order()
         except BaseException:
             self._hand_back(store, claimed, now)
@@ -238,18 +233,11 @@ class GroupRunner:
     def _round_trip(
         self, store: Store, trip: RoundTrip, now: datetime, lease_expires_at: datetime,
         outcomes: Sequence[LeaseOutcome],
-    ) -> list[JobRecord]:
-        """The one store call for `trip`. Its optional parameters are passed only when
-        used: a store wrapper of the older contract (a test double) lacks them."""
-        extra: dict[str, Any] = {}
-        if trip.limits is not None:
-            extra["limits"] = trip.limits
-        if trip.probe:
-            extra["probe"] = trip.probe
-        if outcomes:
-            extra["outcomes"] = outcomes
+    ) -> Claimed:
+        """The one store call for `trip`."""
         return store.claim(trip.queues, trip.limit, now=now, owner=self.owner,
-                           lease_expires_at=lease_expires_at, **extra)
+                           lease_expires_at=lease_expires_at, limits=trip.limits,
+                           probe=trip.probe, outcomes=outcomes)
 
     def _claim_failed(self, queues: Sequence[str], error: Exception,
                       log_store_errors: bool = True) -> None:
@@ -304,22 +292,24 @@ def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime
                    group: str) -> bool:
     """Write `outcome` for `job`'s lease; False if the lease was lost (outcome fenced)."""
     lease = job.lease
-    if isinstance(outcome, Succeeded):
-        applied = store.complete([lease], now, [outcome.result_json]) == 1
-    elif isinstance(outcome, RetryAt):
-        # `traceback` only when there is one: a store written before it existed still works
-        applied = (store.retry(lease, now, outcome.due_at, outcome.error)
-                   if outcome.traceback is None else
-                   store.retry(lease, now, outcome.due_at, outcome.error,
-                               traceback=outcome.traceback))
-    elif isinstance(outcome, DeadLettered):
-        applied = (store.dead_letter(lease, now, outcome.error) if outcome.traceback is None
-                   else store.dead_letter(lease, now, outcome.error,
-                                          traceback=outcome.traceback))
-    elif isinstance(outcome, Cancelled):
-        applied = store.cancel_leased(lease, now, outcome.error)
-    else:
-        applied = store.quarantine(lease, now, outcome.error)
+    event, error, trace, due_at, result = ending(outcome)
+    match event:
+        case JobEvent.COMPLETE:
+            applied = store.complete([lease], now, [result]) == 1
+        case JobEvent.RETRY:
+            assert error is not None and due_at is not None
+            applied = store.retry(lease, now, due_at, error, traceback=trace)
+        case JobEvent.DEAD_LETTER:
+            assert error is not None
+            applied = store.dead_letter(lease, now, error, traceback=trace)
+        case JobEvent.CANCEL:
+            assert error is not None
+            applied = store.cancel_leased(lease, now, error)
+        case JobEvent.QUARANTINE:
+            assert error is not None
+            applied = store.quarantine(lease, now, error)
+        case _:
+            assert_never(event)
     # The failure itself was logged at WARNING, with its traceback, where it happened.
     if applied:
         log_recorded(group, [(job, outcome)])

@@ -15,7 +15,11 @@ A `GroupLoop` owns four tasks, each started under `supervise` (it survives any e
   failing, or while a pass given up on by its deadline's backstop still runs on its
   thread; the answer that ends it wakes the group. A claim answered so late that less
   than one heartbeat interval is left of its lease (by the App's clock) is handed back
-  unstarted, its attempt not counted.
+  unstarted, its attempt not counted. A job whose start fails (its task cannot be
+  created: a task factory that raises, say) takes no Worker and stops no other job of
+  the batch: it is handed back to its Queue, its attempt not counted (if that release
+  fails too, its lease runs out and the sweeper returns it), and the error goes to the
+  supervisor, which logs it and starts the passes again after its backoff.
 - one **job task** per running job: an async handler is awaited in it; a sync handler runs
   on one of the group's `pool_size` Worker threads, so a long handler never blocks the loop.
 - the **heartbeat task** (rota.worker.heartbeats) renews the leases of the held jobs,
@@ -81,6 +85,17 @@ class PassCutShort(StoreError):
                  answer: tuple[PassPlan[JobRecord], list[JobRecord]]) -> None:
         super().__init__(str(error))
         self.answer = answer
+
+
+class JobsNotStarted(Exception):
+    """Jobs a pass claimed whose start failed (their task could not be created): they
+    were handed back to their Queues, their attempts not counted; the cause is chained."""
+
+    def __init__(self, group: str, jobs: Sequence[JobRecord]) -> None:
+        ids = ", ".join(str(job.id) for job in jobs)
+        super().__init__(f"group {group}: {counted(len(jobs), 'job')} could not start; "
+                         f"handed back to the Queue (ids {ids})")
+        self.jobs = list(jobs)
 
 
 def _task_starter(
@@ -368,9 +383,14 @@ class GroupLoop:
         if runtime.stop_flag.is_set():
             await self._release(jobs, "claimed but not started at shutdown")
             return
-        index = 0
-        try:
-            for index, job in enumerate(jobs):  # noqa: B007 (the except clause reads it)
+        not_started: list[JobRecord] = []
+        first_error: Exception | None = None
+        for job in jobs:
+            # Per job: whatever fails to start one job neither takes a Worker's slot nor
+            # stops the rest of the batch. A job counts as running (`_running`, `_held`)
+            # only once its task exists; nothing after that can raise.
+            coroutine = None
+            try:
                 if job.last_error is not None and is_suspect(job):
                     # Runs alone, later; a second suspect goes back to its Queue unserved.
                     if runtime.isolating:
@@ -379,37 +399,46 @@ class GroupLoop:
                     else:
                         plan.serve()
                         held = Held(job, now, lease_end, running=False, waiting=True)
-                        held_jobs[held.key] = held
                         runtime.adopt_suspect(self, held)
+                        held_jobs[held.key] = held
                     continue
                 plan.serve()
                 held = Held(job, clock.now() if timed else now, lease_end)
-                held_jobs[held.key] = held
-                self._running += 1
-                held.task = create_task(run_job(held))
-                if debug:
-                    logger.debug("group %s: job %s (%s) attempt %s started from %s",
-                                 self.name, job.id, job.name, job.attempt, job.queue)
-        except Exception:
-            # A bug between claim and start: hand back what did not start, then let the
-            # supervisor log it.
-            await self._release(jobs[index:] + held_back, "not started after an error")
-            raise
+                coroutine = run_job(held)
+                held.task = create_task(coroutine)
+            except Exception as error:
+                if coroutine is not None:
+                    coroutine.close()
+                not_started.append(job)
+                first_error = first_error or error
+                continue
+            held_jobs[held.key] = held
+            self._running += 1
+            if debug:
+                logger.debug("group %s: job %s (%s) attempt %s started from %s",
+                             self.name, job.id, job.name, job.attempt, job.queue)
+        if not_started:
+            await self._release(not_started, "not started after an error")
         if held_back:
             await self._release(held_back, "another suspect runs alone first")
         if runtime.isolating:
             runtime.start_suspect_if_idle()
+        if first_error is not None:
+            # Logged once by the supervisor, which starts the passes again after its
+            # backoff: a start that fails for every job does not spin through claims.
+            raise JobsNotStarted(self.name, not_started) from first_error
 
     # -- job tasks ------------------------------------------------------------------------
 
     def start_job(self, held: Held) -> None:
         """Start a waiting suspect's handler (the runtime decided it may run now)."""
+        run_job = self._run_job if self.runtime.tracing is None else self._run_job_traced
+        held.started_at = self.runtime.clock.now()
+        held.task = asyncio.create_task(run_job(held))
+        # Once its task exists (see _dispatch); it runs only when this returns.
         held.waiting = False
         held.running = True
-        held.started_at = self.runtime.clock.now()
         self._running += 1
-        run_job = self._run_job if self.runtime.tracing is None else self._run_job_traced
-        held.task = asyncio.create_task(run_job(held))
 
     async def _run_job_traced(self, held: Held) -> Outcome | None:
         """`_run_job` inside the attempt's span (rota.worker.tracing)."""

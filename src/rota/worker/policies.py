@@ -9,8 +9,7 @@ store for this, so it costs one attribute read more, however often policies chan
 (The App that sets a policy hands it to its own runners at once: rota.app_groups.)
 
 `follow_stored_policies` is the one look, shared by the duty and by a drive that starts
-(`run_until_idle`, which runs no duties, looks once per call). A store that does not keep
-group policies (a test double of the older contract) is never asked.
+(`run_until_idle`, which runs no duties, looks once per call).
 
 State lives on the object (the supervisor may restart `__call__`). Imports the core, the
 store contract and the duty protocol.
@@ -22,7 +21,7 @@ import logging
 from collections.abc import Sequence
 from typing import Final
 
-from rota.store.base import GroupPolicyStore, Store, StoreError
+from rota.store.base import Store, StoreError
 from rota.worker.duty import DutyRuntime
 from rota.worker.group import GroupRunner
 
@@ -36,7 +35,7 @@ POLL_S: Final = 1.0
 def follow_stored_policies(store: Store, runners: Sequence[GroupRunner]) -> list[GroupRunner]:
     """Offer each runner its group's stored policy if its version moved since the runner
     last acted on it; return the runners offered one. Blocking (a store thread)."""
-    if not isinstance(store, GroupPolicyStore) or not runners:
+    if not runners:
         return []
     versions = store.group_policy_versions()
     offered: list[GroupRunner] = []

@@ -43,7 +43,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import inspect
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -141,14 +140,9 @@ class Runtime:
         self.groups = [GroupLoop(self, runner) for runner in runners]
         self._by_queue: dict[str, list[GroupLoop]] = {}
         self._map_queues()
-        # Whether passes write outcomes with claims: when the store's claim takes
-        # `outcomes` (rota's stores do; a Store written to an older contract may not),
-        # unless the store would rather have them written beside its claims (PostgreSQL:
-        # rota.store.base, module doc).
-        self.claims_take_outcomes = (
-            "outcomes" in inspect.signature(store.claim).parameters
-            and not getattr(store, "outcomes_beside_claims", False)
-        )
+        # Whether passes write outcomes with claims: yes, unless the store would rather
+        # have them written beside its claims (PostgreSQL: rota.store.base, module doc).
+        self.claims_take_outcomes = not getattr(store, "outcomes_beside_claims", False)
         # Owned by start()/stop() on the loop thread.
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sweeper_task: asyncio.Task[None] | None = None

@@ -251,10 +251,11 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
         where = Path(self._path)
         self._refuse_directory(where)
         if not where.exists():
+            # No hint at the URL's form: the URL is fine, the file is not there (yet).
             raise StoreConfigError(
-                f"store URL {self._url!r}: file {str(where.resolve())!r} does not exist; "
-                "read-only commands never create a store. Check the path (workers and "
-                f"`rota migrate` create it) ({EXPECTED_FORM})"
+                f"store URL {self._url!r}: file {str(where.resolve())!r} does not exist yet; "
+                "read-only commands never create a store: a worker or `rota migrate` "
+                "creates it (or check the path)"
             )
         try:
             conn = self._connect_read_only(immutable=False)
