@@ -13,6 +13,7 @@ pytest.importorskip("psycopg")  # the package rota.store.postgres imports it
 
 from rota.store.postgres.floors import (  # noqa: E402
     MARGIN,
+    RECENT_HINTS,
     START,
     ClaimFloors,
     hint_payload_position,
@@ -67,16 +68,30 @@ def test_a_claim_raises_a_floor_and_a_hint_lowers_it() -> None:
     assert floors.positions(["q"])[:2] == ([START], [0])
 
 
-def test_a_claim_that_overlapped_a_hint_of_its_queue_does_not_raise_it() -> None:
-    # Given a claim that read its floors, then a hint for its Queue came in
+def test_a_hint_during_a_claim_caps_the_raise_at_its_position() -> None:
+    # Given a claim that read its floors, then a hint for "q" came in
     floors, _ = listening()
     _, _, token = floors.positions(["q", "r"])
     floors.hint("q", T0)
-    # When the claim ends
+    # When the claim ends having reached past it in "q" (and somewhere in "r")
     floors.raise_(token, [("q", T0 + timedelta(seconds=9), 3), ("r", T0, 4)])
-    # Then the hinted Queue keeps no floor (the claim may not have seen that job); the
-    # other Queue gets one
-    assert floors.positions(["q", "r"])[:2] == ([START, T0], [0, 4])
+    # Then "q" is raised only to the hinted position (the claim may not have seen that
+    # job); "r" as far as the claim reached
+    assert floors.positions(["q", "r"])[:2] == ([T0, T0], [0, 4])
+
+
+def test_a_positionless_hint_or_too_many_hints_during_a_claim_cancel_its_raise() -> None:
+    floors, _ = listening()
+    _, _, token = floors.positions(["q", "r"])
+    floors.hint("q", None)
+    for second in range(RECENT_HINTS + 1):
+        floors.hint("r", T0 + timedelta(seconds=second))
+    floors.raise_(token, [("q", T0, 1), ("r", T0, 2)])
+    assert floors.positions(["q", "r"])[:2] == ([START, START], [0, 0])
+    # Hints older than the claim's token do not matter
+    _, _, token = floors.positions(["q", "r"])
+    floors.raise_(token, [("q", T0, 1), ("r", T0, 2)])
+    assert floors.positions(["q", "r"])[:2] == ([T0, T0], [1, 2])
 
 
 def test_a_listener_change_or_a_failed_claim_removes_floors() -> None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -43,6 +44,9 @@ from typing import Final
 # The position of "no floor": before every job.
 START: Final = datetime(1, 1, 1, tzinfo=UTC)
 MARGIN: Final = timedelta(seconds=1)
+# Hints kept per Queue for the claims running while they came in: more during one claim
+# and that claim does not raise the Queue's floor.
+RECENT_HINTS: Final = 8
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -71,11 +75,14 @@ class ClaimFloors:
         self._clock = clock
         self._lock = threading.Lock()
         self._floors: dict[str, _Floor] = {}
-        # Every hint, removal or listener change takes the next stamp: a claim's token is
-        # the stamp when it read its floors, and it may raise a Queue's floor only if
-        # nothing was stamped on that Queue (or on all) since.
+        # Every hint, removal or listener change takes the next stamp; a claim's token is
+        # the stamp when it read its floors. The last few hints of each Queue are kept
+        # with their stamps: a claim raises a floor no further than a hint that came in
+        # while it ran (its snapshot may not have seen that job), and not at all if a
+        # hint without a position, a removal, or more hints than are kept came in.
         self._stamp = 0
-        self._queue_stamps: dict[str, int] = {}
+        self._recent: dict[str, deque[tuple[int, datetime | None]]] = {}
+        self._evicted: dict[str, int] = {}  # per Queue, the newest stamp no longer kept
         self._all_stamp = 0
         self._listeners = 0  # floors are kept while at least one listener is healthy
 
@@ -94,8 +101,7 @@ class ClaimFloors:
         """A hint said jobs of `queue` became claimable at `position` or later (None:
         anywhere)."""
         with self._lock:
-            self._stamp += 1
-            self._queue_stamps[queue] = self._stamp
+            self._note(queue, position)
             floor = self._floors.get(queue)
             if floor is None:
                 return
@@ -103,6 +109,29 @@ class ClaimFloors:
                 del self._floors[queue]
             elif position < floor.due_at or (position == floor.due_at and floor.job_id > 0):
                 floor.due_at, floor.job_id = position, 0
+
+    def _note(self, queue: str, position: datetime | None) -> None:
+        self._stamp += 1
+        recent = self._recent.get(queue)
+        if recent is None:
+            recent = self._recent[queue] = deque(maxlen=RECENT_HINTS)
+        elif len(recent) == RECENT_HINTS:
+            self._evicted[queue] = recent[0][0]
+        recent.append((self._stamp, position))
+
+    def _cap(self, queue: str, token: int) -> tuple[bool, datetime | None]:
+        """Whether a claim that started at `token` may raise `queue`'s floor, and if so
+        the lowest position hinted since (None: no hint since)."""
+        if self._evicted.get(queue, 0) > token:
+            return False, None
+        lowest: datetime | None = None
+        for stamp, position in self._recent.get(queue, ()):
+            if stamp <= token:
+                continue
+            if position is None:
+                return False, None
+            lowest = position if lowest is None else min(lowest, position)
+        return True, lowest
 
     # -- claims ---------------------------------------------------------------------------
 
@@ -123,16 +152,19 @@ class ClaimFloors:
 
     def raise_(self, token: int, reached: Iterable[tuple[str, datetime, int]]) -> None:
         """After a claim that started with `token`: each (queue, due_at, id) is a position
-        below which that claim left no job it could take. Ignored if a hint or a removal
-        came in for its Queue since the claim started (it may name a job the claim did not
-        see)."""
+        below which that claim left no job it could take. A hint that came in since the
+        claim started caps the raise at its position (the claim may not have seen that
+        job); a removal or a listener change since then cancels it."""
         with self._lock:
             if self._all_stamp > token or self._listeners <= 0:
                 return
             now = self._clock()
             for queue, due_at, job_id in reached:
-                if self._queue_stamps.get(queue, 0) > token:
+                allowed, cap = self._cap(queue, token)
+                if not allowed:
                     continue
+                if cap is not None and (cap, 0) < (due_at, job_id):
+                    due_at, job_id = cap, 0
                 floor = self._floors.get(queue)
                 if floor is None:
                     self._floors[queue] = _Floor(due_at, job_id, now)
@@ -142,9 +174,8 @@ class ClaimFloors:
     def forget(self, queues: Iterable[str]) -> None:
         """Remove the floors of `queues` (a claim over them failed)."""
         with self._lock:
-            self._stamp += 1
             for queue in queues:
-                self._queue_stamps[queue] = self._stamp
+                self._note(queue, None)
                 self._floors.pop(queue, None)
 
 
