@@ -26,6 +26,7 @@ from rota.core.jobs import JobState, NewJob
 from rota.store import open_store
 from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
 from rota.store.postgres import SCHEMA_VERSION, PostgresStore, render_sql
+from rota.store.postgres.floors import START
 
 pytestmark = pytest.mark.postgres
 
@@ -202,8 +203,7 @@ def test_claims_use_the_partial_index_with_many_finished_rows(
     # When the claim statement is planned
     plan = "\n".join(str(row[0]) for row in admin.execute(
         "EXPLAIN " + render_sql("claim", "rota"),
-        {"queues": ["q", "other"], "limits": [10, 10], "limit": 10, "now": T0, "owner": "w",
-         "lease_expires_at": T0 + LEASE},
+        {**CLAIM_TWO, "queues": ["q", "other"]},
     ))
     # Then it walks the partial index, never the table
     assert "Index Scan using jobs_claimable" in plan, plan
@@ -244,44 +244,47 @@ def _generic_plan(conn: psycopg.Connection[Any], name: str, values: dict[str, ob
 LEASES = {"ids": [1, 2], "owners": ["w", "w"], "attempts": [1, 1]}
 
 
+def floors(count: int, prefix: str = "") -> dict[str, object]:
+    """The claim floors of `count` Queues, none set (each scan from the start)."""
+    return {f"{prefix}floor_dues": [START] * count, f"{prefix}floor_ids": [0] * count}
+
+
+CLAIM_VALUES: dict[str, object] = {"queues": ["q"], **floors(1), "limits": [10], "limit": 10,
+                                   "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE}
+CLAIM_TWO: dict[str, object] = {**CLAIM_VALUES, **floors(2), "queues": ["q", "r"],
+                                "limits": [10, 10]}
+
+
 @pytest.mark.parametrize(
     ("name", "values", "index"),
     [
-        ("claim", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10, "now": T0, "owner": "w",
-                   "lease_expires_at": T0 + LEASE}, "jobs_claimable"),
+        ("claim", CLAIM_TWO, "jobs_claimable"),
         # ...and finds the rows it locked by primary key (not by hashing a table scan)
-        ("claim", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10, "now": T0, "owner": "w",
-                   "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
+        ("claim", CLAIM_TWO, "jobs_pkey"),
         # ...and reads the settings of the Queues asked by primary key (a bitmap scan is
         # fine there: settings rows change at an operator's pace, not a drain's)
-        ("claim", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10, "now": T0, "owner": "w",
-                   "lease_expires_at": T0 + LEASE}, "queue_settings_pkey"),
+        ("claim", CLAIM_TWO, "queue_settings_pkey"),
         # A claim over a limited Queue: due jobs, leases counted on the lease index, rows
-        ("claim_limited", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10,
-                           "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE},
+        ("claim_limited", CLAIM_TWO,
          "jobs_claimable"),
-        ("claim_limited", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10,
-                           "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE},
+        ("claim_limited", CLAIM_TWO,
          "jobs_lease_expiry"),
-        ("claim_limited", {"queues": ["q", "r"], "limits": [10, 10], "limit": 10,
-                           "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE},
+        ("claim_limited", CLAIM_TWO,
          "jobs_pkey"),
         ("complete", {**LEASES, "now": T0}, "jobs_pkey"),
         # A claim carrying successes: claims by jobs_claimable, completes by primary key
-        ("claim_completing", {**LEASES, "queues": ["q"], "limits": [10], "limit": 10,
-                              "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE},
+        ("claim_completing", {**LEASES, **CLAIM_VALUES},
          "jobs_claimable"),
-        ("claim_completing", {**LEASES, "queues": ["q"], "limits": [10], "limit": 10,
-                              "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE},
+        ("claim_completing", {**LEASES, **CLAIM_VALUES},
          "jobs_pkey"),
-        ("claim_completing_results", {**LEASES, "results": ["1", None], "queues": ["q"],
-                                      "limits": [10], "limit": 10, "now": T0, "owner": "w",
-                                      "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
+        ("claim_completing_results", {**LEASES, **CLAIM_VALUES, "results": ["1", None]},
+         "jobs_pkey"),
         ("complete_results", {**LEASES, "now": T0, "results": ["1", None]}, "jobs_pkey"),
-        ("release", {**LEASES, "now": T0, "cancelled_error": "c"}, "jobs_pkey"),
+        ("release", {**LEASES, "now": T0, "cancelled_error": "c", "channel": "c"}, "jobs_pkey"),
         ("heartbeat", {**LEASES, "now": T0, "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
         ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e",
-                   "now": T0, "cancelled_error": "c", "traceback": "t"}, "jobs_pkey"),
+                   "now": T0, "cancelled_error": "c", "traceback": "t", "channel": "c"},
+         "jobs_pkey"),
         # Retention: the purge finds its batch through the finished-rows index...
         ("purge_lock", {"states": ["succeeded", "cancelled"], "finished_before": T0,
                         "limit": 1000}, "jobs_finished"),
@@ -320,8 +323,6 @@ def test_hot_statements_keep_their_index_paths_in_generic_plans(
     assert "Seq Scan" not in plan and "Bitmap Heap Scan on jobs" not in plan, plan
 
 
-CLAIM_VALUES: dict[str, object] = {"queues": ["q"], "limits": [10], "limit": 10, "now": T0,
-                                   "owner": "w", "lease_expires_at": T0 + LEASE}
 
 
 def test_a_limited_claim_counts_leases_by_index_on_a_table_never_analysed(
@@ -474,7 +475,7 @@ def test_a_claim_over_a_limited_queue_waits_for_the_claimer_before_it(
     store = make_store()
     ids = store.enqueue([new("q") for _ in range(4)], T0)
     store.set_queue_limit("q", 2)
-    params = {"queues": ["q"], "limits": [2], "limit": 2, "now": T0, "owner": "first",
+    params = {"queues": ["q"], **floors(1), "limits": [2], "limit": 2, "now": T0, "owner": "first",
               "lease_expires_at": T0 + LEASE}
     with psycopg.connect(pg_url) as first:
         first.execute(render_sql("lock_queue_limits", "rota"), {"queues": ["q"]})
@@ -593,7 +594,7 @@ def test_a_connection_dying_between_claim_and_commit_leaves_the_job_claimable(
     dying = psycopg.connect(pg_url)
     try:
         claimed = dying.execute(render_sql("claim", "rota"), {
-            "queues": ["q"], "limits": [1], "limit": 1, "now": T0, "owner": "dying",
+            "queues": ["q"], **floors(1), "limits": [1], "limit": 1, "now": T0, "owner": "dying",
             "lease_expires_at": T0 + LEASE}).fetchall()
         assert [row[0] for row in claimed] == [job_id]
         # Then another claimer skips the locked job instead of waiting for it
@@ -628,6 +629,12 @@ class Hints:
         """Whether any hint has arrived, waiting at most `timeout_s` for the first."""
         with self._arrived:
             return self._arrived.wait_for(lambda: bool(self.queues), timeout_s)
+
+    def wait_past(self, count: int) -> None:
+        """Wait until more than `count` hints have arrived."""
+        with self._arrived:
+            assert self._arrived.wait_for(lambda: len(self.queues) > count, HINT_WAIT_S), \
+                f"no hint after the first {count}"
 
     def wait_for(self, queue: str) -> list[str]:
         with self._arrived:
@@ -868,7 +875,8 @@ def test_the_probe_is_one_index_probe_per_queue_in_its_generic_plan(
     )
     admin.execute("ANALYZE rota.jobs")
     # When probe.sql is planned without knowing its parameters
-    plan = _generic_plan(admin, "probe", {"probe": ["q", "r"], "now": T0})
+    plan = _generic_plan(admin, "probe", {"probe": ["q", "r"], "now": T0,
+                                             **floors(2, "probe_")})
     # Then it loops over the Queues probed, one (index-only) probe of jobs_claimable each
     assert "Nested Loop" in plan and "using jobs_claimable" in plan, plan
     assert "Hash" not in plan and "Seq Scan on jobs" not in plan, plan

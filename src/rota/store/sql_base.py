@@ -299,7 +299,8 @@ class SqlStore(ABC, Generic[Conn]):
         return {**fence(lease), "now": self._to_db_time(now),
                 "due_at": self._to_db_time(due_at, "due_at"), "error": error,
                 "cancelled_error": CANCELLED_ON_REQUEST,
-                "traceback": None if traceback is None else bound_traceback(traceback)}
+                "traceback": None if traceback is None else bound_traceback(traceback),
+                **self._hints}
 
     def _end_lease_params(self, lease: Lease, now: datetime, state: JobState, error: str,
                           traceback: str | None = None) -> dict[str, object]:
@@ -361,7 +362,7 @@ class SqlStore(ABC, Generic[Conn]):
         applied = self._run(retrying if due_at is not None else dead_lettering, {
             **fence(lease), "now": self._to_db_time(now),
             "due_at": None if due_at is None else self._to_db_time(due_at, "due_at"),
-            "error": error, "cancelled_error": CANCELLED_ON_REQUEST,
+            "error": error, "cancelled_error": CANCELLED_ON_REQUEST, **self._hints,
         }, "expiring a lease", write=True)[1] == 1
         if applied:
             self._tell_finished()

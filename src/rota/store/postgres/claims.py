@@ -31,6 +31,7 @@ from rota.core.rates import cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 from rota.store.corrupt import quarantine_undecodable
 from rota.store.postgres.connection import PostgresConnection
+from rota.store.postgres.floors import reached_positions
 from rota.store.postgres.retry import retried
 from rota.store.postgres.schema import (
     COMPLETED_PARENTS,
@@ -90,35 +91,31 @@ class PostgresClaims(PostgresConnection):
                 return Claimed(due=[str(row[0]) for row in found if row[1]], applied=applied)
             if not probe:
                 return Claimed()
-            found, _ = self._run("probe", {"probe": list(probe), "now": utc(now)})
+            found, _ = self._run("probe", self._probe_params(list(probe), utc(now)))
             return Claimed(due=[str(row[0]) for row in found if row[1]])
+        names = [queue for queue, _ in caps]
+        floor_dues, floor_ids, token = self.claim_floors.positions(names)
         params = {
-            "queues": text_array([queue for queue, _ in caps]),
+            "queues": text_array(names),
             "limits": int_array([min(cap, limit) for _, cap in caps]),
             "limit": limit,
             "now": utc(now),
             "owner": owner,
             "lease_expires_at": utc(lease_expires_at, "lease_expires_at"),
+            "floor_dues": floor_dues,
+            "floor_ids": int_array(floor_ids),
         }
-        applied = 0
         probed: list[str] = []
         if probe or limits is not None:
             # A planner's claim: probe its Queues (and those asked) in the same round trip.
             probed = list(dict.fromkeys([*(queue for queue, _ in caps), *probe]))
-        if outcomes:
-            rows, found, applied = self._claim_with_outcomes(params, probed, outcomes, now)
-        elif probed:
-            rows, found = self._claim_and_probe(params, probed)
-        else:
-            rows, _ = self._run("claim", params)
-            found = []
-        next_token_at: datetime | None = None
-        rated: list[str] = []
-        if rows and rows[0][0] is None:  # a limit or a rate: claim.sql leased nothing
-            # (With outcomes, they were committed by then: see the module doc of base.)
-            rows, rated, next_token_at = self._claim_limited(params, caps, limit, now)
-            if probed:  # the probe ran before this claim: ask again what it left
-                found, _ = self._run("probe", {"probe": probed, "now": params["now"]})
+        try:
+            rows, found, applied, rated, next_token_at = self._claim_rows(
+                params, caps, limit, probed, outcomes, token, utc(now))
+        except BaseException:
+            # Its locks were rolled back: jobs it skipped past may be claimable again.
+            self.claim_floors.forget(names)
+            raise
         wanted = set(probe)
         return Claimed(
             quarantine_undecodable(
@@ -129,6 +126,34 @@ class PostgresClaims(PostgresConnection):
             applied=applied,
             next_token_at=next_token_at,
         )
+
+    def _claim_rows(
+        self, params: dict[str, object], caps: Sequence[tuple[str, int]], limit: int,
+        probed: list[str], outcomes: Sequence[LeaseOutcome], token: int, now: datetime,
+    ) -> tuple[list[Row], list[Row], int, list[str], datetime | None]:
+        """Run the claim (with its outcomes and probe): the rows leased, the probe's rows,
+        the outcomes applied, the rated Queues asked and when the first of those held back
+        by its tokens has one again; then raise the floors of its Queues."""
+        applied = 0
+        if outcomes:
+            rows, found, applied = self._claim_with_outcomes(params, probed, outcomes, now)
+        elif probed:
+            rows, found = self._claim_and_probe(params, probed)
+        else:
+            rows, _ = self._run("claim", params)
+            found = []
+        next_token_at: datetime | None = None
+        rated: list[str] = []
+        limited = bool(rows) and rows[0][0] is None
+        if limited:  # a limit or a rate: claim.sql leased nothing
+            # (With outcomes, they were committed by then: see the module doc of base.)
+            rows, rated, next_token_at = self._claim_limited(params, caps, limit, now)
+            if probed:  # the probe ran before this claim: ask again what it left
+                found, _ = self._run("probe", self._probe_params(probed, now))
+        self.claim_floors.raise_(token, reached_positions(
+            [(queue, min(cap, limit)) for queue, cap in caps], limit,
+            [(row[2], row[4], row[0]) for row in rows], now, exhaustive=not limited))
+        return rows, found, applied, rated, next_token_at
 
     def _claim_with_outcomes(
         self, params: Mapping[str, object] | None, probed: list[str],
@@ -171,7 +196,8 @@ class PostgresClaims(PostgresConnection):
                         if claimed is not None:
                             claimed.execute(self._query(claim_name), params)
                         if second is not None:
-                            second.execute(self._query("probe"), {"probe": probed, "now": now})
+                            second.execute(self._query("probe"),
+                                           self._probe_params(probed, now))
                         cursor.execute("COMMIT")
                 except psycopg.Error:
                     # A failed statement aborts the transaction, and the pipeline skips the
@@ -213,18 +239,25 @@ class PostgresClaims(PostgresConnection):
         statements.extend(self._single_outcomes(outcomes, now))
         return statements
 
+    def _probe_params(self, probed: list[str], now: datetime) -> dict[str, object]:
+        floor_dues, floor_ids, _ = self.claim_floors.positions(probed)
+        return {"probe": probed, "now": now, "probe_floor_dues": floor_dues,
+                "probe_floor_ids": int_array(floor_ids)}
+
     def _claim_and_probe(
         self, params: Mapping[str, object], probed: list[str]
     ) -> tuple[list[Row], list[Row]]:
         """claim.sql and probe.sql pipelined: one network round trip; the probe runs after
         the claim (each its own transaction), so it sees what the claim left."""
+        now = params["now"]
+        assert isinstance(now, datetime)
+
         def pipelined() -> tuple[list[Row], list[Row]]:
             with self._cursor("claim") as cursor:
                 conn = cursor.connection
                 with conn.pipeline(), conn.cursor() as second:
                     cursor.execute(self._query("claim"), params)
-                    second.execute(self._query("probe"),
-                                   {"probe": probed, "now": params["now"]})
+                    second.execute(self._query("probe"), self._probe_params(probed, now))
                     rows = cursor.fetchall()
                     found = second.fetchall()
                 return rows, found
@@ -292,6 +325,7 @@ class PostgresClaims(PostgresConnection):
             return 0
         _, count = self._run("release", {
             "now": utc(now), "cancelled_error": CANCELLED_ON_REQUEST, **lease_columns(leases),
+            **self._hints,
         })
         return count
 

@@ -32,6 +32,7 @@ from psycopg.rows import TupleRow
 from rota.core.jobs import JobState
 from rota.store.base import StoreConfigError, StoreError
 from rota.store.deadlines import call_deadline
+from rota.store.postgres.floors import ClaimFloors
 from rota.store.postgres.retry import retried
 from rota.store.postgres.schema import (
     FILES,
@@ -197,6 +198,7 @@ class PostgresConnection(SqlStore[Connection]):
         self.channel: Final = f"{schema}_enqueue"
         self._hints = {"channel": self.channel}
         self._queries: dict[str, str] = {}
+        self.claim_floors = ClaimFloors()
         self.replan_after_s = REPLAN_AFTER_S
         self._ready = False
         self._ready_lock = threading.Lock()

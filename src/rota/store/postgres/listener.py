@@ -2,7 +2,10 @@
 `job_states`) and the thread behind each.
 
 Every statement that adds jobs or makes them claimable again sends `pg_notify` on the
-channel `<schema>_enqueue` with the Queue as payload; every statement that may finish jobs
+channel `<schema>_enqueue` with the Queue as payload, followed by a space and the
+smallest due time it made claimable (microseconds since the epoch) where it knows it:
+the listener lowers the store's claim floors with it (floors.py) before it calls
+`on_enqueue(queue)`. Every statement that may finish jobs
 sends one on `<schema>_finished`, payload '', if it did (from the subquery that gives
 `finished_at` its value: complete.sql says how). Both are delivered at commit.
 
@@ -31,6 +34,7 @@ from rota.core.jobs import JobState
 from rota.store.base import StoreError
 from rota.store.deadlines import call_deadline
 from rota.store.postgres.connection import Connection, PostgresConnection
+from rota.store.postgres.floors import ClaimFloors, hint_payload_position
 from rota.store.postgres.schema import finished_channel, int_array
 from rota.store.postgres.watchdog import Call
 from rota.store.sql_base import STATES
@@ -112,6 +116,11 @@ class _Listener:
         self._channel = channel
         self._what = what  # the callback, as the log names it
         self._on_notify = on_notify
+        # The enqueue listener keeps the claim floors honest: they exist only while it is
+        # connected, and every hint lowers them.
+        self._floors: ClaimFloors | None = (
+            store.claim_floors if channel == store.channel else None)
+        self._floored = False
         self._stopping = threading.Event()
         self._wake_reader, self._wake_writer = socket.socketpair()
         try:
@@ -137,7 +146,14 @@ class _Listener:
                 self._store._fail("listen", error)
         # Hints that arrive while a check runs are read by psycopg, not by `_read`.
         conn.add_notify_handler(lambda notify: self._deliver(notify.channel, notify.payload))
+        self._set_floored(True)
         return conn
+
+    def _set_floored(self, connected: bool) -> None:
+        """Tell the claim floors whether this listener is connected (once per change)."""
+        if self._floors is not None and connected != self._floored:
+            self._floored = connected
+            self._floors.listening(connected)
 
     def stop(self) -> None:
         if self._stopping.is_set():
@@ -180,10 +196,12 @@ class _Listener:
                                     type(error).__name__)
                     else:  # a bug: say so loudly, then carry on as after a drop
                         log.exception("the LISTEN thread failed unexpectedly; reconnecting")
+                    self._set_floored(False)
                     self._conn.close()
                     self._conn = None
                     failures = 1
         finally:
+            self._set_floored(False)
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
@@ -225,6 +243,9 @@ class _Listener:
     def _deliver(self, channel: str, payload: str) -> None:
         if channel != self._channel:
             return
+        if self._floors is not None:
+            payload, position = hint_payload_position(payload)
+            self._floors.hint(payload, position)
         try:
             self._on_notify(payload)
         except Exception:

@@ -40,9 +40,11 @@ limited AS (
 -- limits: the most to take from each Queue (a batched claim, one count per Queue; the
 -- store passes `limit` for each when the claim gives none).
 wanted AS (
-    SELECT w.queue, w.position, w.queue_limit
-    FROM unnest(%(queues)s::text[], %(limits)s::int[])
-        WITH ORDINALITY AS w(queue, queue_limit, position)
+    SELECT w.queue, w.position, w.queue_limit, w.floor_due, w.floor_id
+    -- floors: where each Queue's scan starts (rota/store/postgres/floors.py).
+    FROM unnest(%(queues)s::text[], %(limits)s::int[], %(floor_dues)s::timestamptz[],
+                %(floor_ids)s::bigint[])
+        WITH ORDINALITY AS w(queue, queue_limit, floor_due, floor_id, position)
     WHERE NOT EXISTS (SELECT FROM limited)
       -- claim_completing: AND no completed job has children
       AND NOT EXISTS (SELECT FROM controls WHERE controls.queue = w.queue)
@@ -56,6 +58,7 @@ picked AS (
         WHERE jobs.queue = wanted.queue
           AND jobs.state = 'scheduled'
           AND jobs.due_at <= %(now)s
+          AND (jobs.due_at, jobs.id) >= (wanted.floor_due, wanted.floor_id)
         ORDER BY jobs.due_at, jobs.id
         LIMIT wanted.queue_limit
         FOR UPDATE SKIP LOCKED

@@ -10,11 +10,14 @@
 -- counting at most up to the limit), or `limit` for a Queue without a limit; a paused
 -- Queue is left out.
 WITH requested AS (
-    SELECT w.queue, w.position, w.queue_limit, settings.paused, settings.concurrency_limit
+    SELECT w.queue, w.position, w.queue_limit, w.floor_due, w.floor_id, settings.paused,
+           settings.concurrency_limit
     -- limits: the most to take from each Queue (a batched claim, one count per Queue;
     -- the store passes `limit` for each when the claim gives none).
-    FROM unnest(%(queues)s::text[], %(limits)s::int[])
-        WITH ORDINALITY AS w(queue, queue_limit, position)
+    -- floors: where each Queue's scan starts (rota/store/postgres/floors.py).
+    FROM unnest(%(queues)s::text[], %(limits)s::int[], %(floor_dues)s::timestamptz[],
+                %(floor_ids)s::bigint[])
+        WITH ORDINALITY AS w(queue, queue_limit, floor_due, floor_id, position)
     -- One primary-key lookup per Queue asked for (OFFSET 0 keeps the planner from
     -- turning this into a hash join over the whole settings table).
     LEFT JOIN LATERAL (
@@ -26,6 +29,7 @@ WITH requested AS (
 ),
 wanted AS (
     SELECT requested.queue, requested.position, requested.queue_limit,
+           requested.floor_due, requested.floor_id,
            CASE
                WHEN requested.concurrency_limit IS NULL THEN %(limit)s
                ELSE greatest(0, requested.concurrency_limit - (
@@ -57,6 +61,7 @@ picked AS (
         WHERE jobs.queue = wanted.queue
           AND jobs.state = 'scheduled'
           AND jobs.due_at <= %(now)s
+          AND (jobs.due_at, jobs.id) >= (wanted.floor_due, wanted.floor_id)
         ORDER BY jobs.due_at, jobs.id
         LIMIT least(wanted.room, wanted.queue_limit)
         FOR UPDATE SKIP LOCKED

@@ -25,7 +25,7 @@ WITH new_jobs AS (
     ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, trace_context, state, error,
                            parent_start, parent_count, after_outcome, waiting_for, position)
     ORDER BY j.position
-    RETURNING id, queue, state, parents
+    RETURNING id, queue, state, parents, due_at
 ),
 edges AS (
     INSERT INTO {schema}.job_edges (parent_id, child_id, pending)
@@ -40,8 +40,9 @@ marked AS (
     WHERE jobs.id = ANY (%(parent_ids)s::bigint[]) AND NOT jobs.has_children
 ),
 hints AS (
-    SELECT pg_notify(%(channel)s, touched.queue)
-    FROM (SELECT DISTINCT queue FROM new_jobs WHERE state = 'scheduled') AS touched
+    SELECT pg_notify(%(channel)s, touched.queue || ' ' || touched.position)
+    FROM (SELECT queue, floor(extract(epoch FROM min(due_at)) * 1000000)::bigint AS position
+          FROM new_jobs WHERE state = 'scheduled' GROUP BY queue) AS touched
 )
 SELECT new_jobs.id
 FROM new_jobs CROSS JOIN (SELECT count(*) FROM hints) AS sent

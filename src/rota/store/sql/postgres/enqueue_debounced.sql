@@ -30,11 +30,12 @@ written AS (
         due_at = LEAST(EXCLUDED.due_at, jobs.created_at + (
             SELECT g.max_wait FROM given AS g
             WHERE g.name = EXCLUDED.name AND g.key = EXCLUDED.debounce_key))
-    RETURNING jobs.id, jobs.queue, jobs.name, jobs.debounce_key
+    RETURNING jobs.id, jobs.queue, jobs.name, jobs.debounce_key, jobs.due_at
 ),
 hints AS (
-    SELECT pg_notify(%(channel)s, touched.queue)
-    FROM (SELECT DISTINCT queue FROM written) AS touched
+    SELECT pg_notify(%(channel)s, touched.queue || ' ' || touched.position)
+    FROM (SELECT queue, floor(extract(epoch FROM min(due_at)) * 1000000)::bigint AS position
+          FROM written GROUP BY queue) AS touched
 )
 SELECT written.id, written.name, written.debounce_key
 FROM written CROSS JOIN (SELECT count(*) FROM hints) AS sent

@@ -15,11 +15,12 @@ WITH new_jobs AS (
     ORDER BY j.position
     ON CONFLICT (name, key) WHERE key IS NOT NULL AND state IN ('scheduled', 'leased')
     DO NOTHING
-    RETURNING id, queue, name, key
+    RETURNING id, queue, name, key, due_at
 ),
 hints AS (
-    SELECT pg_notify(%(channel)s, touched.queue)
-    FROM (SELECT DISTINCT queue FROM new_jobs) AS touched
+    SELECT pg_notify(%(channel)s, touched.queue || ' ' || touched.position)
+    FROM (SELECT queue, floor(extract(epoch FROM min(due_at)) * 1000000)::bigint AS position
+          FROM new_jobs GROUP BY queue) AS touched
 )
 SELECT new_jobs.id, new_jobs.name, new_jobs.key
 FROM new_jobs CROSS JOIN (SELECT count(*) FROM hints) AS sent

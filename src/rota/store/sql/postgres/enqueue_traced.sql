@@ -12,11 +12,12 @@ WITH new_jobs AS (
         %(args)b::text[], %(kwargs)b::text[], %(trace_contexts)s::text[]
     ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, trace_context, position)
     ORDER BY j.position
-    RETURNING id, queue
+    RETURNING id, queue, due_at
 ),
 hints AS (
-    SELECT pg_notify(%(channel)s, touched.queue)
-    FROM (SELECT DISTINCT queue FROM new_jobs) AS touched
+    SELECT pg_notify(%(channel)s, touched.queue || ' ' || touched.position)
+    FROM (SELECT queue, floor(extract(epoch FROM min(due_at)) * 1000000)::bigint AS position
+          FROM new_jobs GROUP BY queue) AS touched
 )
 -- A SELECT in WITH runs only as far as it is read: count(*) reads every hint.
 SELECT new_jobs.id

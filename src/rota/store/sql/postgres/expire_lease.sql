@@ -9,7 +9,12 @@ UPDATE {schema}.jobs
 SET state = CASE WHEN %(due_at)s::timestamptz IS NULL THEN 'dead_lettered'
                  WHEN cancel_requested THEN 'cancelled'
                  ELSE 'scheduled' END,
-    due_at = coalesce(%(due_at)s::timestamptz, due_at),
+    -- The enqueue hint with the job's Queue and due time, sent at commit (retry.sql).
+    due_at = coalesce((SELECT %(due_at)s::timestamptz
+                       FROM (SELECT pg_notify(%(channel)s, queue || ' ' || floor(
+                           extract(epoch FROM %(due_at)s::timestamptz) * 1000000)::bigint))
+                           AS hint
+                       WHERE %(due_at)s::timestamptz IS NOT NULL), due_at),
     finished_at = CASE WHEN %(due_at)s::timestamptz IS NULL OR cancel_requested
                        THEN (SELECT %(now)s::timestamptz FROM (SELECT pg_notify({finished_channel}, '')) AS hint) END,
     last_error = CASE WHEN %(due_at)s::timestamptz IS NOT NULL AND cancel_requested

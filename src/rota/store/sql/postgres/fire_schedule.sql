@@ -20,10 +20,11 @@ new_job AS (
     INSERT INTO {schema}.jobs (name, queue, due_at, args, kwargs, created_at)
     SELECT %(job_name)s, %(queue)s, %(fire_at)s, %(args)s::json, %(kwargs)s::json, %(now)s
     FROM fired
-    RETURNING id, queue
+    RETURNING id, queue, due_at
 ),
 hints AS (
-    SELECT pg_notify(%(channel)s, new_job.queue) FROM new_job
+    SELECT pg_notify(%(channel)s, new_job.queue || ' ' || floor(extract(epoch FROM new_job.due_at) * 1000000)::bigint)
+    FROM new_job
 )
 SELECT (SELECT id FROM new_job),
        (SELECT definition FROM {schema}.schedules WHERE name = %(name)s),

@@ -11,13 +11,15 @@ SELECT probed.queue,
        due.id IS NOT NULL AND settings.paused IS NOT TRUE AS due,
        settings.paused IS TRUE OR settings.concurrency_limit IS NOT NULL
            OR settings.rate_jobs IS NOT NULL AS controlled
-FROM unnest(%(probe)s::text[]) AS probed(queue)
+FROM unnest(%(probe)s::text[], %(probe_floor_dues)s::timestamptz[],
+            %(probe_floor_ids)s::bigint[]) AS probed(queue, floor_due, floor_id)
 LEFT JOIN LATERAL (
     SELECT jobs.id
     FROM {schema}.jobs
     WHERE jobs.queue = probed.queue
       AND jobs.state = 'scheduled'
       AND jobs.due_at <= %(now)s
+      AND (jobs.due_at, jobs.id) >= (probed.floor_due, probed.floor_id)
     ORDER BY jobs.due_at, jobs.id
     LIMIT 1
 ) AS due ON true

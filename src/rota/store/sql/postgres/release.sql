@@ -12,6 +12,10 @@ SET state = CASE WHEN jobs.cancel_requested THEN 'cancelled' ELSE 'scheduled' EN
     last_traceback = CASE WHEN jobs.cancel_requested THEN NULL ELSE jobs.last_traceback END,
     finished_at = CASE WHEN jobs.cancel_requested THEN
         (SELECT %(now)s::timestamptz FROM (SELECT pg_notify({finished_channel}, '')) AS hint) END,
+    -- The enqueue hint with the job's Queue and due time, sent at commit (retry.sql).
+    due_at = (SELECT jobs.due_at
+              FROM (SELECT pg_notify(%(channel)s, jobs.queue || ' ' || floor(
+                  extract(epoch FROM jobs.due_at) * 1000000)::bigint)) AS hint),
     lease_owner = NULL,
     lease_expires_at = NULL
 FROM unnest(%(ids)s::bigint[], %(owners)s::text[], %(attempts)s::integer[])

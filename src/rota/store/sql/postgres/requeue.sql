@@ -16,6 +16,7 @@ WITH requeued AS (
           SELECT 1 FROM {schema}.jobs AS live
           WHERE live.name = j.name AND live.key = j.key
             AND live.key IS NOT NULL AND live.state IN ('scheduled', 'leased')))
-    RETURNING j.queue
+    RETURNING j.queue, j.due_at
 )
-SELECT pg_notify(%(channel)s, requeued.queue) FROM requeued
+SELECT pg_notify(%(channel)s, requeued.queue || ' ' || floor(extract(epoch FROM requeued.due_at) * 1000000)::bigint)
+FROM requeued

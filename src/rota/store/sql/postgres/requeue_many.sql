@@ -23,10 +23,11 @@ WITH requeued AS (
               SELECT min(same.id) FROM {schema}.jobs AS same
               WHERE same.name = j.name AND same.key = j.key AND same.state = %(state)s::text
                 AND (%(queue)s::text IS NULL OR same.queue = %(queue)s::text))))
-    RETURNING j.queue
+    RETURNING j.queue, j.due_at
 ),
 hints AS (
-    SELECT pg_notify(%(channel)s, touched.queue)
-    FROM (SELECT DISTINCT queue FROM requeued) AS touched
+    SELECT pg_notify(%(channel)s, touched.queue || ' ' || touched.position)
+    FROM (SELECT queue, floor(extract(epoch FROM min(due_at)) * 1000000)::bigint AS position
+          FROM requeued GROUP BY queue) AS touched
 )
 SELECT (SELECT count(*) FROM requeued), (SELECT count(*) FROM hints)

@@ -5,7 +5,11 @@
 UPDATE {schema}.jobs
 -- A job whose cancel was requested never goes back to scheduled: it ends cancelled.
 SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'scheduled' END,
-    due_at = %(due_at)s,
+    -- The enqueue hint with the job's Queue and due time, sent at commit: a subquery
+    -- correlated with the row, so one per job retried (listener.py).
+    due_at = (SELECT %(due_at)s::timestamptz
+              FROM (SELECT pg_notify(%(channel)s, queue || ' ' || floor(
+                  extract(epoch FROM %(due_at)s::timestamptz) * 1000000)::bigint)) AS hint),
     last_error = CASE WHEN cancel_requested THEN %(cancelled_error)s::text ELSE %(error)s END,
     -- the traceback goes with the error it explains (NULL beside a cancel)
     last_traceback = CASE WHEN cancel_requested THEN NULL ELSE %(traceback)s::text END,

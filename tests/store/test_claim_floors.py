@@ -1,0 +1,172 @@
+"""Claim floors (rota.store.postgres.floors): the pure table and the rule of where a
+claim leaves each Queue. No server: PostgreSQL's side is in test_postgres_floors.py."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+pytest.importorskip("psycopg")  # the package rota.store.postgres imports it
+
+from rota.store.postgres.floors import (  # noqa: E402
+    MARGIN,
+    RECENT_HINTS,
+    START,
+    ClaimFloors,
+    hint_payload_position,
+    reached_positions,
+)
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def listening(max_age_s: float = 60.0) -> tuple[ClaimFloors, Clock]:
+    clock = Clock()
+    floors = ClaimFloors(max_age_s, clock)
+    floors.listening(True)
+    return floors, clock
+
+
+def test_a_hint_payload_names_its_queue_and_maybe_a_position() -> None:
+    assert hint_payload_position("q") == ("q", None)
+    micros = int((T0 - datetime(1970, 1, 1, tzinfo=UTC)).total_seconds() * 1_000_000)
+    assert hint_payload_position(f"tenant-1 {micros}") == ("tenant-1", T0)
+    # A Queue name holds no space, so anything else is a plain (older) payload
+    assert hint_payload_position("q x") == ("q x", None)
+
+
+def test_without_a_listener_no_floor_is_kept() -> None:
+    floors = ClaimFloors()
+    _, _, token = floors.positions(["q"])
+    floors.raise_(token, [("q", T0, 7)])
+    assert floors.positions(["q"])[:2] == ([START], [0])
+
+
+def test_a_claim_raises_a_floor_and_a_hint_lowers_it() -> None:
+    floors, _ = listening()
+    _, _, token = floors.positions(["q", "r"])
+    floors.raise_(token, [("q", T0, 7)])
+    assert floors.positions(["q", "r"])[:2] == ([T0, START], [7, 0])
+    # A hint at a later position changes nothing; one before the floor lowers it
+    floors.hint("q", T0 + timedelta(seconds=5))
+    assert floors.positions(["q"])[:2] == ([T0], [7])
+    floors.hint("q", T0 - timedelta(seconds=5))
+    assert floors.positions(["q"])[:2] == ([T0 - timedelta(seconds=5)], [0])
+    # A hint without a position removes the floor
+    floors.hint("q", None)
+    assert floors.positions(["q"])[:2] == ([START], [0])
+
+
+def test_a_hint_during_a_claim_caps_the_raise_at_its_position() -> None:
+    # Given a claim that read its floors, then a hint for "q" came in
+    floors, _ = listening()
+    _, _, token = floors.positions(["q", "r"])
+    floors.hint("q", T0)
+    # When the claim ends having reached past it in "q" (and somewhere in "r")
+    floors.raise_(token, [("q", T0 + timedelta(seconds=9), 3), ("r", T0, 4)])
+    # Then "q" is raised only to the hinted position (the claim may not have seen that
+    # job); "r" as far as the claim reached
+    assert floors.positions(["q", "r"])[:2] == ([T0, T0], [0, 4])
+
+
+def test_a_positionless_hint_or_too_many_hints_during_a_claim_cancel_its_raise() -> None:
+    floors, _ = listening()
+    _, _, token = floors.positions(["q", "r"])
+    floors.hint("q", None)
+    for second in range(RECENT_HINTS + 1):
+        floors.hint("r", T0 + timedelta(seconds=second))
+    floors.raise_(token, [("q", T0, 1), ("r", T0, 2)])
+    assert floors.positions(["q", "r"])[:2] == ([START, START], [0, 0])
+    # Hints older than the claim's token do not matter
+    _, _, token = floors.positions(["q", "r"])
+    floors.raise_(token, [("q", T0, 1), ("r", T0, 2)])
+    assert floors.positions(["q", "r"])[:2] == ([T0, T0], [1, 2])
+
+
+def test_a_listener_change_or_a_failed_claim_removes_floors() -> None:
+    floors, _ = listening()
+    _, _, token = floors.positions(["q", "r"])
+    floors.raise_(token, [("q", T0, 1), ("r", T0, 2)])
+    floors.forget(["q"])
+    assert floors.positions(["q", "r"])[:2] == ([START, T0], [0, 2])
+    _, _, token = floors.positions(["q"])
+    floors.listening(False)
+    floors.raise_(token, [("q", T0, 1)])
+    assert floors.positions(["q", "r"])[:2] == ([START, START], [0, 0])
+
+
+def test_a_floor_lasts_at_most_max_age_from_when_it_was_set() -> None:
+    floors, clock = listening(max_age_s=60)
+    _, _, token = floors.positions(["q"])
+    floors.raise_(token, [("q", T0, 1)])
+    clock.now = 59
+    _, _, token = floors.positions(["q"])
+    floors.raise_(token, [("q", T0 + timedelta(seconds=59), 2)])  # raised, not renewed
+    assert floors.positions(["q"])[:2] == ([T0 + timedelta(seconds=59)], [2])
+    clock.now = 60
+    assert floors.positions(["q"])[:2] == ([START], [0])
+
+
+def test_where_a_claim_leaves_its_queues() -> None:
+    a, b = T0 - timedelta(seconds=30), T0 - timedelta(seconds=20)
+    # Fewer than asked from each: every Queue is reached up to now less the margin
+    assert reached_positions([("q", 10), ("r", 10)], 10, [("q", a, 1)], T0,
+                             exhaustive=True) == [("q", T0 - MARGIN, 0), ("r", T0 - MARGIN, 0)]
+    # The overall limit filled in "q": "q" only as far as its rows, "r" not scanned
+    assert reached_positions([("q", 10), ("r", 10)], 2, [("q", a, 1), ("q", b, 2)], T0,
+                             exhaustive=True) == [("q", b, 2)]
+    # "q" gave fewer than its cap, "r" filled the limit: "q" up to now, "r" its rows
+    assert reached_positions([("q", 10), ("r", 10)], 2, [("q", a, 1), ("r", b, 2)], T0,
+                             exhaustive=True) == [("q", T0 - MARGIN, 0), ("r", b, 2)]
+    # A claim cut by a concurrency limit or a rate: only as far as the rows
+    assert reached_positions([("q", 10), ("r", 10)], 10, [("q", a, 1)], T0,
+                             exhaustive=False) == [("q", a, 1)]
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 50), max_size=12), min_size=1, max_size=4),
+    st.lists(st.integers(0, 6), min_size=4, max_size=4),
+    st.integers(1, 15),
+    st.sets(st.integers(0, 200), max_size=10),
+)
+def test_a_reached_position_never_passes_a_job_the_claim_left(
+    dues: list[list[int]], caps: list[int], limit: int, locked: set[int],
+) -> None:
+    """Model of claim.sql: Queues in order, each scanned in (due, id) order up to its cap,
+    rows locked by another claim skipped, until the overall limit. Due times are seconds
+    after T0 - 100 s, so all are due at T0 but for those past it (none here: max 50)."""
+    queues = [f"q{number}" for number in range(len(dues))]
+    jobs: dict[str, list[tuple[datetime, int]]] = {}
+    next_id = 0
+    for queue, seconds in zip(queues, dues, strict=True):
+        jobs[queue] = []
+        for second in sorted(seconds):
+            next_id += 1
+            jobs[queue].append((T0 - timedelta(seconds=100 - second), next_id))
+    rows: list[tuple[str, datetime, int]] = []
+    for queue, cap in zip(queues, caps, strict=False):
+        taken = 0
+        for due, job_id in jobs[queue]:
+            if len(rows) >= limit or taken >= min(cap, limit):
+                break
+            if job_id in locked:
+                continue
+            rows.append((queue, due, job_id))
+            taken += 1
+    claimed = {job_id for _, _, job_id in rows}
+    reached = reached_positions(list(zip(queues, caps, strict=False)), limit, rows, T0,
+                                exhaustive=True)
+    for queue, due, job_id in reached:
+        left = [(d, i) for d, i in jobs[queue] if i not in claimed and i not in locked]
+        assert all((d, i) >= (due, job_id) for d, i in left), (queue, due, job_id, left)
