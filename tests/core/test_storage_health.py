@@ -49,6 +49,7 @@ def test_a_hidden_query_or_age_is_said_so_and_judged_by_transactions() -> None:
     hidden = HorizonHolder("backend", "7", None, 400_000, "", "", None, "", "jobs")
     [warning] = storage_warnings(StorageHealth((hidden,), has_horizon=True))
     assert "query hidden" in warning and "400,000 transactions old" in warning
+    assert "held back (400,000 transactions old)" in warning  # no age in seconds claimed
     young = HorizonHolder("backend", "7", None, 10, "", "", None, "", "jobs")
     assert storage_warnings(StorageHealth((young,), has_horizon=True)) == ()
 

@@ -174,9 +174,11 @@ def storage_warnings(health: StorageHealth, limits: StorageLimits | None = None
     held = [holder for holder in health.holders if _held_too_long(holder, limits)]
     if held:
         names = "; ".join(describe_holder(holder) for holder in held)
+        age = f"{health.horizon_age_xids:,} transactions old"
+        if health.horizon_age_s > 0:
+            age = f"{_duration(health.horizon_age_s)} and {age}"
         warnings.append(
-            f"the xmin horizon is held back ({_duration(health.horizon_age_s)} and "
-            f"{health.horizon_age_xids:,} transactions old), so vacuum cannot remove the "
+            f"the xmin horizon is held back ({age}), so vacuum cannot remove the "
             f"dead rows of rota's tables and claims slow down as they pile up; held by "
             f"{names}")
     for table in health.tables:
