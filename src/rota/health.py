@@ -6,7 +6,14 @@ the store answers; its schema is the one this rota's migrations reach; and, for 
 App's Worker Groups, a live worker serves every Queue of their policies. The check
 never creates or migrates a store: the schema version is read on its own, before any
 other call (a PostgreSQL store migrates on its first other call, so that call waits for
-a current schema, when it is a no-op). Imports the core and the store contract.
+a current schema, when it is a no-op).
+
+Then, on a store that reports its storage (`StorageReporting`), the warnings of
+rota.core.storage_health: a held xmin horizon or a table of more dead rows than live ones
+(PostgreSQL), a -wal file no checkpoint could fold back (SQLite). They leave `ok` alone:
+the store still serves, only more slowly by the minute, and a liveness probe that
+restarted workers would not release anyone's snapshot. `rota health --strict` fails on
+them. Imports the core and the store contract.
 """
 
 from __future__ import annotations
@@ -18,8 +25,9 @@ from typing import Any
 
 from rota.core.clock import Clock
 from rota.core.groups import WorkerGroupOptions
+from rota.core.storage_health import StorageLimits, storage_warnings
 from rota.store import Store, StoreClock, StoreConfigError, StoreError, mask_url, open_store
-from rota.store.base import Migratable
+from rota.store.base import Migratable, StorageReporting
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +43,9 @@ class Health:
         known_schema_version: the version this rota's migrations reach (None likewise).
         queues: the Queues of the checked Worker Groups, in declaration order.
         unserved: those of `queues` that no live worker serves.
+        warnings: what will slow the store down if left alone, one sentence each, naming
+            the cause and the remedy (a held xmin horizon, dead rows, a large WAL); they
+            do not make the answer unhealthy.
     """
 
     ok: bool
@@ -44,6 +55,7 @@ class Health:
     known_schema_version: int | None = None
     queues: tuple[str, ...] = ()
     unserved: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The JSON body of `/healthz` and `rota health --json`."""
@@ -52,6 +64,7 @@ class Health:
             "schema_version": self.schema_version,
             "known_schema_version": self.known_schema_version,
             "queues": list(self.queues), "unserved": list(self.unserved),
+            "warnings": list(self.warnings),
         }
 
 
@@ -73,12 +86,25 @@ def _served_queues(store: Store, now: datetime) -> set[str]:
             for group in worker.groups for queue in group.policy.queues}
 
 
+def store_warnings(store: Store, limits: StorageLimits | None = None) -> tuple[str, ...]:
+    """The warnings of `store`'s own storage (none for a store that reports none). A
+    store that cannot say is a warning too, not an error: the other questions answer
+    whether it serves."""
+    if not isinstance(store, StorageReporting):
+        return ()
+    try:
+        return storage_warnings(store.storage_health(), limits)
+    except StoreError as error:
+        return (f"cannot read the store's storage health: {error}",)
+
+
 def check_health(
     store: Store, clock: Clock, groups: Sequence[WorkerGroupOptions] = (),
+    limits: StorageLimits | None = None,
 ) -> Health:
     """Check `store` (and, given `groups`, that live workers serve their Queues) at
     `clock`'s now, read only once the schema is known to be current (a store clock reads
-    the store).
+    the store); then read its storage's warnings (`limits`: where they start).
 
     A store error is an answer (the store is down), not an exception.
     """
@@ -104,7 +130,8 @@ def check_health(
         names = ", ".join(repr(queue) for queue in unserved)
         problems = (f"no live worker serves Queue(s) {names}: start `rota worker` for "
                     "the App's groups",)
-    return Health(not problems, store.url, problems, version, known, queues, unserved)
+    return Health(not problems, store.url, problems, version, known, queues, unserved,
+                  store_warnings(store, limits))
 
 
 def check_store_url(url: str) -> Health:

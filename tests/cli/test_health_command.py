@@ -103,3 +103,26 @@ def test_usage_errors_exit_2(
     monkeypatch.delenv("ROTA_STORE", raising=False)
     assert main(["health", *argv]) == 2
     assert words in capsys.readouterr().err
+
+
+def test_warnings_go_to_stderr_and_fail_only_with_strict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = created(tmp_path)
+    said = ("the write-ahead log x.db-wal is 100 MiB (over 64 MiB): ...",)
+    monkeypatch.setattr("rota.health.store_warnings", lambda store, limits=None: said)
+    assert main(["health", "--store", url]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith(f"ok: {url} answers")
+    assert err == f"rota health: warning: {said[0]}\n"
+    assert main(["health", "--store", url, "--strict"]) == 1
+    assert main(["health", "--store", url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["warnings"] == list(said)
+
+
+def test_a_clean_store_has_no_warnings_even_with_strict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = created(tmp_path)
+    assert main(["health", "--store", url, "--strict"]) == 0
+    assert capsys.readouterr().err == ""

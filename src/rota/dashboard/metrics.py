@@ -18,6 +18,18 @@ by since the previous scrape. It starts at the last hour's total when the dashbo
 starts, and, like any process's counter, restarts with the dashboard (Prometheus's
 `rate()` and `increase()` handle that).
 
+From the store's report on its own storage (`StorageReporting`, read at each scrape: one
+query of PostgreSQL's statistics views, or a `stat` of SQLite's -wal file; the same numbers
+as the warnings of `rota health`, rota.core.storage_health):
+- `rota_postgres_xmin_horizon_age_seconds`: how long the oldest snapshot, transaction,
+  replication slot or prepared transaction that holds back vacuum of rota's tables has
+  held it (0 when nothing does, or none of a known age), and
+  `rota_postgres_xmin_horizon_age_transactions`: its age in transactions (a replication
+  slot has no age in seconds before PostgreSQL 17).
+- `rota_postgres_table_dead_rows{table}` and `rota_postgres_table_live_rows{table}`: the
+  statistics' row estimates of each of rota's tables.
+- `rota_sqlite_wal_bytes`: the size of the -wal file.
+
 Each dashboard has its own `CollectorRegistry` (never prometheus_client's global one), so
 mounting two dashboards, or importing rota beside other metrics, never clashes.
 """
@@ -34,6 +46,7 @@ from prometheus_client.registry import Collector
 
 from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo
+from rota.core.storage_health import StorageHealth
 from rota.core.workers import minute_of
 from rota.dashboard.sources import GroupObservation
 from rota.store import Store
@@ -121,8 +134,48 @@ class StoreCollector(Collector):
         yield from (jobs, due, age, paused, limit, workers, in_flight, total)
 
 
-def render(snapshot: Callable[[], Snapshot]) -> bytes:
+class StorageCollector(Collector):
+    """The storage gauges from `storage()` at every scrape (None: the store reports none,
+    or could not say: the gauges are then left out, not zero)."""
+
+    def __init__(self, storage: Callable[[], StorageHealth | None]) -> None:
+        self._storage = storage
+
+    def collect(self) -> Iterator[Metric]:
+        health = self._storage()
+        if health is None:
+            return
+        if health.has_horizon:
+            yield GaugeMetricFamily(
+                "rota_postgres_xmin_horizon_age_seconds",
+                "How long the oldest holder of the xmin horizon (a transaction, a "
+                "replication slot, a prepared transaction) has held back vacuum of rota's "
+                "tables (0: none).", value=health.horizon_age_s)
+            yield GaugeMetricFamily(
+                "rota_postgres_xmin_horizon_age_transactions",
+                "The age in transactions of the oldest holder of the xmin horizon (0: none).",
+                value=health.horizon_age_xids)
+            dead = GaugeMetricFamily("rota_postgres_table_dead_rows",
+                                     "Dead rows of each of rota's tables (statistics).",
+                                     labels=["table"])
+            live = GaugeMetricFamily("rota_postgres_table_live_rows",
+                                     "Live rows of each of rota's tables (statistics).",
+                                     labels=["table"])
+            for table in health.tables:
+                dead.add_metric([table.table], table.dead)
+                live.add_metric([table.table], table.live)
+            yield from (dead, live)
+        if health.wal_bytes is not None:
+            yield GaugeMetricFamily("rota_sqlite_wal_bytes",
+                                    "Size of the SQLite store's -wal file, bytes.",
+                                    value=health.wal_bytes)
+
+
+def render(snapshot: Callable[[], Snapshot],
+           storage: Callable[[], StorageHealth | None] | None = None) -> bytes:
     """The Prometheus text of one scrape (blocking: it reads the store)."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(StoreCollector(snapshot))
+    if storage is not None:
+        registry.register(StorageCollector(storage))
     return generate_latest(registry)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
@@ -41,10 +42,14 @@ from rota.core.policy_text import parse_policy
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import validate_queue_name
 from rota.core.settings_range import MAX_SETTING
+from rota.core.storage_health import StorageHealth
 from rota.dashboard import auth, metrics, views
 from rota.dashboard.sources import GroupObservation, Observation, observe
+from rota.health import store_warnings
 from rota.store import Store, StoreError, open_store, store_clock_for
-from rota.store.base import GroupPolicyStore
+from rota.store.base import GroupPolicyStore, StorageReporting
+
+logger = logging.getLogger("rota.dashboard")
 
 HERE = Path(__file__).parent
 DEFAULT_WINDOW = timedelta(minutes=60)
@@ -157,6 +162,23 @@ class Source:
     def health(self) -> Health:
         """The check of `rota health`: with an App, its groups' Queues need live workers."""
         return self._health_app.health()
+
+    def storage(self) -> StorageHealth | None:
+        """The store's report on its own storage, for `/metrics` (None: the store keeps
+        none, or cannot say now: the gauges are left out rather than shown as 0)."""
+        store = self.reads
+        if not isinstance(store, StorageReporting):
+            return None
+        try:
+            return store.storage_health()
+        except StoreError as error:
+            logger.warning("rota dashboard: cannot read the store's storage health: %s",
+                           error)
+            return None
+
+    def storage_warnings(self) -> tuple[str, ...]:
+        """The warnings of `rota health` about the store's storage, for the pages."""
+        return store_warnings(self.reads)
 
     def observe(self, now: datetime, window: timedelta | None = None) -> Observation:
         return observe(self.reads, now, window or self.window, self.defined)
@@ -282,6 +304,8 @@ class Dashboard:
         context.setdefault("title", str(context.get("status_code", "rota")))
         # Every page says when it was read, also those that read no time of their own.
         context.setdefault("now", self.source.clock.now())
+        # The store's warnings (rota.core.storage_health): read by the Queues page only.
+        context.setdefault("storage_warnings", ())
         flash = unquote(request.cookies.get(FLASH_COOKIE, ""))[:MAX_FLASH_CHARS]
         html = self.templates.get_template(template).render(
             base=base, store_url=self.source.url, token_set=self.token is not None,
@@ -369,8 +393,10 @@ class Dashboard:
 
     async def queues_page(self, request: Request) -> Response:
         now, infos, groups = await self._snapshot()
+        warnings = await self._call(self.source.storage_warnings)
         return self._page(request, "queues.html", title="Queues", now=now,
-                          queues=views.queues_json(infos, now, groups))
+                          queues=views.queues_json(infos, now, groups),
+                          storage_warnings=warnings)
 
     async def queue_page(self, request: Request) -> Response:
         name = _queue(request.path_params["name"])
@@ -493,7 +519,7 @@ class Dashboard:
             seen = self.source.observe(now)
             served = self.served_totals.update(self.source.reads, now)
             return now, self.source.reads.queue_infos(now), seen.groups, served
-        body = await self._call(lambda: metrics.render(snapshot))
+        body = await self._call(lambda: metrics.render(snapshot, self.source.storage))
         return Response(body, media_type=metrics.CONTENT_TYPE,
                         headers={"X-Content-Type-Options": "nosniff"})
 

@@ -127,6 +127,7 @@ from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import QueueInfo, QueueSettings
 from rota.core.rates import QueueRate
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
+from rota.core.storage_health import StorageHealth
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo
 
 
@@ -696,6 +697,24 @@ class WalCheckpointing(Protocol):
     def checkpoint_wal(self) -> int:
         """Fold the write-ahead log back into the database as far as readers allow, without
         waiting for anyone; return the pages left in it (0: all folded back)."""
+        ...
+
+
+@runtime_checkable
+class StorageReporting(Protocol):
+    """A store that can tell, ahead of time, that its own storage is about to slow the
+    queue (PostgreSQL: what holds back vacuum and the dead rows of rota's tables; SQLite:
+    the size of the -wal file). Read by `rota health`, `/healthz`, the dashboard and its
+    `/metrics` on every call or scrape, so it is one cheap statement (or a `stat`) that
+    needs no superuser; rota.core.storage_health turns it into warnings."""
+
+    def storage_health(self) -> StorageHealth:
+        """The numbers as they stand; the store's connection for this call is left out
+        of the xmin horizon's holders.
+
+        Raises:
+            StoreError: if the store does not answer.
+        """
         ...
 
 

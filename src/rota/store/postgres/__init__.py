@@ -3,8 +3,9 @@
 `PostgresStore` is put together from one module per concern: `connection` (the URL, the
 pool, migrations, errors), `schema` (SQL files, parameters built as text), `claims`,
 `jobs` (enqueues, requeues, purges, registry writes), `listener` (LISTEN/NOTIFY hints),
-`retry` (a transaction rolled back for a deadlock or a serialisation failure runs again).
-The rest is shared with SQLite: rota.store.sql_base. No statement reads the server's
+`retry` (a transaction rolled back for a deadlock or a serialisation failure runs again),
+`storage` (what holds back vacuum, for the health checks).
+The rest is shared with SQLite: rota.store.sql_base. No statement of the queue reads the server's
 clock. Only a `postgresql://` store imports this package (psycopg is an extra).
 """
 
@@ -15,6 +16,7 @@ from rota.store.postgres.connection import DEFAULT_SCHEMA, EXPECTED_FORM, parse_
 from rota.store.postgres.jobs import PostgresJobs
 from rota.store.postgres.listener import PostgresListening
 from rota.store.postgres.schema import SCHEMA_VERSION, migrations, render_sql
+from rota.store.postgres.storage import PostgresStorage
 
 __all__ = [
     "DEFAULT_SCHEMA",
@@ -27,8 +29,9 @@ __all__ = [
 ]
 
 
-class PostgresStore(PostgresClaims, PostgresJobs, PostgresListening):
-    """The `Store` contract on PostgreSQL (also a `WakeupSource` and `Migratable`).
+class PostgresStore(PostgresClaims, PostgresJobs, PostgresListening, PostgresStorage):
+    """The `Store` contract on PostgreSQL (also a `WakeupSource`, `Migratable` and
+    `StorageReporting`).
 
     Thread-safe: each call borrows its own pooled connection. Migrations run on first use
     (or explicitly with `migrate()`); no connection is made until then.

@@ -24,7 +24,7 @@ __all__ = [
 
 class SQLiteStore(SQLiteClaims, SQLiteJobs):
     """The `Store` contract on one SQLite file, shared safely by threads and processes
-    (also a `WakeupSource`, `Migratable` and `WalCheckpointing`).
+    (also a `WakeupSource`, `Migratable`, `WalCheckpointing` and `StorageReporting`).
 
     Args:
         path: the database file; created (with its directory's -wal and -shm neighbours)

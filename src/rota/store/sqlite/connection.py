@@ -23,6 +23,7 @@ from typing import ClassVar, Final, Self
 from urllib.parse import parse_qs
 
 from rota.core.jobs import JobState
+from rota.core.storage_health import StorageHealth
 from rota.store.base import StoreConfigError, StoreError
 from rota.store.sql_base import STATES, Migration, Row, SqlStore
 from rota.store.sqlite.schema import FILES, at, schema_version_known, sql, statements, us
@@ -505,6 +506,20 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
             row = conn.execute(sql("wal_checkpoint")).fetchone()
         _busy, wal_frames, folded = row
         return max(int(wal_frames) - int(folded), 0)
+
+    def storage_health(self) -> StorageHealth:
+        """The size of the -wal file (`StorageReporting`): a `stat`, no query. A WAL that
+        only grows is one a reader keeps from being checkpointed (rota.core.storage_health);
+        0 when the file does not exist (no writer since the last clean close)."""
+        wal = f"{self._path}-wal"
+        try:
+            size = os.stat(wal).st_size
+        except FileNotFoundError:
+            size = 0
+        except OSError as error:
+            raise StoreError(f"SQLite store {self._url!r}: cannot read the size of {wal}: "
+                             f"{error}") from error
+        return StorageHealth(wal_file=wal, wal_bytes=size)
 
     def close(self) -> None:
         """Close the connection; idempotent. Later calls raise StoreError."""
