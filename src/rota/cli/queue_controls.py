@@ -16,6 +16,7 @@ from rich.table import Table
 
 from rota.cli.common import UsageError, add_store_options, load_app, opened_store, store_now
 from rota.cli.display import line, make_console, print_whole, user_text
+from rota.core.durations import short_duration
 from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
 from rota.core.queues import validate_queue_name
@@ -260,9 +261,4 @@ def run_queues(args: argparse.Namespace) -> int:
 
 
 def _ago(waited: timedelta) -> str:
-    seconds = max(0, int(waited.total_seconds()))
-    if seconds < 120:
-        return f"{seconds} s ago"
-    if seconds < 7200:
-        return f"{seconds // 60} min ago"
-    return f"{seconds // 3600} h ago"
+    return f"{short_duration(waited.total_seconds())} ago"

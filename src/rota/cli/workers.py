@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from rich.table import Table
 
 from rota.cli.common import add_store_options, opened_store, store_now
 from rota.cli.display import line, make_console, print_whole, user_text
+from rota.core.durations import short_duration
 from rota.core.workers import WorkerInfo, worker_to_json
 
 
@@ -31,12 +32,7 @@ def register(subparsers: Any) -> None:
 
 
 def _ago(now: datetime, moment: datetime) -> str:
-    seconds = max(0, int((now - moment) / timedelta(seconds=1)))
-    if seconds < 120:
-        return f"{seconds} s ago"
-    if seconds < 7200:
-        return f"{seconds // 60} min ago"
-    return f"{seconds // 3600} h ago"
+    return f"{short_duration((now - moment).total_seconds())} ago"
 
 
 def _offset(worker: WorkerInfo) -> str:

@@ -55,3 +55,14 @@ def due_after(now: datetime, delay: timedelta, what: str = "delay") -> datetime:
             f"{what} of {delay.total_seconds():g} s puts the due time past the year 9999; "
             "give a shorter one"
         ) from None
+
+
+def short_duration(seconds: float) -> str:
+    """A duration as people read it in a table or a message: "45 s", "12 min", "3 h"
+    (whole units, rounded down; under two minutes in seconds, under two hours in minutes)."""
+    whole = max(0, int(seconds))
+    if whole < 120:
+        return f"{whole} s"
+    if whole < 7200:
+        return f"{whole // 60} min"
+    return f"{whole // 3600} h"

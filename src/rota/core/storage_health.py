@@ -18,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from rota.core.durations import short_duration
+
 # A held snapshot this old is worth a warning: minutes of dead rows behind the claim index.
 HORIZON_AGE_S = 300.0
 # A holder whose age in seconds the store cannot tell (another user's backend whose
@@ -117,18 +119,10 @@ def _held_too_long(holder: HorizonHolder, limits: StorageLimits) -> bool:
     return holder.age_xids is not None and holder.age_xids >= limits.horizon_age_xids
 
 
-def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def _age(holder: HorizonHolder) -> str:
     parts = []
     if holder.age_s is not None:
-        parts.append(f"for {_duration(holder.age_s)}")
+        parts.append(f"for {short_duration(holder.age_s)}")
     if holder.age_xids is not None:
         parts.append(f"{holder.age_xids:,} transactions old")
     return ", ".join(parts)
@@ -176,7 +170,7 @@ def storage_warnings(health: StorageHealth, limits: StorageLimits | None = None
         names = "; ".join(describe_holder(holder) for holder in held)
         age = f"{health.horizon_age_xids:,} transactions old"
         if health.horizon_age_s > 0:
-            age = f"{_duration(health.horizon_age_s)} and {age}"
+            age = f"{short_duration(health.horizon_age_s)} and {age}"
         warnings.append(
             f"the xmin horizon is held back ({age}), so vacuum cannot remove the "
             f"dead rows of rota's tables and claims slow down as they pile up; held by "

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from rota.core.durations import short_duration
 from rota.core.estimate import StartEstimate, combine, estimate_start
 from rota.core.group_policies import StoredPolicy
 from rota.core.jobs import JobRecord, JobState
@@ -413,14 +414,7 @@ def job_estimate_json(
 
 
 def ago(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    whole = max(0, int(seconds))
-    if whole < 120:
-        return f"{whole} s"
-    if whole < 7200:
-        return f"{whole // 60} min"
-    return f"{whole // 3600} h"
+    return "" if seconds is None else short_duration(seconds)
 
 
 def window_of(minutes: int) -> timedelta:
