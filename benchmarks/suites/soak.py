@@ -761,8 +761,8 @@ def run(settings: Any) -> Any:
                       flush=True)
                 try:
                     runs[name] = run_system(cluster, system(name), settings)
-                except (OSError, RuntimeError, TimeoutError) as error:
-                    result.skipped[f"soak {name}"] = str(error)
+                except Exception as error:  # the next system still runs
+                    result.skipped[f"soak {name}"] = f"{type(error).__name__}: {error}"
                     print(f"  soak {name}: failed ({error})", flush=True)
     except (OSError, RuntimeError) as error:
         result.skipped[SUITE] = str(error)
