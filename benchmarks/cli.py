@@ -172,8 +172,10 @@ benchmarks/results/profile-<store>.json and the raw stacks beside it.""")
 Draws figures already measured; measures nothing. peers: the JSON `peers` writes;
 queues: `python -m benchmarks.suites.queues --json`; scale: `python -m
 benchmarks.suites.scale --json`; fairness: docs/images/fairness.json, which `run
-fairness` writes (light tenants' p99 wait per model, log scale, a bar group per store).""")
-    chart.add_argument("chart", choices=("peers", "queues", "scale", "fairness"))
+fairness` writes (light tenants' p99 wait per model, log scale, a bar group per store);
+soak: benchmarks/results/soak.json, which `run soak` writes (one PNG per figure into the
+directory --out, default docs/images/soak, and its table and targets printed).""")
+    chart.add_argument("chart", choices=("peers", "queues", "scale", "fairness", "soak"))
     chart.add_argument("json", type=Path)
     chart.add_argument("--out", type=Path, help="the PNG (default: the JSON's name, .png)")
     chart.add_argument("--title", default="claim latency against table size",

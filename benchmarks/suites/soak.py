@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks import soak_plan
+from benchmarks import soak_plan, soak_report
 from benchmarks.cluster import Cluster, own_cluster
 from benchmarks.processes import WorkerProcess, python_argv
 from benchmarks.soak_plan import MODES, Job, Phase, Window
@@ -595,152 +595,6 @@ def phase_table(run: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return got
 
 
-# -- the report -----------------------------------------------------------------------------
-
-HEAD = (f"{'system':<14}{'phase':<22}{'offered/s':>10}{'done/s':>8}{'backlog':>9}"
-        f"{'growth':>8}{'p50 ms':>9}{'p99 ms':>9}{'p50 x':>7}{'p99 x':>7}{'dead max':>10}"
-        f"{'claim idx MiB':>14}{'claim ms':>9}{'bystander ms':>13}{'back in s':>10}")
-
-
-def _fmt(value: Any, spec: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return format(value, spec)
-
-
-def table(tables: dict[str, list[dict[str, Any]]]) -> str:
-    lines = [HEAD, "-" * len(HEAD)]
-    for name, entries in tables.items():
-        for e in entries:
-            back = e["recovery_s"]
-            back_text = ("not yet" if e["kind"] == "held" and back is None
-                         else _fmt(back, ".0f"))
-            lines.append(
-                f"{name:<14}{e['phase']:<22}{e['offered_per_s']:>10.0f}"
-                f"{e['completed_per_s']:>8.0f}{e['backlog_end']:>9}{e['backlog_growth']:>8}"
-                f"{_fmt(e['p50_ms'], '.1f'):>9}{_fmt(e['p99_ms'], '.1f'):>9}"
-                f"{_fmt(e['p50_ratio'], '.1f'):>7}{_fmt(e['p99_ratio'], '.1f'):>7}"
-                f"{_fmt(e['max_dead'], ',.0f'):>10}{_fmt(e['max_claim_index_mib'], '.2f'):>14}"
-                f"{_fmt(e['claim_mean_ms'], '.3f'):>9}{_fmt(e['bystander_ms'], '.2f'):>13}"
-                f"{back_text:>10}")
-    return "\n".join(lines)
-
-
-def markdown_table(tables: dict[str, list[dict[str, Any]]]) -> str:
-    """The same table in Markdown, for docs/benchmarks.md."""
-    head = ("| system | phase | offered/s | done/s | backlog at end | growth | p50 ms | "
-            "p99 ms | p99 / clean | max dead tuples | claim index MiB | claim ms | "
-            "back to clean |")
-    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
-    for name, entries in tables.items():
-        for e in entries:
-            back = e["recovery_s"]
-            back_text = ("not within the recovery" if e["kind"] == "held" and back is None
-                         else (f"{back:.0f} s" if back is not None else ""))
-            lines.append(
-                f"| {name} | {e['phase']} | {e['offered_per_s']:.0f} | "
-                f"{e['completed_per_s']:.0f} | {e['backlog_end']:,} | "
-                f"{e['backlog_growth']:+,} | {_fmt(e['p50_ms'], '.1f')} | "
-                f"{_fmt(e['p99_ms'], '.1f')} | {_fmt(e['p99_ratio'], '.1f')}x | "
-                f"{_fmt(e['max_dead'], ',.0f')} | {_fmt(e['max_claim_index_mib'], '.2f')} | "
-                f"{_fmt(e['claim_mean_ms'], '.3f')} | {back_text} |")
-    return "\n".join(lines)
-
-
-def targets(tables: dict[str, list[dict[str, Any]]]) -> str:
-    """Issue 39's targets per system and held phase, met or not; and whether rota is
-    ahead of every peer measured on each. Figures, never an exit code."""
-    lines = ["targets (issue 39) per held phase: keeps up (no backlog growth), p99 <= 3x "
-             "clean, back to clean within 60 s"]
-    verdicts: dict[str, dict[str, tuple[soak_plan.Verdict, dict[str, Any]]]] = {}
-    for name, entries in tables.items():
-        for e in entries:
-            if e["kind"] != "held":
-                continue
-            v = soak_plan.verdict(e["backlog_growth"], e["backlog_limit"], e["p99_ratio"],
-                                  e["recovery_s"])
-            verdicts.setdefault(e["mode"], {})[name] = (v, e)
-
-            def mark(ok: bool) -> str:
-                return "met" if ok else "NOT met"
-
-            back = e["recovery_s"]
-            lines.append(
-                f"  {name:<14}{e['mode']:<11} keeps up: {mark(v.keeps_up)} (growth "
-                f"{e['backlog_growth']:+,}, limit {e['backlog_limit']}); p99 x3: "
-                f"{mark(v.p99_within_3x)} ({_fmt(e['p99_ratio'], '.1f')}x); back in 60 s: "
-                f"{mark(v.back_within_60s)} "
-                f"({'never' if back is None else f'{back:.0f} s'})")
-    for mode, by_system in verdicts.items():
-        peers = {n: x for n, x in by_system.items() if not n.startswith("rota")}
-        for rota_name in [n for n in by_system if n.startswith("rota")]:
-            if not peers:
-                continue
-            mine = by_system[rota_name][1]
-            ahead = all(
-                mine["backlog_growth"] <= other["backlog_growth"]
-                and mine["p99_ratio"] <= other["p99_ratio"]
-                and (other["recovery_s"] is None
-                     or (mine["recovery_s"] is not None
-                         and mine["recovery_s"] <= other["recovery_s"]))
-                for _, other in peers.values())
-            lines.append(f"  {rota_name} ahead of {', '.join(peers)} in {mode}: "
-                         f"{'yes' if ahead else 'no'}")
-    return "\n".join(lines)
-
-
-# -- the plots ------------------------------------------------------------------------------
-
-PLOTTED = (
-    ("completed_per_s", "completed jobs/s", False),
-    ("backlog", "due backlog (offered - started)", False),
-    ("p50_ms", "pickup p50, ms", True),
-    ("p99_ms", "pickup p99, ms", True),
-    ("claim_mean_ms", "claim statement mean time, ms", True),
-    ("dead", "dead tuples of the system's tables", False),
-    ("hot_table_mib", "hot table size, MiB", False),
-    ("claim_index_mib", "claim index size, MiB", False),
-    ("bystander_ms", "bystander lookup, ms (median of 5)", True),
-)
-MODE_COLORS = {"idle_xact": "tab:red", "rr_readers": "tab:purple", "slot": "tab:olive"}
-
-
-def plot(document: dict[str, Any], out_dir: Path) -> list[Path]:
-    """One PNG per figure: a line per system, the held phases shaded."""
-    from benchmarks.chart import _pyplot
-
-    plt = _pyplot()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
-    phases = next(iter(document["systems"].values()))["phases"] if document["systems"] else []
-    for key, label, log in PLOTTED:
-        chart, axis = plt.subplots(figsize=(9.0, 3.2), dpi=100)
-        for phase in phases:
-            if phase["kind"] == "held":
-                axis.axvspan(phase["start_s"] / 60, phase["end_s"] / 60, alpha=0.12,
-                             color=MODE_COLORS.get(phase["mode"], "gray"),
-                             label=soak_plan.MODE_TITLES.get(phase["mode"], phase["mode"]))
-        for name, doc in document["systems"].items():
-            points = [(r["t"] / 60, r[key]) for r in doc["series"]
-                      if isinstance(r.get(key), (int, float)) and not math.isnan(r[key])
-                      and (not log or r[key] > 0)]
-            if points:
-                axis.plot([p[0] for p in points], [p[1] for p in points], label=name,
-                          linewidth=1.1)
-        if log:
-            axis.set_yscale("log")
-        axis.set_xlabel("minutes")
-        axis.set_title(f"{label} ({document['note']})", fontsize=9)
-        axis.grid(True, alpha=0.3)
-        axis.legend(fontsize=7, loc="upper left")
-        chart.tight_layout()
-        path = out_dir / f"{key}.png"
-        chart.savefig(path)
-        plt.close(chart)
-        written.append(path)
-    return written
-
-
 # -- the suite ------------------------------------------------------------------------------
 
 
@@ -795,14 +649,14 @@ def run(settings: Any) -> Any:
                     result.add(SUITE, f"{name} {entry['phase']}", metric,
                                Figure.of([float(value)], unit, note))
     if tables:
-        print(table(tables), flush=True)
-        print(targets(tables), flush=True)
+        print(soak_report.table(tables), flush=True)
+        print(soak_report.targets(tables), flush=True)
         for name, doc in document["systems"].items():
             print(f"  {name}: sampler {doc['sampler_ms']}; producer: {doc['producer']}")
         RESULTS_JSON.parent.mkdir(parents=True, exist_ok=True)
         RESULTS_JSON.write_text(json.dumps(_json_safe(document), indent=1) + "\n")
-        (RESULTS_JSON.with_suffix(".md")).write_text(markdown_table(tables) + "\n")
-        written = plot(document, PLOTS)
+        (RESULTS_JSON.with_suffix(".md")).write_text(soak_report.markdown_table(tables) + "\n")
+        written = soak_report.plot(document, PLOTS)
         print(f"  wrote {RESULTS_JSON}, {RESULTS_JSON.with_suffix('.md')} and "
               f"{len(written)} plots under {PLOTS}", flush=True)
     result.detail[SUITE] = {"tables": _json_safe(tables), "json": str(RESULTS_JSON)}
