@@ -8,7 +8,10 @@ figures already measured (matplotlib, in benchmarks/.venv). It measures nothing.
   its store round trips per job (`python -m benchmarks.suites.queues --json`);
 - scale: claim latency against table size (`python -m benchmarks.suites.scale --json`);
 - fairness: the light tenants' p99 wait under each scheduling model, log scale, a bar
-  group per store (`python -m benchmarks run fairness` writes docs/images/fairness.json).
+  group per store (`python -m benchmarks run fairness` writes docs/images/fairness.json);
+- soak: the soak suite's time series, one PNG per figure into the directory --out
+  (default docs/images/soak), with its table and targets (`python -m benchmarks run
+  soak` writes benchmarks/results/soak.json).
 """
 
 from __future__ import annotations
@@ -161,6 +164,11 @@ def fairness(document: dict[str, Any], out: Path) -> None:
 def main(options: argparse.Namespace) -> int:
     document = json.loads(options.json.read_text())
     out = options.out or options.json.with_suffix(".png")
+    if options.chart == "soak":  # a directory of plots, one per figure
+        from benchmarks import soak_report
+        from benchmarks.venv import ROOT
+
+        return soak_report.main(options.json, options.out or ROOT / "docs" / "images" / "soak")
     if options.chart == "peers":
         peers(document, out)
     elif options.chart == "queues":

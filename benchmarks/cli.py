@@ -30,8 +30,10 @@ SUITES = ("drain", "enqueue", "latency", "ceiling", "weights", "memory", "pickup
 # Run only when named: `fairness` (noisy neighbour, ~10 minutes on both stores), and rota
 # alone: `queues` (~15 minutes with PostgreSQL), `scale` (table size, ~30 minutes with
 # 10,000,000 rows), `dashboard`, `schedules`, `maintenance` (1 and 20 idle workers before
-# and after the maintenance leader, ~6 minutes).
-EXTRA_SUITES = ("fairness", "queues", "scale", "dashboard", "schedules", "maintenance")
+# and after the maintenance leader, ~6 minutes), `soak` (a steady load while the xmin
+# horizon is held, rota against its peers; 130 minutes a system, --quick 10).
+EXTRA_SUITES = ("fairness", "queues", "scale", "dashboard", "schedules", "maintenance",
+                "soak")
 STORES = ("sqlite", "postgres")
 PEERS_JSON = ROOT / "docs" / "images" / "peers.json"
 
@@ -59,8 +61,11 @@ scheduling models: light tenants' waits, shares over 1,000-job windows; writes
 docs/images/fairness.json), queues (1 to 10,000 tenant Queues), scale (table size),
 dashboard (each page's cost on a big store), schedules (next-fire computation, a fire
 beside an enqueue), maintenance (the store's maintenance statements per second with 1 and
-20 idle workers, main against this tree, on a PostgreSQL cluster of its own). The suite
-may be given as `run SUITE` or `run --suite SUITE`.""")
+20 idle workers, main against this tree, on a PostgreSQL cluster of its own), soak (jobs
+offered at a steady rate while another client holds back the xmin horizon in three ways,
+rota, rota with 3 worker processes, procrastinate and pgqueuer one after another on a
+PostgreSQL cluster of its own with stock settings; writes benchmarks/results/soak.json and
+docs/images/soak/*.png). The suite may be given as `run SUITE` or `run --suite SUITE`.""")
     run.add_argument("suite_name", nargs="?", choices=(*SUITES, *EXTRA_SUITES),
                      metavar="SUITE", help="the suite to run (the same as --suite)")
     run.add_argument("--suite", choices=("all", *SUITES, *EXTRA_SUITES), default="all")
@@ -78,6 +83,19 @@ may be given as `run SUITE` or `run --suite SUITE`.""")
     run.add_argument("--pickup-base", metavar="REV", default=None,
                      help="git revision the pickup suite measures as 'before' "
                           f"(default {Settings().pickup_base})")
+    run.add_argument("--systems", nargs="+", default=None,
+                     choices=("rota", "rota-3p", "procrastinate", "pgqueuer"),
+                     help="soak: the systems measured (default all four)")
+    run.add_argument("--modes", nargs="+", default=None,
+                     choices=("idle_xact", "rr_readers", "slot"),
+                     help="soak: the ways the horizon is held (default all three)")
+    run.add_argument("--rate", type=float, default=None, metavar="JOBS_S",
+                     help=f"soak: jobs offered per second (default {Settings().soak_rate:g})")
+    for phase, default in (("clean", Settings().soak_clean_s), ("held", Settings().soak_held_s),
+                           ("recovery", Settings().soak_recovery_s)):
+        run.add_argument(f"--{phase}-s", type=float, default=None, metavar="S",
+                         help=f"soak: seconds of the {phase} phase (default {default:g}; "
+                              f"--quick {getattr(quick(1), f'soak_{phase}_s'):g})")
     run.add_argument("--rows", type=int, nargs="+", default=None, metavar="N",
                      help="table sizes of the scale suite "
                           f"(default {' '.join(map(str, Settings().scale_rows))})")
@@ -154,8 +172,10 @@ benchmarks/results/profile-<store>.json and the raw stacks beside it.""")
 Draws figures already measured; measures nothing. peers: the JSON `peers` writes;
 queues: `python -m benchmarks.suites.queues --json`; scale: `python -m
 benchmarks.suites.scale --json`; fairness: docs/images/fairness.json, which `run
-fairness` writes (light tenants' p99 wait per model, log scale, a bar group per store).""")
-    chart.add_argument("chart", choices=("peers", "queues", "scale", "fairness"))
+fairness` writes (light tenants' p99 wait per model, log scale, a bar group per store);
+soak: benchmarks/results/soak.json, which `run soak` writes (one PNG per figure into the
+directory --out, default docs/images/soak, and its table and targets printed).""")
+    chart.add_argument("chart", choices=("peers", "queues", "scale", "fairness", "soak"))
     chart.add_argument("json", type=Path)
     chart.add_argument("--out", type=Path, help="the PNG (default: the JSON's name, .png)")
     chart.add_argument("--title", default="claim latency against table size",
@@ -193,6 +213,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
+def soak_settings(settings: Settings, args: argparse.Namespace) -> Settings:
+    """`settings` with the soak suite's options given on the command line."""
+    given = {"soak_systems": tuple(args.systems) if getattr(args, "systems", None) else None,
+             "soak_modes": tuple(args.modes) if getattr(args, "modes", None) else None,
+             "soak_rate": getattr(args, "rate", None),
+             **{f"soak_{p}_s": getattr(args, f"{p}_s", None)
+                for p in ("clean", "held", "recovery")}}
+    return dataclasses.replace(settings, **{k: v for k, v in given.items() if v is not None})
+
+
 def measure(suites: list[str], args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     """Run `suites`, print the table, write benchmarks/results/latest.json; its document."""
     from benchmarks import cleanup, report
@@ -214,6 +244,7 @@ def measure(suites: list[str], args: argparse.Namespace, argv: list[str]) -> dic
         settings = dataclasses.replace(settings, fairness_heavy_jobs=args.heavy)
     if getattr(args, "period_ms", None):
         settings = dataclasses.replace(settings, fairness_period_s=args.period_ms / 1e3)
+    settings = soak_settings(settings, args)
     targets: list[Target] = [
         t for t in (RotaTarget("postgres"), RotaTarget("sqlite"), PgqueuerTarget(),
                     ProcrastinateTarget())

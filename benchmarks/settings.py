@@ -71,6 +71,16 @@ class Settings:
     maintenance_window_s: float = 60.0
     maintenance_settle_s: float = 5.0
     maintenance_schedule_s: float = 10.0
+    # The soak suite (run only when named): a steady load on a cluster of its own while
+    # the xmin horizon is held back (issue 39).
+    soak_systems: tuple[str, ...] = ("rota", "rota-3p", "procrastinate", "pgqueuer")
+    soak_modes: tuple[str, ...] = ("idle_xact", "rr_readers", "slot")
+    soak_rate: float = 800.0
+    soak_clean_s: float = 600.0
+    soak_held_s: float = 1800.0
+    soak_recovery_s: float = 600.0
+    soak_sample_s: float = 5.0
+    soak_reader_s: float = 120.0
 
     def drain_count(self, target: str) -> int:
         return min(self.drain_jobs, self.drain_jobs_for.get(target, self.drain_jobs))
@@ -91,4 +101,5 @@ def quick(runs: int) -> Settings:
         memory_jobs=50_000, memory_sample_s=0.25,
         pickup_jobs=200, pickup_idle_s=2.0, dashboard_jobs=10_000, dashboard_requests=5,
         schedule_calls=200, maintenance_window_s=15.0, maintenance_workers=(1, 4),
+        soak_clean_s=60.0, soak_held_s=120.0, soak_recovery_s=60.0,
     )

@@ -32,20 +32,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks import cleanup
 from benchmarks.ab import Tree, alternate, resolve_tree
+from benchmarks.cluster import Cluster, own_cluster
 from benchmarks.processes import WorkerProcess
 from benchmarks.settings import Settings
 from benchmarks.targets.rota_target import APP, tree_env
@@ -54,6 +51,11 @@ from benchmarks.venv import ROOT
 SUITE = "maintenance"
 CLASSES = ("sweep", "retention", "schedules", "election", "other")
 MAINTENANCE = ("sweep", "retention", "schedules")
+# Statement counts only (utility statements left out); fsync off and room for 20 workers'
+# connections: this suite counts statements, it does not time commits.
+CLUSTER_SETTINGS = ("shared_preload_libraries=pg_stat_statements",
+                    "pg_stat_statements.track_utility=off", "max_connections=400",
+                    "fsync=off")
 
 
 def classify(query: str) -> str:
@@ -69,78 +71,6 @@ def classify(query: str) -> str:
             text.startswith("with gone as")):
         return "retention"  # purge_lock.sql, purge.sql
     return "other"
-
-
-# -- the suite's own cluster ----------------------------------------------------------------
-
-
-@dataclass
-class Cluster:
-    version: str
-    name: str
-    port: int
-
-    def url(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
-
-    def admin(self) -> Any:
-        import psycopg
-
-        return psycopg.connect(self.url(), autocommit=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _run(command: list[str]) -> None:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed ({done.returncode}): "
-                           f"{done.stderr.strip() or done.stdout.strip()}")
-
-
-@contextmanager
-def own_cluster() -> Iterator[Cluster]:
-    """A PostgreSQL cluster on a free port with pg_stat_statements loaded; dropped after."""
-    missing = [tool for tool in ("pg_createcluster", "pg_ctlcluster", "pg_dropcluster")
-               if shutil.which(tool) is None]
-    if missing:
-        raise RuntimeError(f"{', '.join(missing)} not found (apt install postgresql-common)")
-    versions = sorted(os.listdir("/etc/postgresql")) if os.path.isdir("/etc/postgresql") else []
-    if not versions:
-        raise RuntimeError("no PostgreSQL server version under /etc/postgresql")
-    cluster = Cluster(versions[-1], f"rota_maint_{uuid.uuid4().hex[:8]}", _free_port())
-
-    def drop() -> None:
-        subprocess.run(["pg_dropcluster", "--stop", cluster.version, cluster.name],
-                       capture_output=True, timeout=180)
-
-    _run(["pg_createcluster", "-p", str(cluster.port),
-          "-o", "shared_preload_libraries=pg_stat_statements",
-          "-o", "pg_stat_statements.track_utility=off",
-          "-o", "max_connections=400", "-o", "fsync=off",
-          cluster.version, cluster.name, "--", "--auth=trust"])
-    cleanup.on_exit(f"drop cluster {cluster.name}", drop)
-    try:
-        _run(["pg_ctlcluster", "--skip-systemctl-redirect", cluster.version, cluster.name,
-              "start"])
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with cluster.admin() as conn:
-                    conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        yield cluster
-    finally:
-        drop()
-        cleanup.done(f"drop cluster {cluster.name}")
 
 
 # -- one run ---------------------------------------------------------------------------------
@@ -239,7 +169,7 @@ def measure_all(base: str, worker_counts: Sequence[int], runs: int, window_s: fl
     """Counts by subject ("before 20 workers", ...), `runs` each, trees alternating."""
     trees = [resolve_tree("before", base), Tree("after", ROOT / "src")]
     got: dict[str, list[Counts]] = {}
-    with own_cluster() as cluster:
+    with own_cluster("rota_maint", CLUSTER_SETTINGS) as cluster:
         print(f"  cluster {cluster.name} (PostgreSQL {cluster.version}) on port "
               f"{cluster.port}", flush=True)
         for workers in worker_counts:

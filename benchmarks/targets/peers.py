@@ -39,7 +39,7 @@ from pgqueuer.queries import Queries
 from benchmarks import pg
 from benchmarks.processes import python_argv
 from benchmarks.targets import WorkerSpec
-from benchmarks.workers import record_pickup
+from benchmarks.workers import record_pickup, soak_work
 
 T = TypeVar("T")
 QUEUE = "bench"
@@ -111,12 +111,7 @@ class PgqueuerTarget(_PostgresPeer):
 
     def prepare(self) -> None:
         self.url = pg.fresh_database(self.database)
-
-        async def install(queries: Queries) -> None:
-            await queries.install()
-            await queries.optimize_autovacuum()
-
-        asyncio.run(self._with_queries(install))
+        install_pgqueuer(self.url)
 
     def enqueue_noops(self, count: int, chunk: int) -> float:
         async def go(queries: Queries) -> float:
@@ -136,6 +131,22 @@ class PgqueuerTarget(_PostgresPeer):
         asyncio.run(self._with_queries(go))
 
 
+def install_pgqueuer(url: str) -> None:
+    """pgqueuer's schema in the database at `url`, with its recommended autovacuum
+    settings (`pgq autovac`)."""
+
+    async def install() -> None:
+        connection = await asyncpg.connect(url)
+        try:
+            queries = Queries(AsyncpgDriver(connection))
+            await queries.install()
+            await queries.optimize_autovacuum()
+        finally:
+            await connection.close()
+
+    asyncio.run(install())
+
+
 async def pgqueuer_worker(url: str) -> None:
     connection = await asyncpg.connect(url)
     manager = QueueManager(Queries(AsyncpgDriver(connection)))
@@ -148,6 +159,10 @@ async def pgqueuer_worker(url: str) -> None:
     async def probe(job: Job) -> None:
         payload = json.loads(job.payload or b"{}")
         record_pickup(payload["ts"], payload["rec"])
+
+    @manager.entrypoint("soak")
+    async def soak(job: Job) -> None:
+        await soak_work(json.loads(job.payload or b"{}")["ts"])
 
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -174,7 +189,22 @@ def procrastinate_app(url: str) -> procrastinate.App:
     async def probe(ts: float, rec: bool) -> None:
         record_pickup(ts, rec)
 
+    @app.task(name="soak", queue=QUEUE)
+    async def soak(ts: float) -> None:
+        await soak_work(ts)
+
     return app
+
+
+def install_procrastinate(url: str) -> None:
+    """procrastinate's schema in the database at `url`."""
+    app = procrastinate_app(url)
+
+    async def apply() -> None:
+        async with app.open_async():
+            await app.schema_manager.apply_schema_async()
+
+    asyncio.run(apply())
 
 
 class ProcrastinateTarget(_PostgresPeer):
@@ -185,13 +215,7 @@ class ProcrastinateTarget(_PostgresPeer):
 
     def prepare(self) -> None:
         self.url = pg.fresh_database(self.database)
-        app = procrastinate_app(self.url)
-
-        async def apply() -> None:
-            async with app.open_async():
-                await app.schema_manager.apply_schema_async()
-
-        asyncio.run(apply())
+        install_procrastinate(self.url)
 
     def enqueue_noops(self, count: int, chunk: int) -> float:
         app = procrastinate_app(self.url)

@@ -3,17 +3,21 @@ baseline), and what runs under a rota tree for `python -m benchmarks ab` (`rota_
 The peers' workers live with their targets (benchmarks.targets.peers).
 
 Every worker registers two jobs: `noop` (does nothing) and `probe` (writes its pickup
-latency, now minus the enqueue timestamp in its payload, with `record_pickup`).
+latency, now minus the enqueue timestamp in its payload, with `record_pickup`); and `soak`
+(`soak_work`: ~1 ms of work, then a record of its enqueue, start and end times).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
 from typing import TextIO
 
 _latency_file: TextIO | None = None
+_soak_file: TextIO | None = None
+SOAK_WORK_S = 0.001
 
 
 def record_pickup(enqueued_at: float, record: bool) -> None:
@@ -38,3 +42,18 @@ def read_pickups(path: Path, expected: int, label: str) -> list[float]:
     if len(values) != expected:
         print(f"    warning: {label} recorded {len(values)} of {expected}")
     return values
+
+
+async def soak_work(enqueued_at: float) -> None:
+    """The soak suite's job, alike in every library: ~1 ms of work (a sleep, so that a pool
+    of 20 runs jobs side by side as I/O-bound jobs do), then one line "enqueued started
+    finished" (time.time() stamps; `enqueued_at` is the producer's, taken just before its
+    enqueue call) in the file named by BENCH_SOAK_FILE, flushed at once. Written at the
+    end, so a line is a completed job and its start is its pickup, as record_pickup's."""
+    started_at = time.time()
+    await asyncio.sleep(SOAK_WORK_S)
+    global _soak_file
+    if _soak_file is None:
+        _soak_file = open(os.environ["BENCH_SOAK_FILE"], "a")  # noqa: SIM115 - kept open
+    _soak_file.write(f"{enqueued_at:.6f} {started_at:.6f} {time.time():.6f}\n")
+    _soak_file.flush()

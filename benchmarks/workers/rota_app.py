@@ -8,6 +8,7 @@ Environment:
                        as in benchmarks.suites.queues)
     ROTA_BENCH_POOL    pool_size (default 20)
     BENCH_LATENCY_FILE where `probe` writes pickup latencies
+    BENCH_SOAK_FILE    where `soak` writes its enqueue, start and end times (soak)
     BENCH_SERVED_FILE  where `served` writes "queue start_time_ns" lines (weights), and
                        `tenant_job` "tenant enqueued_at started_at" lines (fairness)
     BENCH_JOB_S        how long `tenant_job` sleeps (default 0.003)
@@ -25,7 +26,7 @@ import time
 from typing import TextIO
 
 import rota
-from benchmarks.workers import record_pickup
+from benchmarks.workers import record_pickup, soak_work
 
 QUEUE = "bench"
 
@@ -54,6 +55,10 @@ def make_app(store_url: str, policy_text: str = "strict", pool_size: int = 20) -
     @app.job("probe", queue=QUEUE)
     async def probe(ts: float, rec: bool) -> None:
         record_pickup(ts, rec)
+
+    @app.job("soak", queue=QUEUE)
+    async def soak(ts: float) -> None:
+        await soak_work(ts)
 
     @app.job("served", queue=QUEUE)
     async def served(queue: str) -> None:
