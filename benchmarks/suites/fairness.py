@@ -287,7 +287,7 @@ def burst(url: str, model: str, count: int, chunk: int = 5_000) -> dict[float, f
     process of its own (`run_model`): building 5,000 jobs a call in the trickle's process
     would hold its interpreter lock while the trickle's enqueue holds the store's write
     lock, which no application whose tenants enqueue from their own requests would see
-    (docs/decisions/0061)."""
+    (docs/investigations/tenant-fairness.md, "The harness had inflated the burst phase")."""
     from rota.core.jobs import NewJob
     from rota.store import open_store
 

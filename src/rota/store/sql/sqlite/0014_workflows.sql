@@ -41,11 +41,9 @@ CREATE INDEX rota_job_edges_waiting ON rota_job_edges (child_id) WHERE pending;
 -- with as small a program: SQLite runs a row trigger's WHEN inside the trigger's program,
 -- and every claimed and every completed job calls the program of each trigger on UPDATE
 -- OF state, whose cost grows with the program (its registers are set up and released at
--- each call). Measured: a second trigger holding the settling added 12 % to a store-only
--- claim and complete drain, and one merged trigger holding it 4 % to the worker drain's
--- instructions per job. So this one only counts and hands a parent to settle to the
--- triggers below (rota_jobs_settle_succeeded, rota_jobs_settle), through a row of
--- rota_job_settling.
+-- each call; measured in docs/investigations/workflow-settling.md). So this one only
+-- counts and hands a parent to settle to the triggers below (rota_jobs_settle_succeeded,
+-- rota_jobs_settle), through a row of rota_job_settling.
 --
 -- The count (migration 8, as it was): every change of state but the two hot ones, which
 -- the store counts itself, and but the moves out of 'waiting' that the settling makes
@@ -111,9 +109,7 @@ END;
 -- temporary b-tree a statement opens (those, and an UPDATE of several rows) gets a page
 -- cache of its own, and on a connection whose temporary store is a file (SQLite's default)
 -- freeing it can hand its memory back to the system, for the next one to fault in afresh
--- (measured, completing 10,000 parents of one child in batches of 100: 8.7 s through the
--- cascade's statements with a file temporary store, 1.5 s with a memory one, 0.64 s
--- through this trigger; 10,000 plain jobs 0.15 s).
+-- (up to a millisecond a settled parent: docs/investigations/workflow-settling.md).
 CREATE TABLE rota_job_settling (
     id          INTEGER PRIMARY KEY,
     state       TEXT    NOT NULL,
