@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 pytest.importorskip("psycopg")  # the package rota.store.postgres imports it
 
-from rota.store.postgres.floors import (  # noqa: E402
+from rota.store.postgres.floors import (
     MARGIN,
     RECENT_HINTS,
     START,

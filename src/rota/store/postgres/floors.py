@@ -189,8 +189,8 @@ def reached_positions(
     A Queue the claim took from is reached up to its last job taken. A Queue it found
     fewer jobs in than it could take (`exhaustive`: each Queue's cap is what it could
     take, no concurrency limit or rate cut it) is reached up to `now` (less `MARGIN`):
-    the claim saw every due job of it not held by another claim. A Queue the overall limit may have cut
-    short is reached only as far as its rows show."""
+    the claim saw every due job of it not held by another claim. A Queue the overall
+    limit may have cut short is reached only as far as its rows show."""
     last: dict[str, tuple[datetime, int]] = {}
     taken: dict[str, int] = {}
     for queue, due_at, job_id in rows:
