@@ -1,11 +1,13 @@
 """`python -m benchmarks statement`: variants of one hot PostgreSQL statement, interleaved
 call by call on one connection.
 
-    python3 -m benchmarks statement claim main=src/rota/store/sql/postgres/claim.sql \
+    python3 -m benchmarks statement claim main=@claim \
         other=/tmp/claim_variant.sql[:/tmp/setup.sql] ... [--calls 4000] [--sync on|off]
     python3 -m benchmarks statement complete main=src/rota/store/sql/postgres/complete.sql ...
 
-Each variant is LABEL=STATEMENT_FILE[:SETUP_FILE]. Every variant gets a schema of its own,
+Each variant is LABEL=STATEMENT_FILE[:SETUP_FILE], or LABEL=@NAME[:SETUP_FILE] for this
+tree's statement NAME as the store sends it (claim.sql is a template: `@claim` is its
+claim, composed; a variant file is one whole statement). Every variant gets a schema of its own,
 migrated by this tree's PostgresStore, then SETUP_FILE run in it (say, a trigger dropped
 or replaced), then the rows it needs: scheduled jobs for `claim`, leased ones for
 `complete`, one Queue. The statements are sent as the store sends them (whole-line
@@ -35,6 +37,8 @@ from psycopg import sql
 
 from benchmarks import cleanup, pg
 from rota.store.postgres import PostgresStore
+from rota.store.postgres.floors import START
+from rota.store.postgres.schema import render_sql
 
 DATABASE = "statement_bench"
 BATCH = 20
@@ -48,7 +52,10 @@ FROM generate_series(1, %(rows)s)
 
 
 def render(path: str, schema: str) -> str:
-    """The file as the store sends it: whole-line comments out, `{schema}` quoted in."""
+    """The file as the store sends it: whole-line comments out, `{schema}` quoted in; or,
+    for @NAME, this tree's statement NAME."""
+    if path.startswith("@"):
+        return render_sql(path[1:], schema)
     text = "".join(line for line in Path(path).read_text().splitlines(keepends=True)
                    if not line.lstrip().startswith("--"))
     return sql.SQL(text).format(schema=sql.Identifier(schema)).as_string(None)
@@ -101,6 +108,7 @@ def compare(options: argparse.Namespace, url: str) -> int:
                 if options.kind == "claim":
                     params: dict[str, object] = {
                         "queues": ["default"], "limits": f"{{{BATCH}}}", "limit": BATCH,
+                        "floor_dues": [START], "floor_ids": "{0}",
                         "now": now + timedelta(seconds=1), "owner": "w1",
                         "lease_expires_at": now + timedelta(hours=1)}
                 else:

@@ -311,7 +311,7 @@ def test_hot_statements_keep_their_index_paths_in_generic_plans(
     store.enqueue([new(), new()], T0)
     store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
     admin.execute("ANALYZE rota.jobs")
-    # When the statement is planned without knowing its parameters (claim_limited.sql in
+    # When the statement is planned without knowing its parameters (claim_limited in
     # its transaction, after claim_limited_plan.sql)
     with admin.transaction():
         if name == "claim_limited":

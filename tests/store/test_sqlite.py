@@ -670,7 +670,7 @@ def test_the_newest_jobs_of_a_finished_state_walk_the_finished_index(
 
 
 def test_a_batched_claim_is_one_statement_of_index_range_scans(store: SQLiteStore) -> None:
-    # When claim_many.sql with three arms (a batched claim) is planned
+    # When claim_many with three arms (a batched claim) is planned
     from rota.store.sqlite.claims import claim_many_sql as _claim_many_sql
 
     params: dict[str, object] = {"now": 0, "owner": "w", "lease_expires_at": 1}

@@ -5,8 +5,10 @@ Theory of operation: settings live in the store beside the jobs and are read by 
 claim (no cache), so every worker obeys a change at its next claim. A claim may lease from
 a Queue at most `room(settings, leased, wanted)` jobs: none while it is paused, and never so
 many that more than `limit` of its jobs are leased at once. The memory store and the
-simulator apply `room` directly; the SQL stores spell the same rule in their claim
-statements, and the store contract suite checks that they agree.
+simulator apply `room` directly; each SQL dialect spells the same rule once, in the part
+`room` of its claim.sql (rota/store/sql/*/claim.sql), which all its claim statements are
+composed with, and tests/store/test_contract_room.py checks every store against `room`
+on the same inputs.
 
 Pure: no I/O, no clock. Imports only `rota.core.jobs`, `rota.core.rates` and
 `rota.core.settings_range`.
@@ -60,7 +62,8 @@ class QueueSettings:
 
 
 def room(settings: QueueSettings | None, leased: int, wanted: int) -> int:
-    """How many jobs a claim may lease from a Queue now.
+    """How many jobs a claim may lease from a Queue now. Spelled in SQL too: the part
+    `room` of each dialect's claim.sql (a change here is made there).
 
     Args:
         settings: the Queue's settings; None means defaults (not paused, no limit).

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -69,6 +69,7 @@ from rota.store.registry_rows import (
     served_from_json,
     served_json,
 )
+from rota.store.sql_template import fill, split_parts
 
 Row = tuple[Any, ...]
 STATES: Final = {state.value: state for state in JobState}
@@ -87,18 +88,46 @@ class SqlFiles:
     """The SQL files of one dialect, `sql/<dialect>/<name>.sql` beside this module, read
     through importlib.resources (so they load from a wheel or a zip too), each read once.
     A migration's file name matches `migration_file`: group 1 is its version, group 2 its
-    description; `split` cuts its script into the statements the dialect runs."""
+    description; `split` cuts its script into the statements the dialect runs.
+
+    `statement(name)` is the statement as the dialect runs it: the file's text, or, for a
+    name in `composed`, what that function builds from templates and parts
+    (rota.store.sql_template), checked as it loads. `later`: the placeholders a plain
+    file may keep, filled when it runs (PostgreSQL's schema)."""
 
     def __init__(self, dialect: str, migration_file: str,
-                 split: Callable[[str], Sequence[str]]) -> None:
+                 split: Callable[[str], Sequence[str]], *,
+                 composed: Mapping[str, Callable[[SqlFiles], str]] | None = None,
+                 later: Collection[str] = ()) -> None:
         self._dialect = dialect
         self._folder = files("rota.store").joinpath("sql", dialect)
         self._migration_file = re.compile(migration_file)
         self._split = split
         self._migrations: tuple[Migration, ...] | None = None
-        # A cache in C: the hot paths look their statement up on every call.
+        self._composed = dict(composed or {})
+        self._later = frozenset(later)
+        # Caches in C: the hot paths look their statement up on every call.
         self.text: Callable[[str], str] = cache(
             lambda name: self._folder.joinpath(f"{name}.sql").read_text(encoding="utf-8"))
+        self.statement: Callable[[str], str] = cache(self._load)
+        self.parts: Callable[[str], Mapping[str, str]] = cache(
+            lambda name: MappingProxyType(split_parts(
+                self.text(name), f"rota's {dialect} {name}.sql")))
+
+    def _load(self, name: str) -> str:
+        compose = self._composed.get(name)
+        if compose is not None:
+            return compose(self)
+        # A plain file: every placeholder in it must be one filled when it runs.
+        return fill(self.text(name), {}, later=self._later,
+                    what=f"rota's {self._dialect} statement {name}")
+
+    def names(self) -> list[str]:
+        """Every statement's name: the files that are not migrations, and the composed."""
+        found = {entry.name.removesuffix(".sql") for entry in self._folder.iterdir()
+                 if entry.name.endswith(".sql")
+                 and self._migration_file.fullmatch(entry.name) is None}
+        return sorted(found | set(self._composed))
 
     def migrations(self) -> tuple[Migration, ...]:
         """Every migration, in version order; versions run 1, 2, 3, ... with no gap."""

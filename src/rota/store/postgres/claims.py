@@ -4,7 +4,7 @@ it carries and the Queues it probes), `complete`, `release` and `heartbeat`.
 A claim locks due jobs with `FOR UPDATE SKIP LOCKED` on the partial index of scheduled
 jobs, so finished rows never slow it, and skips paused Queues (`queue_settings`, no
 cache). Over a Queue with a limit it is a transaction instead: lock the Queue's settings
-row, then claim with a snapshot taken after the lock (claim_limited.sql says why).
+row, then claim with a snapshot taken after the lock (claim.sql's part room says why).
 Batched outcomes are one `UPDATE ... FROM unnest(...)`, fenced by (id, owner, attempt).
 
 Imports the core, the store contract, the PostgreSQL modules and psycopg.
@@ -271,8 +271,8 @@ class PostgresClaims(PostgresConnection):
         now: datetime,
     ) -> tuple[list[Row], list[str], datetime | None]:
         """A claim over Queues of which some have a concurrency limit or a rate: lock their
-        settings rows, then claim with a snapshot taken after the lock (claim_limited.sql
-        says why), each rated Queue's take capped by its tokens, then write the buckets it
+        settings rows, then claim with a snapshot taken after the lock (claim.sql's part
+        room says why), each rated Queue's take capped by its tokens, then write the buckets it
         took from, in one transaction. Returns the rows, the rated Queues asked, and when
         the first of those held back by their tokens has one again."""
         def transaction() -> tuple[list[Row], list[str], datetime | None]:

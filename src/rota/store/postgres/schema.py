@@ -10,69 +10,70 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 from typing import Final
 
 from psycopg import sql
 
 from rota.core.jobs import Lease
 from rota.store.sql_base import SqlFiles
+from rota.store.sql_template import fill, strip_comments
 
-
-def strip_comments(text: str) -> str:
-    """`text` without its whole-line comments. psycopg parses a statement's placeholders on
-    every execution unless its text is at most 4,096 bytes (its
-    `MAX_CACHED_STATEMENT_LENGTH`); with its comments, claim.sql is over that."""
-    return "".join(line for line in text.splitlines(keepends=True)
-                   if not line.lstrip().startswith("--"))
-
-
-# Migrations are migration_NNNN_description.sql, each one script.
-FILES: Final = SqlFiles("postgres", r"migration_(\d{4})_(\w+)\.sql",
-                        lambda script: (strip_comments(script),))
-migrations: Final = FILES.migrations
-SCHEMA_VERSION: Final = FILES.known_version()
-
-
-# A claim that also completes a batch of successes, in one statement: claim.sql with
+# A claim that also completes a batch of successes, in one statement: the claim with
 # complete.sql (or complete_results.sql) as its first CTE, and a first row whose attempt
 # is how many jobs it completed and whose id is -1, or -2 when a completed job has
-# children (the claim then leased nothing: claim.sql says why). The CTEs share one
-# snapshot and touch different rows (leased, scheduled): exactly the two statements in one
-# transaction. By name:
+# children (the claim then leased nothing: claim.sql says why). By name:
 CLAIM_COMPLETING: Final = {"claim_completing": "complete",
                            "claim_completing_results": "complete_results"}
 COMPLETING: Final = {complete: claim for claim, complete in CLAIM_COMPLETING.items()}
 # The id of claim_completing's first row when a completed job has children.
 COMPLETED_PARENTS: Final = -2
+# What `render` fills in every statement.
+RENDERED: Final = frozenset({"schema", "finished_channel"})
 
 
-def _claim_completing_text(complete_name: str) -> str:
-    claim, complete = FILES.text("claim"), FILES.text(complete_name)
-    first = "-- claim_completing: completed AS (complete.sql RETURNING jobs.id),\n"
-    middle = "      -- claim_completing: AND no completed job has children\n"
-    last = "    -- claim_completing: UNION ALL the count of completed (in attempt, id -1 or -2)\n"
-    if first not in claim or middle not in claim or last not in claim:
-        # a packaging mistake, never user input
-        raise RuntimeError("claim.sql lost the places marked for claim_completing")
-    return (claim
-            .replace(first, f"completed AS (\n{complete}    RETURNING jobs.id, "
-                            "jobs.has_children\n),\n")
-            .replace(middle, "      AND NOT EXISTS (SELECT FROM completed "
-                             "WHERE completed.has_children)\n")
-            .replace(last, "    UNION ALL\n    SELECT -1, CASE WHEN bool_or(has_children) "
-                           f"THEN {COMPLETED_PARENTS} ELSE -1 END, NULL, NULL, "
-                           "count(*)::int, NULL, NULL, NULL, NULL, NULL, NULL, NULL\n"
-                           "    FROM completed\n"))
+def _claim(files: SqlFiles, wanted: str, complete: str | None = None) -> str:
+    """A statement of claim.sql's template: `wanted`, the part that picks the Queues and
+    their room; with `complete`, that statement's successes completed first."""
+    parts = files.parts("claim")
+    values = {"asked": parts["asked"], "wanted": parts[wanted], "completed": "",
+              "limited_row": "", "completed_row": ""}
+    if wanted == "free":  # (a limit or a rate hands the claim on to claim_limited)
+        values.update(limited_row=parts["limited_row"], completed_guard="")
+    if complete is not None:
+        values.update(completed=parts["completed"], completed_guard=parts["completed_guard"],
+                      completed_row=parts["completed_row"],
+                      complete=strip_comments(files.text(complete)).rstrip("\n"),
+                      completed_parents=str(COMPLETED_PARENTS))
+    name = "claim" if wanted == "free" else "claim_limited"
+    return fill(parts[""], values, later=RENDERED,
+                what=f"rota's postgres claim.sql as {name}"
+                     + (f" completing with {complete}.sql" if complete else ""))
+
+
+# The statements composed from claim.sql, checked as each loads (rota.store.sql_template).
+CLAIMS: Final[dict[str, Callable[[SqlFiles], str]]] = {
+    "claim": partial(_claim, wanted="free"),
+    "claim_limited": partial(_claim, wanted="room"),
+    **{name: partial(_claim, wanted="free", complete=complete)
+       for name, complete in CLAIM_COMPLETING.items()},
+}
+
+# Migrations are migration_NNNN_description.sql, each one script.
+FILES: Final = SqlFiles("postgres", r"migration_(\d{4})_(\w+)\.sql",
+                        lambda script: (strip_comments(script),),
+                        composed=CLAIMS, later=RENDERED)
+migrations: Final = FILES.migrations
+SCHEMA_VERSION: Final = FILES.known_version()
 
 
 @cache
 def _sql_text(name: str) -> str:
-    """The statement of that name as sent: its file (or, for a claim that completes,
-    two files composed) without whole-line comments."""
-    if name in CLAIM_COMPLETING:
-        return strip_comments(_claim_completing_text(CLAIM_COMPLETING[name]))
-    return strip_comments(FILES.text(name))
+    """The statement of that name as sent (claim.sql's are composed from its parts),
+    without whole-line comments: psycopg parses a statement's placeholders on every
+    execution unless its text is at most 4,096 bytes (its `MAX_CACHED_STATEMENT_LENGTH`);
+    with its comments, the claim is over that."""
+    return strip_comments(FILES.statement(name))
 
 
 def finished_channel(schema: str) -> str:

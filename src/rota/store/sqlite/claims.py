@@ -32,24 +32,25 @@ from rota.core.rates import RatedQueue, cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 from rota.store.corrupt import quarantine_undecodable
 from rota.store.sql_base import Row
+from rota.store.sql_template import fill
 from rota.store.sqlite.connection import SQLiteConnection
 from rota.store.sqlite.schema import at, count_jobs, move, sql, us
 
-# claim_many.sql: at most this many Queues in one statement (SQLite allows 500 arms in a
+# claim_many: at most this many Queues in one statement (SQLite allows 500 arms in a
 # compound SELECT); a round asking more runs claim.sql Queue after Queue.
 MAX_ARMS: Final = 200
-# The parameter names of claim_many.sql's arms, by arm (built once, not per Queue asked).
+# The parameter names of claim_many's arms, by arm (built once, not per Queue asked).
 ARM_KEYS: Final = tuple((f"queue_{index}", f"limit_{index}") for index in range(MAX_ARMS))
 
 
 @functools.cache
 def claim_many_sql(count: int) -> str:
-    """claim_many.sql with `count` arms (claim_many_arm.sql, its `_N` names numbered)."""
-    arm = sql("claim_many_arm").strip()
+    """claim_many with `count` arms (claim.sql's part arm, its parameters numbered)."""
+    arm = sql("claim_many_arm")
     arms = "\nUNION ALL\n".join(
-        arm.replace(":queue_N", f":queue_{index}").replace(":limit_N", f":limit_{index}")
+        fill(arm, {"n": str(index)}, what="rota's sqlite claim_many_arm")
         for index in range(count))
-    return sql("claim_many").replace("{arms}", arms)
+    return fill(sql("claim_many"), {"picked": arms}, what="rota's sqlite claim_many")
 
 
 # complete.sql: at most this many leases in one statement (4 parameters each, and the
@@ -74,9 +75,9 @@ def complete_sql(leases: int, results: bool) -> str:
     the literal NULL, not a bound None (binding None costs the sqlite3 module two failed
     attribute lookups, ~4k instructions: it looks for an adapter)."""
     width = 4 if results else 3
-    return sql("complete").replace("{rows}", ", ".join(
+    return fill(sql("complete"), {"rows": ", ".join(
         f"(?{n}, ?{n + 1}, ?{n + 2}, {f'?{n + 3}' if results else 'NULL'})"
-        for n in range(2, 2 + width * leases, width)))
+        for n in range(2, 2 + width * leases, width))}, what="rota's sqlite complete.sql")
 
 
 # A probe of at least this many Queues first walks the Queues that have scheduled jobs

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from rota.store.sql_base import SqlFiles
+from rota.store.sql_template import fill
 
 
 def statements(script: str) -> list[str]:
@@ -30,9 +31,36 @@ def statements(script: str) -> list[str]:
     return found
 
 
-# Migrations are NNNN_name.sql, each ending by setting PRAGMA user_version.
-FILES: Final = SqlFiles("sqlite", r"(\d{4})_([a-z0-9_]+)\.sql", statements)
-sql: Final = FILES.text
+def _claim(files: SqlFiles, name: str) -> str:
+    """The statement `name` from claim.sql's template and parts (the file says which)."""
+    parts = files.parts("claim")
+    due, room = parts["due"], parts["room"]
+    what = f"rota's sqlite claim.sql as {name}"
+    if name == "claim":
+        return fill(parts[""], {"picked": due, "take": room, "queue": ":queue",
+                                "wanted": ":limit"}, what=what)
+    if name == "claim_ones":
+        return fill(parts[""], {"picked": parts["firsts"], "due": due, "take": "1",
+                                "room": room, "queue": "asked.value", "wanted": "1"},
+                    what=what)
+    if name == "claim_many_arm":  # numbered when the count is known (:queue_3)
+        return fill(parts["arm"], {"due": due, "take": room, "queue": ":queue_{n}",
+                                   "wanted": ":limit_{n}"}, later={"n"}, what=what)
+    # claim_many: the arms joined when the count is known (claims.py `claim_many_sql`)
+    return fill(parts[""], {}, later={"picked"}, what=what)
+
+
+# The statements composed from claim.sql, checked as each loads (rota.store.sql_template).
+CLAIMS: Final[dict[str, Callable[[SqlFiles], str]]] = {
+    name: functools.partial(_claim, name=name)
+    for name in ("claim", "claim_ones", "claim_many_arm", "claim_many")
+}
+
+# Migrations are NNNN_name.sql, each ending by setting PRAGMA user_version. complete.sql and
+# count_jobs_add.sql take their rows when their count is known.
+FILES: Final = SqlFiles("sqlite", r"(\d{4})_([a-z0-9_]+)\.sql", statements,
+                        composed=CLAIMS, later={"rows"})
+sql: Final = FILES.statement
 migrations: Final = FILES.migrations
 schema_version_known: Final = FILES.known_version
 
@@ -63,7 +91,8 @@ _MAX_COUNTED_PAIRS: Final = 300
 
 @functools.cache
 def _count_jobs_sql(pairs: int) -> str:
-    return sql("count_jobs_add").replace("{rows}", ", ".join(["(?, ?, ?)"] * pairs))
+    return fill(sql("count_jobs_add"), {"rows": ", ".join(["(?, ?, ?)"] * pairs)},
+                what="rota's sqlite count_jobs_add.sql")
 
 
 def count_jobs(conn: sqlite3.Connection | sqlite3.Cursor,

@@ -1,6 +1,6 @@
 -- The first statement of a limited claim's transaction (before lock_queue_limits.sql and
--- claim_limited.sql): no bitmap scans and no sequential scans for this transaction.
--- claim_limited.sql counts a Queue's leases on jobs_lease_expiry. With few leased rows in
+-- claim_limited, claim.sql's part room): no bitmap scans and no sequential scans for this
+-- transaction. claim_limited counts a Queue's leases on jobs_lease_expiry. With few leased rows in
 -- its statistics the planner likes a bitmap scan there, which never marks dead index
 -- entries, so the count would slow down with every job drained until the next vacuum; an
 -- index scan marks them. On a table never analysed (a bulk load before autovacuum's first

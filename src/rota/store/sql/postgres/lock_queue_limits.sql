@@ -1,4 +1,4 @@
--- The first statement of a claim over Queues with a limit (see claim_limited.sql): lock
+-- The first statement of a claim over Queues with a limit (see claim.sql, part room): lock
 -- the settings rows of those Queues, in name order so that two claimers never deadlock.
 -- A second claimer of the same Queue waits here until the first commits. The rated
 -- Queues' rates and buckets come back (read under the lock: rota.core.rates).
