@@ -74,7 +74,9 @@ class RunObserver(Protocol):
 
 
 class RunTimeHook(AttemptHook):
-    """Times each handler for observers: only a hook reads a timer per job."""
+    """Times each handler for observers: only a hook reads a timer per job. An attempt
+    whose outcome is not recorded (cut short at shutdown, its lease lost) is not timed:
+    its run time is not the handler's."""
 
     def __init__(self, observers: Sequence[RunObserver]) -> None:
         self.observers = tuple(observers)
@@ -85,6 +87,8 @@ class RunTimeHook(AttemptHook):
     def after_attempt(self, job: JobRecord, group: str, token: object,
                       outcome: Outcome | None) -> None:
         assert isinstance(token, float)
+        if outcome is None:
+            return
         ran_s = time.perf_counter() - token
         for observer in self.observers:
             observer.job_ran(group, job.queue, ran_s)
