@@ -56,7 +56,7 @@ class Recorder(AttemptHook):
             self.done.set()
 
 
-def make(app: rota.App, hooks: list[Recorder]) -> dict[str, str]:
+def make(app: rota.App, hooks: list[Recorder], pool_size: int = 20) -> dict[str, str]:
     """Two handlers (async, sync) that note what the hooks set in their context."""
     seen: dict[str, str] = {}
 
@@ -71,7 +71,7 @@ def make(app: rota.App, hooks: list[Recorder]) -> dict[str, str]:
         seen[f"sync {n}"] = SEEN_BY_HANDLER.get()
 
     app.add_worker_group(rota.WorkerGroupOptions(
-        name="g", policy=rota.Strict("default"), poll_interval=0.05,
+        name="g", policy=rota.Strict("default"), poll_interval=0.05, pool_size=pool_size,
         retry=rota.RetryPolicy(max_attempts=1)))
     for hook in hooks:
         app._hook_attempts(hook)
@@ -131,3 +131,42 @@ def test_a_drive_without_hooks_builds_none(make_app: Callable[[], rota.App]) -> 
             return runtime.attempt_hooks
 
     assert asyncio.run(asyncio.wait_for(scenario(), 30)) == ()
+
+
+class Raising(AttemptHook):
+    """A hook broken at every moment."""
+
+    def before_attempt(self, job: JobRecord, group: str) -> object:
+        raise RuntimeError("before")
+
+    def after_attempt(self, job: JobRecord, group: str, token: object,
+                      outcome: Outcome | None) -> None:
+        raise AssertionError("never called: its before raised")
+
+    def on_outcome(self, job: JobRecord, group: str, outcome: Outcome,
+                   started_at: datetime, finished_at: datetime) -> None:
+        raise RuntimeError("on_outcome")
+
+
+@pytest.mark.parametrize("store_kind", ["memory"])
+@pytest.mark.parametrize("mode", DRIVES)
+def test_a_hook_that_raises_is_logged_and_the_jobs_run_on(
+    mode: str, make_app: Callable[[], rota.App], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Given a broken hook before a working one, on a group of one Worker
+    app = make_app()
+    log: list[str] = []
+    recorder = Recorder("A", log, 2)
+    seen = make(app, [], pool_size=1)
+    app._hook_attempts(Raising())
+    app._hook_attempts(recorder)
+    first, second = app.jobs["async_job"].enqueue(1), app.jobs["sync_job"].enqueue(2)
+    # When a drive runs two jobs
+    drive(app, mode, recorder)
+    # Then both ran (the one Worker was freed after the first) and the other hook saw both
+    assert seen == {"async 1": "A", "sync 2": "A"}
+    assert set(recorder.by_job) == {first, second}
+    assert all(events[-1] == "outcome succeeded" for events in recorder.by_job.values())
+    # And the broken hook was logged, before and on the outcome, each time
+    raised = [r.getMessage() for r in caplog.records if "attempt hook" in r.getMessage()]
+    assert len(raised) == 4 and all("ignored" in message for message in raised)

@@ -15,23 +15,32 @@ hooks they are given the same way:
 
 `before_attempt` runs in hook order, `after_attempt` in reverse (hooks nest), and
 `on_outcome` in order. A hook never sees a quarantined job's handler (there is none) but
-sees its attempt all the same. Hooks are internal (not rota's public names): a drive with
-no hook pays nothing per job, since it picks the path without them once per pass.
+sees its attempt all the same. A hook that raises is logged and ignored, like an
+`on_outcome` callback: the job runs and its Worker's slot is freed whatever a hook does
+(a hook whose `before_attempt` raised gets no `after_attempt`). Hooks are internal (not
+rota's public names; `App._hook_attempts` adds one): a drive with no hook pays nothing
+per job, since it picks the path without them once per pass.
 
 Imports the core and the worker's leaf modules.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Final, Protocol
 
 from rota.core.jobs import JobRecord
 from rota.core.outcomes import Outcome
 from rota.worker.events import OutcomeCallback, emit, outcome_event
 from rota.worker.tracing import Tracing
+
+logger = logging.getLogger("rota")
+
+# The token of a hook whose `before_attempt` raised: it gets no `after_attempt`.
+_FAILED: Final = object()
 
 
 class AttemptHook:
@@ -128,18 +137,39 @@ def attempt_hooks(
 
 def call_before(hooks: Sequence[AttemptHook], job: JobRecord, group: str) -> list[object]:
     """Every hook's `before_attempt`, in order; their tokens."""
-    return [hook.before_attempt(job, group) for hook in hooks]
+    tokens: list[object] = []
+    for hook in hooks:
+        try:
+            tokens.append(hook.before_attempt(job, group))
+        except Exception:
+            _hook_raised(hook, "before", job)
+            tokens.append(_FAILED)
+    return tokens
 
 
 def call_after(hooks: Sequence[AttemptHook], tokens: Sequence[object], job: JobRecord,
-          group: str, outcome: Outcome | None) -> None:
+               group: str, outcome: Outcome | None) -> None:
     """Every hook's `after_attempt`, in reverse order, each with its own token."""
     for index in range(len(tokens) - 1, -1, -1):
-        hooks[index].after_attempt(job, group, tokens[index], outcome)
+        token = tokens[index]
+        if token is _FAILED:
+            continue
+        try:
+            hooks[index].after_attempt(job, group, token, outcome)
+        except Exception:
+            _hook_raised(hooks[index], "after", job)
 
 
-def call_on_outcome(hooks: Sequence[AttemptHook], job: JobRecord, group: str, result: Outcome,
-            started_at: datetime, finished_at: datetime) -> None:
+def call_on_outcome(hooks: Sequence[AttemptHook], job: JobRecord, group: str,
+                    outcome: Outcome, started_at: datetime, finished_at: datetime) -> None:
     """Every hook's `on_outcome`, in order."""
     for hook in hooks:
-        hook.on_outcome(job, group, result, started_at, finished_at)
+        try:
+            hook.on_outcome(job, group, outcome, started_at, finished_at)
+        except Exception:
+            _hook_raised(hook, "on the outcome of", job)
+
+
+def _hook_raised(hook: AttemptHook, when: str, job: JobRecord) -> None:
+    logger.warning("attempt hook %r raised %s job %s (%s) attempt %s; ignored", hook, when,
+                   job.id, job.name, job.attempt, exc_info=True)
