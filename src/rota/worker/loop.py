@@ -457,7 +457,7 @@ class GroupLoop:
             call_after(hooks, tokens, job, self.name, outcome)
         if outcome is not None:  # handed to the outcome writer
             call_on_outcome(hooks, job, self.name, outcome, held.started_at,
-                       self.runtime.clock.now())
+                            self.runtime.clock.now())
         return outcome
 
     async def _run_job(self, held: Held) -> Outcome | None:
