@@ -54,6 +54,7 @@ from rota.store import Store, store_clock_for
 from rota.waiting import JobWaiters, timeout_seconds
 from rota.worker.events import OutcomeCallback, OutcomeEvent
 from rota.worker.group import GroupRunner
+from rota.worker.hooks import AttemptHook
 from rota.worker.policies import follow_stored_policies
 from rota.worker.retention import purge_finished
 from rota.worker.runtime import Runtime, RuntimeObserver
@@ -120,6 +121,8 @@ class App:
         self._schedules = AppSchedules()
         # Told of every real-time runtime's start, stop and claims (rota.metrics).
         self._runtime_observers: tuple[RuntimeObserver, ...] = ()
+        # Internal attempt hooks for both drives (rota.worker.hooks; `_hook_attempts`).
+        self._attempt_hooks: tuple[AttemptHook, ...] = ()
         self._waiters = JobWaiters(self.store)  # no thread until the first wait
 
     def __repr__(self) -> str:
@@ -473,7 +476,7 @@ class App:
             follow_stored_policies(self.store, runners)
             self._notify_enqueued(self._schedules.fire_inline(self.store, self.clock))
             drive = InlineDrive(self.store, self.clock, self._handlers, self._retry_policy_for,
-                                lambda: self._outcome_callbacks)
+                                lambda: self._outcome_callbacks, self._attempt_hooks)
             return await drive.drain(runners, max_executions)
 
     # -- the real-time runtime ------------------------------------------------------------
@@ -505,7 +508,7 @@ class App:
             runtime = build_runtime(
                 store=self.store, clock=self.clock, runners=runners, handlers=self._handlers,
                 retry_for=self._retry_policy_for, outcome_callbacks=self._outcome_callbacks,
-                grace=grace, observers=self._runtime_observers,
+                grace=grace, observers=self._runtime_observers, hooks=self._attempt_hooks,
                 duties=worker_duties(self.store, self.clock, self.retention, self._schedules,
                                      runners),
             )
@@ -676,6 +679,12 @@ class App:
         """Tell `observer` about every real-time runtime this App starts from now on
         (`rota.metrics.serve_metrics` uses it; register before starting the worker)."""
         self._runtime_observers = (*self._runtime_observers, observer)
+
+    def _hook_attempts(self, hook: AttemptHook) -> None:
+        """Call `hook` around every job attempt of both drives, `run_until_idle` and the
+        real-time runtimes started from now on (rota.worker.hooks; internal: register
+        before starting the worker)."""
+        self._attempt_hooks = (*self._attempt_hooks, hook)
 
     def _notify_enqueued(self, queues: Iterable[str]) -> None:
         """Jobs were enqueued through this App: wake the running groups serving them, and

@@ -25,11 +25,19 @@ from collections.abc import Callable, Mapping, Sequence
 from rota.core.clock import Clock
 from rota.core.dispatch import PassPlan
 from rota.core.jobs import JobRecord
+from rota.core.outcomes import Outcome
 from rota.core.retry import RetryPolicy
 from rota.store import Store
-from rota.worker.events import OutcomeCallback, emit, outcome_event
+from rota.worker.events import OutcomeCallback
 from rota.worker.execution import execute
 from rota.worker.group import GroupRunner, Handler, record_outcome, sweep_expired_leases
+from rota.worker.hooks import (
+    AttemptHook,
+    attempt_hooks,
+    call_after,
+    call_before,
+    call_on_outcome,
+)
 from rota.worker.tracing import Tracing
 
 
@@ -53,18 +61,21 @@ class InlineDrive:
         handlers: job name -> handler (the App's, read as jobs run).
         retry_for: the RetryPolicy of an expired lease's job (the sweep's retries).
         outcome_callbacks: the App's current outcome callbacks, read per outcome.
+        extra_hooks: attempt hooks besides tracing and the callbacks (rota.worker.hooks).
     """
 
     def __init__(
         self, store: Store, clock: Clock, handlers: Mapping[str, Handler],
         retry_for: Callable[[JobRecord], RetryPolicy],
         outcome_callbacks: Callable[[], Sequence[OutcomeCallback]],
+        extra_hooks: Sequence[AttemptHook] = (),
     ) -> None:
         self.store = store
         self.clock = clock
         self.handlers = handlers
         self.retry_for = retry_for
         self.outcome_callbacks = outcome_callbacks
+        self.extra_hooks = tuple(extra_hooks)
 
     async def drain(self, runners: Sequence[GroupRunner],
                     max_executions: int | None = None) -> int:
@@ -92,7 +103,7 @@ class InlineDrive:
         (`ran` jobs ran before this pass). If anything raises, or a job would run past
         `max_executions`, the jobs not run yet are handed back and the exception
         propagates."""
-        tracing = Tracing.active()
+        hooks = self.hooks()
         index = 0
         try:
             for index, job in enumerate(jobs):
@@ -104,21 +115,35 @@ class InlineDrive:
                         "clock between drives, or raise max_executions")
                 plan.serve()
                 started_at = self.clock.now()
-                if tracing is None:
-                    outcome = await execute(job, self.handlers, runner, self.clock)
+                if hooks:
+                    result = await self._execute_hooked(runner, job, hooks)
                 else:
-                    with tracing.attempt(job, runner.name) as span:
-                        outcome = await execute(job, self.handlers, runner, self.clock)
-                        tracing.record(span, outcome)
+                    result = await execute(job, self.handlers, runner, self.clock)
                 finished_at = self.clock.now()
                 index += 1  # this one ran: from here on, only the rest goes back
-                record_outcome(self.store, job, outcome, finished_at, runner.name)
-                callbacks = self.outcome_callbacks()
-                if callbacks:
-                    emit(callbacks, outcome_event(
-                        job, runner.name, outcome, started_at, finished_at))
+                record_outcome(self.store, job, result, finished_at, runner.name)
+                if hooks:
+                    call_on_outcome(hooks, job, runner.name, result, started_at, finished_at)
         except BaseException:
             if jobs[index:]:
                 self.store.release([j.lease for j in jobs[index:]], self.clock.now())
             raise
         return len(jobs)
+
+    def hooks(self) -> tuple[AttemptHook, ...]:
+        """The attempt hooks of one pass (tracing read now, as a runtime reads it when it
+        starts; the outcome callbacks per outcome)."""
+        return attempt_hooks(tracing=Tracing.active(),
+                             outcome_callbacks=self.outcome_callbacks, extra=self.extra_hooks)
+
+    async def _execute_hooked(self, runner: GroupRunner, job: JobRecord,
+                              hooks: Sequence[AttemptHook]) -> Outcome:
+        """`execute` with the hooks' before and after around it (rota.worker.hooks): the
+        after sees None when the handler's run was cut short (then the job goes back)."""
+        tokens = call_before(hooks, job, runner.name)
+        result: Outcome | None = None
+        try:
+            result = await execute(job, self.handlers, runner, self.clock)
+            return result
+        finally:
+            call_after(hooks, tokens, job, runner.name, result)

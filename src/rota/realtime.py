@@ -34,6 +34,7 @@ from rota.worker.checkpoint import wal_checkpoint_duty
 from rota.worker.duty import Duty
 from rota.worker.events import OutcomeCallback
 from rota.worker.group import GroupRunner, Handler
+from rota.worker.hooks import AttemptHook
 from rota.worker.leadership import Election, maintenance_lease_name
 from rota.worker.policies import PolicyDuty
 from rota.worker.registry import RegistryDuty
@@ -74,6 +75,7 @@ def build_runtime(
     handlers: Mapping[str, Handler], retry_for: Callable[[JobRecord], RetryPolicy],
     outcome_callbacks: Sequence[OutcomeCallback], grace: Duration | None,
     duties: Sequence[Duty], observers: Sequence[RuntimeObserver],
+    hooks: Sequence[AttemptHook] = (),
 ) -> Runtime:
     """The runtime for `runners`; `grace` overrides every group's grace period."""
     grace_s = None if grace is None else to_timedelta(grace, "grace", allow_zero=True)
@@ -81,7 +83,7 @@ def build_runtime(
         store=store, clock=clock, runners=runners, handlers=handlers, retry_for=retry_for,
         outcome_callbacks=outcome_callbacks,
         grace_s=None if grace_s is None else grace_s.total_seconds(),
-        duties=duties, observers=observers,
+        duties=duties, observers=observers, hooks=hooks,
     )
 
 

@@ -12,31 +12,27 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from rota.core.clock import Clock
-from rota.core.outcomes import Outcome
 from rota.store.base import Store
 from rota.worker.deadlines import CallKind
-from rota.worker.events import OutcomeCallback
 from rota.worker.group import Handler
 from rota.worker.held import Held
+from rota.worker.hooks import AttemptHook, RunObserver
 from rota.worker.store_health import StoreHealth
-from rota.worker.tracing import Tracing
 
 T = TypeVar("T")
 
 
-class JobObserver(Protocol):
+class JobObserver(RunObserver, Protocol):
     """Told after every pass's claims how long they took (store round trips included)
     and how many jobs they returned, and after every handler how long it ran
-    (perf_counter seconds). Called on the loop thread, per job for `job_ran`: keep them
-    quick. Without observers the groups read no timer at all."""
+    (perf_counter seconds; `RunObserver`, through an attempt hook). Called on the loop
+    thread, per job for `job_ran`: keep them quick. Without observers the groups read
+    no timer at all."""
 
     def claimed(self, group: str, round_trip_s: float, jobs: int, /) -> None: ...
-
-    def job_ran(self, group: str, queue: str, ran_s: float, /) -> None: ...
 
 
 class SuspectOwner(Protocol):
@@ -67,10 +63,9 @@ class GroupHost(Protocol):
     def observers(self) -> Sequence[JobObserver]: ...
 
     @property
-    def outcome_callbacks(self) -> Sequence[OutcomeCallback]: ...
-
-    @property
-    def tracing(self) -> Tracing | None: ...
+    def attempt_hooks(self) -> tuple[AttemptHook, ...]:
+        """Told of every job attempt (rota.worker.hooks); empty: the path without hooks."""
+        ...
 
     @property
     def claims_take_outcomes(self) -> bool: ...
@@ -113,6 +108,3 @@ class GroupHost(Protocol):
     def after_outcomes_written(self) -> None: ...
 
     def forget_suspect(self, handed_back: Sequence[Held]) -> None: ...
-
-    def report(self, group: str, held: Held, outcome: Outcome, finished_at: datetime) -> None:
-        ...

@@ -69,6 +69,7 @@ from rota.worker.execution import execute, execute_async
 from rota.worker.group import GroupRunner
 from rota.worker.heartbeats import Heartbeats
 from rota.worker.held import Held, lease_outcomes
+from rota.worker.hooks import call_after, call_before, call_on_outcome
 from rota.worker.host import GroupHost
 from rota.worker.outcome_writer import OutcomeWriter
 from rota.worker.supervision import supervise
@@ -366,17 +367,19 @@ class GroupLoop:
         shutdown has begun, the jobs not yet started are released instead.
 
         `now` is the pass's time, read once for the whole batch: a job's `started_at`
-        (the start of its OutcomeEvent's duration) is read per job only when someone
-        listens to outcomes. Per-job costs here are paid ~10,000 times a second in a
-        busy drain, hence also no task names and no debug formatting unless enabled."""
+        (the start of its OutcomeEvent's duration) is read per job only when the runtime
+        has attempt hooks (rota.worker.hooks). Per-job costs here are paid ~10,000 times a
+        second in a busy drain, hence also no task names and no debug formatting unless
+        enabled."""
         runtime = self.runtime
         clock = runtime.clock
-        timed = bool(runtime.outcome_callbacks)
+        hooks = runtime.attempt_hooks
+        timed = bool(hooks)  # an OutcomeEvent's duration starts here
         debug = logger.isEnabledFor(logging.DEBUG)
         held_jobs = self._held
         create_task = _task_starter(asyncio.get_running_loop())
         held_back: list[JobRecord] = []
-        run_job = self._run_job if runtime.tracing is None else self._run_job_traced
+        run_job = self._run_job_hooked if hooks else self._run_job
         # Shutdown is decided on this thread (the stop flag is set by stop()/abort(), on
         # the loop) and nothing below awaits before the release that ends the loop: asked
         # once, the answer holds for every job of the batch.
@@ -432,7 +435,7 @@ class GroupLoop:
 
     def start_job(self, held: Held) -> None:
         """Start a waiting suspect's handler (the runtime decided it may run now)."""
-        run_job = self._run_job if self.runtime.tracing is None else self._run_job_traced
+        run_job = self._run_job_hooked if self.runtime.attempt_hooks else self._run_job
         held.started_at = self.runtime.clock.now()
         held.task = asyncio.create_task(run_job(held))
         # Once its task exists (see _dispatch); it runs only when this returns.
@@ -440,16 +443,21 @@ class GroupLoop:
         held.running = True
         self._running += 1
 
-    async def _run_job_traced(self, held: Held) -> Outcome | None:
-        """`_run_job` inside the attempt's span (rota.worker.tracing)."""
-        tracing = self.runtime.tracing
-        assert tracing is not None
-        with tracing.attempt(held.job, self.name) as span:
-            outcome = None
-            try:
-                outcome = await self._run_job(held)
-            finally:
-                tracing.record(span, outcome)
+    async def _run_job_hooked(self, held: Held) -> Outcome | None:
+        """`_run_job` with the attempt hooks around it (rota.worker.hooks), in the job's
+        task: the path of every job once a hook is installed, so that `_run_job`, the
+        path without, reads no timer and calls nothing more per job."""
+        hooks = self.runtime.attempt_hooks
+        job = held.job
+        tokens = call_before(hooks, job, self.name)
+        outcome = None
+        try:
+            outcome = await self._run_job(held)
+        finally:
+            call_after(hooks, tokens, job, self.name, outcome)
+        if outcome is not None:  # handed to the outcome writer
+            call_on_outcome(hooks, job, self.name, outcome, held.started_at,
+                            self.runtime.clock.now())
         return outcome
 
     async def _run_job(self, held: Held) -> Outcome | None:
@@ -458,8 +466,6 @@ class GroupLoop:
         job = held.job
         held.current = current = CurrentJob(job)
         runtime = self.runtime
-        observers = runtime.observers
-        began = time.perf_counter() if observers else 0.0
         try:
             handler = runtime.handlers.get(job.name)
             if handler is not None and handler.timeout is None and handler.is_async and (
@@ -481,10 +487,6 @@ class GroupLoop:
             logger.warning("job %s (%s) attempt %s failed: %s", job.id, job.name, job.attempt,
                            describe(outcome), exc_info=error)
         held.running = False
-        if observers:
-            ran_s = time.perf_counter() - began
-            for observer in observers:
-                observer.job_ran(self.name, job.queue, ran_s)
         if not held.overran:  # _worker_freed, inline (per job)
             self._running -= 1
             if not self._refill_asked:  # refill this Worker's slot at once
@@ -504,8 +506,6 @@ class GroupLoop:
         if not finished:
             writer.ready.set()
         finished.append(held)
-        if runtime.outcome_callbacks:
-            runtime.report(self.name, held, outcome, runtime.clock.now())
         return outcome
 
     def _overran(self, held: Held, thread: asyncio.Future[object]) -> None:

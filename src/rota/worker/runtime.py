@@ -46,20 +46,19 @@ import functools
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from rota.core.clock import Clock
 from rota.core.jobs import JobRecord
-from rota.core.outcomes import Outcome
 from rota.core.retry import RetryPolicy
 from rota.store.base import Store, StoreError, WakeupSource
 from rota.store.deadlines import StoreTimeout, call_deadline
 from rota.worker.deadlines import DUTY_DEADLINE_S, CallKind, backstop_s, call_deadline_s
 from rota.worker.duty import Duty, DutyRuntime, StoppingDuty
-from rota.worker.events import OutcomeCallback, emit, outcome_event
+from rota.worker.events import OutcomeCallback
 from rota.worker.group import GroupRunner, Handler
 from rota.worker.held import Held
+from rota.worker.hooks import AttemptHook, attempt_hooks
 from rota.worker.host import JobObserver, SuspectOwner
 from rota.worker.leadership import Election
 from rota.worker.loop import GroupLoop
@@ -101,6 +100,7 @@ class Runtime:
         grace_s: overrides every group's `grace_period` (seconds), or None.
         duties: housekeeping tasks to run while the runtime runs (see `Duty`).
         observers: told of starts, stops and claim round trips (see `RuntimeObserver`).
+        hooks: attempt hooks besides tracing, observers and callbacks (rota.worker.hooks).
     """
 
     def __init__(
@@ -115,6 +115,7 @@ class Runtime:
         grace_s: float | None = None,
         duties: Sequence[Duty] = (),
         observers: Sequence[RuntimeObserver] = (),
+        hooks: Sequence[AttemptHook] = (),
     ) -> None:
         self.store = store
         self.observers = tuple(observers)
@@ -124,6 +125,9 @@ class Runtime:
         self.handlers = handlers
         self.retry_for = retry_for
         self.outcome_callbacks = outcome_callbacks
+        self._extra_hooks = tuple(hooks)
+        # Told of every job attempt; decided at start, with tracing (rota.worker.hooks).
+        self.attempt_hooks: tuple[AttemptHook, ...] = ()
         self.grace_s = grace_s
         # Set once by stop()/abort() on the loop thread; read by store threads mid-pass.
         self.stop_flag = threading.Event()
@@ -165,6 +169,10 @@ class Runtime:
         self._state = "running"
         self._loop = asyncio.get_running_loop()
         self.tracing = Tracing.active()
+        callbacks = tuple(self.outcome_callbacks)
+        self.attempt_hooks = attempt_hooks(
+            tracing=self.tracing, observers=self.observers,
+            outcome_callbacks=lambda: callbacks, extra=self._extra_hooks)
         for group in self.groups:
             group.start()
         sweeper: Duty = self._sweep_forever
@@ -460,15 +468,6 @@ class Runtime:
         self._suspect = None
         for group in self.groups:
             group.wake()
-
-    # -- outcomes -------------------------------------------------------------------------
-
-    def report(self, group: str, held: Held, outcome: Outcome, finished_at: datetime) -> None:
-        if self.outcome_callbacks:
-            emit(
-                self.outcome_callbacks,
-                outcome_event(held.job, group, outcome, held.started_at, finished_at),
-            )
 
 
 def _within(deadline_s: float, call: Callable[..., T], args: tuple[Any, ...],

@@ -131,6 +131,23 @@ class Tracing:
                             set_status_on_exception=False):
             yield span
 
+    def begin(self, job: JobRecord, group: str) -> object:
+        """`attempt` entered by hand, for a drive that calls before and after an attempt
+        (rota.worker.hooks): the span is current in the caller's context until `end`,
+        which must run in that same context."""
+        scope = self.attempt(job, group)
+        span = scope.__enter__()
+        return (scope, span)
+
+    def end(self, token: object, outcome: Outcome | None) -> None:
+        """Record `outcome` on the span `begin` made, and end it."""
+        assert isinstance(token, tuple)
+        scope, span = token
+        try:
+            self.record(span, outcome)
+        finally:
+            scope.__exit__(None, None, None)
+
     @staticmethod
     def record(span: Any, outcome: Outcome | None) -> None:
         """Put the attempt's outcome on its span (None: handed back unfinished)."""
