@@ -9,7 +9,8 @@ row itself only then.
 `checked_policy` is the one check of a policy on its way in: the same errors as a group's
 start (rota.core.policy, decision 0002), the group named in the cause. `StoredPolicy.policy`
 is the one way back: a row a worker cannot use (written by a newer rota, or by hand)
-raises there, and the worker keeps the policy it runs.
+raises there, and the worker keeps the policy it runs. `check_known_group` is the rule
+that refuses a policy for a group nobody defines or runs (a typo), unless forced.
 
 Pure: imports the core only.
 """
