@@ -393,7 +393,8 @@ class App:
     def worker_groups(self) -> list[WorkerGroupOptions]:
         return list(self._groups.options)
 
-    def set_group_policy(self, group: str, policy: DispatchPolicy | None) -> None:
+    def set_group_policy(self, group: str, policy: DispatchPolicy | None, *,
+                         force: bool = False) -> None:
         """Change Worker Group `group`'s Dispatch Policy while it runs, cluster-wide: the
         policy is stored, and every worker running the group switches to it at its next
         pass (a pass already running finishes under the old one), without a restart.
@@ -406,14 +407,21 @@ class App:
         (10,000 tenants is an ordinary case). A worker that cannot use a stored policy
         keeps the one it runs and logs why.
 
+        The group must be known: this App defines it, a worker registered it (the
+        store's registry), or a policy is stored for it. `force=True` skips that check,
+        for a group whose workers have not started yet; a mistyped name would otherwise
+        be stored and serve nothing.
+
         Raises:
             TypeError: if `policy` is not a DispatchPolicy or None, or the store keeps
                 no group policies.
             ValueError: the error a group's start raises for that policy (the exact
-                message; the group and what is at fault in its cause), or an invalid
-                group name. Nothing is stored then.
+                message; the group and what is at fault in its cause; a weight outside 1
+                to 2147483647), an invalid group name, or a group not known (without
+                `force`; the message names the known groups). Nothing is stored then.
         """
-        set_group_policy(self.store, self._groups, group, policy, self.clock.now())
+        set_group_policy(self.store, self._groups, group, policy, self.clock.now(),
+                         force=force)
 
     def group_policy(self, group: str) -> DispatchPolicy:
         """The Dispatch Policy in force for Worker Group `group`: the one stored with

@@ -9,11 +9,12 @@ Imports the core, the store contract and the App's groups.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from rota.app_groups import WorkerGroups
-from rota.core.group_policies import StoredPolicy
+from rota.core.group_policies import StoredPolicy, check_known_group
 from rota.core.groups import validate_group_name
 from rota.core.policy import DispatchPolicy
 from rota.core.workers import policy_parts
@@ -21,13 +22,32 @@ from rota.store.base import Store
 
 
 def set_group_policy(store: Store, groups: WorkerGroups, group: str,
-                     policy: DispatchPolicy | None, now: datetime) -> int:
+                     policy: DispatchPolicy | None, now: datetime, *,
+                     force: bool = False) -> int:
     """Store `group`'s policy (None: clear it) and hand it to this App's runner of the
-    group; the stored version."""
+    group; the stored version. A group nobody knows is refused unless `force`."""
+    validate_group_name(group)
+    if not force:
+        check_group_known(store, [o.name for o in groups.options], group, "force=True")
     version = store.set_group_policy(group, policy, now)  # checks it, as a start does
     row = None if policy is None else StoredPolicy(group, *policy_parts(policy), version, now)
     groups.policy_set(group, version, row)
     return version
+
+
+def check_group_known(store: Store, defined: Iterable[str], group: str,
+                      how_to_force: str) -> None:
+    """Refuse `group` unless an App here defines it (`defined`), a worker registered it,
+    or a policy is stored for it (set with force before its workers started: changing or
+    clearing it needs no force again). Reads the registry and the group's one row only.
+
+    Raises:
+        ValueError: naming the known groups and `how_to_force`.
+    """
+    known = {*defined, *(info.name for info in store.worker_groups())}
+    if group not in known and store.group_policy(group) is not None:
+        return
+    check_known_group(group, known, how_to_force)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 
 import rota
 from rota import Strict, Weighted, WorkerGroupOptions
 from rota.core.group_policies import StoredPolicy
+from rota.core.workers import WorkerGroupInfo, WorkerInfo
 from tests.app.conftest import Recorder
 
 MakeApp = Callable[[], rota.App]
@@ -47,12 +49,13 @@ def test_the_policy_in_force_is_the_stored_one_else_the_codes(make_app: MakeApp)
 
 
 def test_an_app_without_the_group_sets_it_and_reads_it(make_app: MakeApp) -> None:
-    # Given an App that does not define "tenants" (as the CLI is)
+    # Given an App that does not define "tenants" (as the CLI is), whose workers have not
+    # started yet
     admin = make_app()
     with pytest.raises(ValueError, match="no policy is stored for Worker Group 'tenants'"):
         admin.group_policy("tenants")
-    # When it stores a policy for the group
-    admin.set_group_policy("tenants", Strict("x"))
+    # When it stores a policy for the group, forced
+    admin.set_group_policy("tenants", Strict("x"), force=True)
     # Then it reads it back, and so does another App on the store
     assert admin.group_policy("tenants") == Strict("x")
     assert make_app().group_policy("tenants") == Strict("x")
@@ -77,6 +80,66 @@ def test_an_invalid_policy_gets_the_error_of_a_group_start_and_is_not_stored(
     assert app.group_policy("tenants") == Strict("a")
 
 
+def register(app: rota.App, group: str) -> None:
+    """A worker row running `group`, as `rota worker` registers it."""
+    now = app.clock.now()
+    app.store.register_worker(WorkerInfo(
+        id="host:1:tok", host="host", pid=1, version=rota.__version__, started_at=now,
+        last_seen=now, dead_at=now + timedelta(minutes=5),
+        groups=(WorkerGroupInfo(name=group, policy=Strict("a"), pool_size=2,
+                                owner=f"{group}@host:1:tok"),)), now)
+
+
+def test_a_group_nobody_defines_or_runs_is_refused_naming_the_known_ones(
+    make_app: MakeApp,
+) -> None:
+    # Given an App defining "tenants" and a worker registered running "io"
+    app = make_app()
+    app.add_worker_group(WorkerGroupOptions(name="tenants", policy=Strict("a")))
+    register(app, "io")
+    # When a policy is set for a mistyped group
+    with pytest.raises(ValueError) as raised:
+        app.set_group_policy("tenats", Weighted([("a", 1)]))
+    # Then it is refused, naming the known groups and the way past it, and nothing is
+    # stored
+    assert "Worker Group 'tenats' is not known here" in str(raised.value)
+    assert "known groups: 'io', 'tenants'" in str(raised.value)
+    assert "force=True" in str(raised.value)
+    assert app.store.group_policy("tenats") is None
+    with pytest.raises(ValueError, match="is not known here"):
+        app.set_group_policy("tenats", None)
+    assert app.store.group_policy_versions() == {}
+
+
+def test_a_registered_group_and_a_forced_one_are_known(make_app: MakeApp) -> None:
+    # Given an App that defines no group, and a worker registered running "io"
+    app = make_app()
+    register(app, "io")
+    # When policies are set for "io", and for "later" with force
+    app.set_group_policy("io", Strict("b", "a"))
+    app.set_group_policy("later", Weighted([("a", 2)]), force=True)
+    # Then both are stored, and "later", having a stored policy, is changed and cleared
+    # without force again
+    assert app.group_policy("io") == Strict("b", "a")
+    app.set_group_policy("later", Weighted([("a", 3)]))
+    assert app.group_policy("later") == Weighted([("a", 3)])
+    app.set_group_policy("later", None)
+    assert app.store.group_policy("later") is None
+
+
+@pytest.mark.parametrize("weight", [2**31, 10**26], ids=repr)
+def test_a_weight_above_the_range_is_refused_and_not_stored(
+    make_app: MakeApp, weight: int,
+) -> None:
+    app = make_app()
+    app.add_worker_group(WorkerGroupOptions(name="tenants", policy=Strict("a")))
+    with pytest.raises(ValueError, match="from 1 to 2147483647; got"):
+        app.set_group_policy("tenants", Weighted([("a", 1), ("b", weight)]))
+    assert app.store.group_policy("tenants") is None
+    app.set_group_policy("tenants", Weighted([("a", 1), ("b", 2**31 - 1)]))
+    assert app.group_policy("tenants") == Weighted([("a", 1), ("b", 2**31 - 1)])
+
+
 def test_a_bad_group_name_is_refused(make_app: MakeApp) -> None:
     with pytest.raises(ValueError, match="Worker Group name"):
         make_app().set_group_policy("two words", Strict("a"))
@@ -94,8 +157,9 @@ def test_a_group_switches_between_drives_and_runs_the_new_policy(
     recorder.enqueue("b", 2)
     app.run_until_idle()
     assert recorder.log == ["a", "a", "b", "b"]
-    # When another App on the store sets Strict(b, a)
-    make_app().set_group_policy("tenants", Strict("b", "a"))
+    # When another App on the store sets Strict(b, a) (forced: run_until_idle registers no
+    # worker, so that App does not know the group)
+    make_app().set_group_policy("tenants", Strict("b", "a"), force=True)
     recorder.log.clear()
     recorder.enqueue("a", 2)
     recorder.enqueue("b", 2)

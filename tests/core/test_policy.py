@@ -246,3 +246,29 @@ def test_an_empty_weighted_policy_says_it_names_no_queue() -> None:
     assert str(raised.value) == WEIGHTED_MESSAGE
     assert str(raised.value.__cause__) == (
         "Weighted([]) names no Queue; give at least one (queue, weight) pair")
+
+
+# -- the top of the weight range: the one range of every numeric setting -----------------
+
+
+@pytest.mark.parametrize("weight", [2**31, 10**26], ids=repr)
+def test_a_weight_above_the_range_fails_at_validate_naming_the_queue_and_range(
+    weight: int,
+) -> None:
+    # Given a weight no store column holds / When it is validated
+    policy = Weighted([("a", 1), ("b", weight)])
+    with pytest.raises(ValueError) as raised:
+        policy.validate()
+    # Then the message names the Queue, the range and the weight given
+    assert str(raised.value) == (
+        f"the weight of Queue 'b' must be a whole number from 1 to 2147483647; got {weight}")
+
+
+def test_the_largest_weight_validates() -> None:
+    Weighted([("a", 1), ("b", 2**31 - 1)]).validate()
+
+
+def test_a_weight_below_1_keeps_the_exact_message_even_beside_a_huge_one() -> None:
+    with pytest.raises(ValueError) as raised:
+        Weighted([("a", 0), ("b", 10**26)]).validate()
+    assert str(raised.value) == WEIGHTED_MESSAGE

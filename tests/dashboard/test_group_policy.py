@@ -104,3 +104,41 @@ def test_a_queue_out_of_tokens_says_its_rate_is_reached(seeded: Seeded, serve: S
     seeded.clock.advance(60)
     reasons = {q["queue"]: q["held_back"] for q in fair(dashboard)["queues"]}
     assert reasons["b"] is None
+
+
+def test_an_unknown_group_is_refused_naming_the_known_ones_unless_forced(
+    seeded: Seeded, serve: Serve,
+) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock, token=TOKEN)
+    # When a policy is posted for a group nobody runs
+    reply = dashboard.post("/api/groups/fiar/policy", data={"weighted": "a=1"},
+                           headers=AUTH)
+    # Then it is refused, naming the known group and force, and not stored
+    assert reply.status == 400
+    error = reply.json()["error"]
+    assert "Worker Group 'fiar' is not known here" in error and "'fair'" in error
+    assert "force=True" in error
+    assert seeded.app.store.group_policy("fiar") is None
+    # And with force (a form field, or JSON true) it is stored
+    for body, group in (({"weighted": "a=1", "force": "1"}, "later"),
+                        ({"strict": "a", "force": True}, "later2")):
+        forced = dashboard.post(f"/api/groups/{group}/policy", body=body, headers=AUTH)
+        assert forced.status == 200, forced.json()
+    assert seeded.app.group_policy("later") == rota.Weighted([("a", 1)])
+    assert seeded.app.group_policy("later2") == rota.Strict("a")
+    # And a force that is not a yes or no is bad input
+    odd = dashboard.post("/api/groups/x/policy", body={"strict": "a", "force": "maybe"},
+                         headers=AUTH)
+    assert odd.status == 400 and "force" in odd.json()["error"]
+
+
+@pytest.mark.parametrize("weight", [2**31, 10**26], ids=repr)
+def test_a_weight_above_the_range_is_refused(
+    seeded: Seeded, serve: Serve, weight: int,
+) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock, token=TOKEN)
+    reply = dashboard.post("/api/groups/fair/policy", data={"weighted": f"a=1,b={weight}"},
+                           headers=AUTH)
+    assert reply.status == 400
+    assert f"from 1 to 2147483647; got {weight}" in reply.json()["error"]
+    assert fair(dashboard)["policy_source"] == "code"

@@ -9,7 +9,8 @@ row itself only then.
 `checked_policy` is the one check of a policy on its way in: the same errors as a group's
 start (rota.core.policy, decision 0002), the group named in the cause. `StoredPolicy.policy`
 is the one way back: a row a worker cannot use (written by a newer rota, or by hand)
-raises there, and the worker keeps the policy it runs.
+raises there, and the worker keeps the policy it runs. `check_known_group` is the rule
+that refuses a policy for a group nobody defines or runs (a typo), unless forced.
 
 Pure: imports the core only.
 """
@@ -17,6 +18,7 @@ Pure: imports the core only.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -83,6 +85,33 @@ def checked_policy(group: str, policy: object) -> DispatchPolicy:
         name_in_fault(error, f"for Worker Group {group!r}")
         raise
     return policy
+
+
+# Known groups named in the refusal of an unknown one before the rest are counted.
+SHOWN_GROUPS = 20
+
+
+def check_known_group(group: str, known: Collection[str], how_to_force: str) -> None:
+    """Refuse a policy for `group` unless it is in `known` (the groups an App defines, a
+    worker registered, or that have a stored policy): a mistyped name would otherwise be
+    stored and serve nothing, silently. `how_to_force` is the caller's way past it
+    (`force=True`, `--force`), for a group whose workers have not started yet.
+
+    Raises:
+        ValueError: naming the known groups (sorted) and the way to force.
+    """
+    if group in known:
+        return
+    names = sorted(known)
+    shown = [repr(name) for name in names[:SHOWN_GROUPS]]
+    if len(names) > SHOWN_GROUPS:
+        shown.append(f"... ({len(names) - SHOWN_GROUPS} more)")
+    listed = f"known groups: {', '.join(shown)}" if names else \
+        "no Worker Group is known yet on this store"
+    raise ValueError(
+        f"Worker Group {group!r} is not known here: no App here defines it and no worker "
+        f"registered it ({listed}); check the name, or use {how_to_force} to store a "
+        "policy for a group whose workers have not started yet")
 
 
 def policy_columns(policy: DispatchPolicy) -> dict[str, object]:

@@ -2,13 +2,13 @@
 
 Owns `DispatchPolicy` and its two subtypes, `Strict` and `Weighted`. They are plain,
 immutable, hashable values with value equality. Construction only checks types; the value
-checks (at least one Queue, weights >= 1, no Queue named twice) run when a Worker Group
-starts, through `validate()`, as the specification requires.
+checks (at least one Queue, weights from 1 to 2**31 - 1, no Queue named twice) run when a
+Worker Group starts, through `validate()`, as the specification requires.
 
 The set is closed: after this module has defined `Strict` and `Weighted`, any attempt to
 subclass `DispatchPolicy`, `Strict` or `Weighted` raises `TypeError` at class creation.
 
-Pure: imports nothing from rota and does no I/O.
+Pure: imports only the core (Queue names, the setting range) and does no I/O.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn
 
 from rota.core.queues import validate_queue_name
+from rota.core.settings_range import checked_setting
 
 WEIGHTED_INVALID = "Weighted dispatch needs at least one queue, all weights >= 1."
 
@@ -218,6 +219,10 @@ class Weighted(DispatchPolicy):
                     if weight < 1
                 ) + " (weights must be whole numbers >= 1)"
             raise ValueError(WEIGHTED_INVALID) from PolicyFault(fault)
+        for queue, weight in self._weights:
+            # The top of every numeric setting's range (rota.core.settings_range): the
+            # stores, the CLI and the dashboard then all refuse 10**26 alike.
+            checked_setting(weight, f"the weight of Queue {queue!r}", minimum=1)
         for queue in self.queues:
             validate_queue_name(queue)
         _check_distinct(self.queues)

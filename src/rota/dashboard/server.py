@@ -253,6 +253,19 @@ def _policy_of(form: dict[str, Any]) -> DispatchPolicy | None:
         raise BadInput(str(error).replace("--weighted", "weighted")) from None
 
 
+_YES, _NO = {"1", "on", "true", "yes"}, {"", "0", "off", "false", "no"}
+
+
+def _force(value: object) -> bool:
+    """The 'force' field of a policy POST: a checkbox's 'on', 1/true/yes, JSON true; absent,
+    empty, 0/false/no or JSON false is no. Anything else is refused, not guessed."""
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _YES | _NO:
+        return value.strip().lower() in _YES
+    raise BadInput(f"force takes 1 or 0 (true or false); got {value!r}")
+
+
 def _limit(value: object) -> int | None:
     """A limit from a form (text) or JSON (int or null), or none: checked here by the
     rule every store holds (`validate_queue_limit`, its range included), before any store
@@ -648,9 +661,11 @@ class Dashboard:
 
         def plan(form: dict[str, Any]) -> Callable[[App], dict[str, Any]]:
             policy = _policy_of(form)
+            force = _force(form.get("force"))
 
             def change(app: App) -> dict[str, Any]:
-                app.set_group_policy(name, policy)
+                # An unknown group: the App's ValueError (a 400) names the known ones.
+                app.set_group_policy(name, policy, force=force)
                 in_force = app.group_policy(name) if policy is not None else None
                 return {
                     "group": name,
