@@ -154,11 +154,16 @@ def test_a_fast_worker_never_runs_a_job_before_it_is_due(
 
 
 def enqueue_from_a_skewed_process(store_url: str, offset_s: int) -> int:
-    """Enqueue `work(0)` "now" from a separate process whose clock runs `offset_s` off."""
+    """Enqueue `work(0)` "now" from a separate process whose clock runs `offset_s` off.
+
+    The script closes its App: left to the pool's finalizer at exit, psycopg_pool waits
+    up to 5 s for its worker threads, and under faketime a timed wait computed on the
+    faked wall clock runs `offset_s` longer (a +600 s machine hung past the timeout)."""
     script = ("import rota, sys\n"
               "app = rota.App(sys.argv[1])\n"
               "app.job('work')(lambda n: None)\n"
-              "print(app.jobs['work'].enqueue(0))\n")
+              "print(app.jobs['work'].enqueue(0))\n"
+              "app.close()\n")
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", **skewed(offset_s)}
     done = subprocess.run([sys.executable, "-c", script, store_url], env=env, cwd=ROOT,
                           capture_output=True, text=True, timeout=DEADLINE_S)
