@@ -379,6 +379,10 @@ def test_a_worker_that_cannot_reach_the_store_claims_nothing_and_resumes_by_itse
             # and comes back
             down.clear()
             await outcomes.count(1, timeout_s=10)
+            # (the incident ends when every kind of call has answered again, which may be
+            # a little after the first claim: a duty's next try comes on its own cadence)
+            await until(lambda: warnings_with(caplog, "store answers again") == 1, 10,
+                        off_loop=False)
 
     with caplog.at_level(logging.WARNING, logger="rota"):
         asyncio.run(scenario())
