@@ -11,6 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from benchmarks.results import percentile
+
 MODES = ("idle_xact", "rr_readers", "slot")
 MODE_TITLES = {"idle_xact": "idle in transaction (xid held)",
                "rr_readers": "3 staggered REPEATABLE READ readers",
@@ -58,14 +60,6 @@ def reader_intervals(start_s: float, end_s: float, readers: int = 3,
             got.append((opens, min(opens + life_s, end_s)))
             opens += life_s
     return sorted(got)
-
-
-def percentile(sorted_values: Sequence[float], fraction: float) -> float:
-    """Nearest-rank percentile of sorted values; NaN when there are none."""
-    if not sorted_values:
-        return math.nan
-    rank = max(1, math.ceil(fraction * len(sorted_values)))
-    return sorted_values[min(rank, len(sorted_values)) - 1]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,5 @@
-"""soak: a queue under a steady load while another client holds back the xmin horizon
-(issue 39), rota beside procrastinate and pgqueuer in one run.
+"""soak: a queue under a steady load while another client holds back the xmin horizon,
+rota beside procrastinate and pgqueuer in one run.
 
 Everything runs on a PostgreSQL cluster of the suite's own (`benchmarks.cluster`), with
 the settings `initdb` writes (autovacuum on, fsync on) but three: pg_stat_statements
@@ -54,6 +54,7 @@ from typing import Any
 from benchmarks import soak_plan, soak_report
 from benchmarks.cluster import Cluster, own_cluster
 from benchmarks.processes import WorkerProcess, python_argv
+from benchmarks.results import percentile
 from benchmarks.soak_plan import MODES, Job, Phase, Window
 from benchmarks.venv import ROOT
 
@@ -541,8 +542,8 @@ def phase_table(run: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     clean = run.phases[0]
     # The first window warms up (the workers' first claims, the producer's first ticks).
     clean_pickups = soak_plan.pickups_between(run.jobs, clean.start_s + width, clean.end_s)
-    clean_p50 = soak_plan.percentile(clean_pickups, 0.5) * 1e3
-    clean_p99 = soak_plan.percentile(clean_pickups, 0.99) * 1e3
+    clean_p50 = percentile(clean_pickups, 0.5) * 1e3
+    clean_p99 = percentile(clean_pickups, 0.99) * 1e3
     clean_backlogs = [w.backlog for w in run.windows
                       if clean.start_s + width <= w.start_s and w.end_s <= clean.end_s]
     limit = max(soak_plan.near_zero(run.rate), max(clean_backlogs, default=0))
@@ -560,8 +561,8 @@ def phase_table(run: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         offered = sum(w.offered_per_s * (w.end_s - w.start_s) for w, _ in inside)
         before = [w for w in run.windows if w.end_s <= phase.start_s + 1e-6]
         start_backlog = before[-1].backlog if before else 0
-        p50 = soak_plan.percentile(pickups, 0.5) * 1e3
-        p99 = soak_plan.percentile(pickups, 0.99) * 1e3
+        p50 = percentile(pickups, 0.5) * 1e3
+        p99 = percentile(pickups, 0.99) * 1e3
         claims = sum(r.get("claim_calls", 0) for _, r in inside)
         claim_ms = sum(r.get("claim_mean_ms", 0) * r.get("claim_calls", 0)
                        for _, r in inside if r.get("claim_calls"))
