@@ -72,7 +72,7 @@ class Settings:
     maintenance_settle_s: float = 5.0
     maintenance_schedule_s: float = 10.0
     # The soak suite (run only when named): a steady load on a cluster of its own while
-    # the xmin horizon is held back (issue 39).
+    # the xmin horizon is held back.
     soak_systems: tuple[str, ...] = ("rota", "rota-3p", "procrastinate", "pgqueuer")
     soak_modes: tuple[str, ...] = ("idle_xact", "rr_readers", "slot")
     soak_rate: float = 800.0

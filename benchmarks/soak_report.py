@@ -1,5 +1,5 @@
 """The soak suite's report, from the figures it measured: the table per system and phase
-(text and Markdown), issue 39's targets met or not, and the time-series plots. Also run
+(text and Markdown), the held-snapshot targets met or not, and the time-series plots. Also run
 alone on a results file, measuring nothing:
 
     python -m benchmarks chart soak benchmarks/results/soak.json --out docs/images/soak
@@ -121,7 +121,7 @@ def _ahead(mine: dict[str, Any], other: dict[str, Any], other_behind: bool) -> b
 def targets(tables: dict[str, list[dict[str, Any]]]) -> str:
     """Issue 39's targets per system and held phase, met or not; and whether each rota
     is ahead of every peer measured on all three. Figures, never an exit code."""
-    lines = ["targets (issue 39) per held phase: keeps up (no backlog growth), p99 <= 3x "
+    lines = ["targets per held phase: keeps up (no backlog growth), p99 <= 3x "
              "clean, back to clean within 60 s"]
     behind = {name: overloaded(entries) for name, entries in tables.items()}
     for name in [n for n, b in behind.items() if b]:

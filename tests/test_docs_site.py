@@ -31,7 +31,7 @@ def test_mkdocs_strict_fails_on_a_broken_link(tmp_path: Path) -> None:
     assert "no-such-page.md" in done.stderr
 
 
-# -- first-day reading (issue 40): what a reader meets before it is introduced ------------
+# -- first-day reading: what a reader meets before it is introduced ------------
 
 
 def _text(name: str) -> str:

@@ -1,4 +1,4 @@
-"""First-day papercuts, second round (issue 40): a wrong PostgreSQL URL fails fast in one
+"""First-day papercuts, second round: a wrong PostgreSQL URL fails fast in one
 line, an app module that raises on import is one line (the traceback on request), tables
 never cut a name or a number under COLUMNS=80, negative values are range errors naming
 the value, and Worker Group names are capped like Queue names."""
