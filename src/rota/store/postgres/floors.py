@@ -107,7 +107,7 @@ class ClaimFloors:
                 return
             if position is None:
                 del self._floors[queue]
-            elif position < floor.due_at or (position == floor.due_at and floor.job_id > 0):
+            elif (position, 0) < (floor.due_at, floor.job_id):
                 floor.due_at, floor.job_id = position, 0
 
     def _note(self, queue: str, position: datetime | None) -> None:
