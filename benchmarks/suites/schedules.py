@@ -34,8 +34,8 @@ def per_call_us(calls: int, function: Callable[[int], object]) -> float:
 
 def compute(calls: int) -> dict[str, float]:
     """Microseconds per call of each next-fire computation."""
+    from rota.app.schedules import load_timezone
     from rota.core.schedules import CronRule, EveryRule, due_instant
-    from rota.schedules import load_timezone
 
     berlin = load_timezone("Europe/Berlin")
     rules = {

@@ -6,6 +6,8 @@ The public API is exactly what `__all__` lists.
 from __future__ import annotations
 
 from rota.app import App
+from rota.app.definition import ConfiguredJob, JobDefinition
+from rota.app.status import Health
 from rota.core.clock import Clock, SystemClock, VirtualClock
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import JobRecord, JobState, PayloadTooLarge
@@ -21,8 +23,6 @@ from rota.core.workers import (
     WorkerGroupInfo,
     WorkerInfo,
 )
-from rota.definition import ConfiguredJob, JobDefinition
-from rota.health import Health
 from rota.store import SchemaTooNew, Store, StoreConfigError, StoreError
 from rota.version import __version__
 from rota.worker.context import CurrentJob, current_job

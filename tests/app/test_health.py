@@ -1,4 +1,4 @@
-"""The health check (`App.health`, `rota.health.check_store_url`): the store answers, its
+"""The health check (`App.health`, `rota.app.status.check_store_url`): the store answers, its
 schema is current, live workers serve the App's Queues; never creating or migrating."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import psycopg
 
 import rota
+from rota.app.status import check_store_url
 from rota.core.workers import WorkerGroupInfo, WorkerInfo
-from rota.health import check_store_url
 from rota.store import open_store
 from rota.store.base import Migratable
 from rota.store.memory import MemoryStore

@@ -110,7 +110,7 @@ def test_warnings_go_to_stderr_and_fail_only_with_strict(
 ) -> None:
     url = created(tmp_path)
     said = ("the write-ahead log x.db-wal is 100 MiB (over 64 MiB): ...",)
-    monkeypatch.setattr("rota.health.store_warnings", lambda store, limits=None: said)
+    monkeypatch.setattr("rota.app.status.store_warnings", lambda store, limits=None: said)
     assert main(["health", "--store", url]) == 0
     out, err = capsys.readouterr()
     assert out.startswith(f"ok: {url} answers")

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from rota.app.schedules import build_rule, load_timezone, rule_from_text
 from rota.core.schedules import (
     CronRule,
     EveryRule,
@@ -22,7 +23,6 @@ from rota.core.schedules import (
     parse_every_text,
     validate_schedule_name,
 )
-from rota.schedules import build_rule, load_timezone, rule_from_text
 
 
 def utc(*parts: int) -> datetime:

@@ -44,7 +44,7 @@ def test_healthz_and_the_queues_page_show_the_warnings(
     assert 'class="warnings"' not in dashboard.get("/queues", headers=HTML).text
     said = ("the xmin horizon is held back <by pid 7>",)
     monkeypatch.setattr(Source, "storage_warnings", lambda self: said)
-    monkeypatch.setattr("rota.health.store_warnings", lambda store, limits=None: said)
+    monkeypatch.setattr("rota.app.status.store_warnings", lambda store, limits=None: said)
     page = dashboard.get("/queues", headers=HTML).text
     assert 'class="warnings" role="alert"' in page
     assert "the xmin horizon is held back &lt;by pid 7&gt;" in page

@@ -19,8 +19,8 @@ pytest.importorskip("psycopg")
 
 import psycopg
 
+from rota.app.status import check_health
 from rota.core.storage_health import StorageHealth, StorageLimits, storage_warnings
-from rota.health import check_health
 from rota.store import StoreClock
 from rota.store.postgres import PostgresStore
 

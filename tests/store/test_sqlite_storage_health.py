@@ -9,9 +9,9 @@ from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
+from rota.app.status import check_health
 from rota.core.jobs import NewJob
 from rota.core.storage_health import StorageLimits, storage_warnings
-from rota.health import check_health
 from rota.store import StoreClock
 from rota.store.sqlite import SQLiteStore
 

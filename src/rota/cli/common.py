@@ -11,7 +11,7 @@ from contextlib import contextmanager, nullcontext
 from datetime import datetime
 
 from rota.app import App
-from rota.app_settings import stores_opened_read_only
+from rota.app.settings import stores_opened_read_only
 from rota.core.jobs import MAX_JOB_ID
 from rota.store import Store, StoreClock, StoreConfigError, StoreError, open_store
 from rota.store.base import Migratable

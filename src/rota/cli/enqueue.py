@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from rota.app.definition import JobDefinition
 from rota.cli.common import UsageError, add_store_options, load_app, opened_store, store_now
 from rota.cli.display import shown
 from rota.core.clock import SystemClock
@@ -20,7 +21,6 @@ from rota.core.jobs import (
     validate_job_name,
 )
 from rota.core.queues import validate_queue_name
-from rota.definition import JobDefinition
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

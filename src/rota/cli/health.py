@@ -6,7 +6,7 @@ go to stderr as `rota health: warning: ...` and leave the exit status at 0: a li
 probe must not restart workers for someone else's snapshot. `--strict` makes them fail
 (exit 1), for an alerting timer.
 
-The check is `rota.health.check_health` (the dashboard's `/healthz` answers with it too).
+The check is `rota.app.status.check_health` (the dashboard's `/healthz` answers with it too).
 A store given by URL is opened read-only: the probe never creates or migrates it.
 """
 
@@ -17,8 +17,8 @@ import json
 import os
 import sys
 
+from rota.app.status import Health, check_store_url
 from rota.cli.common import UsageError, add_store_options, load_app
-from rota.health import Health, check_store_url
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

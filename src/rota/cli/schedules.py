@@ -15,10 +15,10 @@ from datetime import datetime
 
 from rich.table import Table
 
+from rota.app.schedules import rule_from_text
 from rota.cli.common import CommandError, add_store_options, load_app, opened_store, store_now
 from rota.cli.display import make_console, print_whole, user_text
 from rota.core.schedules import ScheduleRow, ScheduleRule, next_fire
-from rota.schedules import rule_from_text
 from rota.store.base import ScheduleStore
 
 # What a schedule's line says about who fires it.

@@ -25,7 +25,7 @@ instant fires (no storm). The store enforces "at most once per instant" (see
 `rota.store.base.ScheduleStore`).
 
 Pure: no I/O, no clock, no randomness. A time zone arrives as a `tzinfo` (loading it from
-the time zone database is the caller's business: `rota.schedules.load_timezone`).
+the time zone database is the caller's business: `rota.app.schedules.load_timezone`).
 """
 
 from __future__ import annotations

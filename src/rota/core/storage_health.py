@@ -8,7 +8,7 @@ after three minutes of a transaction held open at 500 jobs/s, before claim floor
 the operator is told while it is still cheap to act. The store
 reads the numbers in one query (`StorageReporting.storage_health`, rota.store.base); this
 module turns them into sentences, with the limits as parameters (tests use small ones).
-One source, three readers: `rota health` and `/healthz` (rota.health), the dashboard's
+One source, three readers: `rota health` and `/healthz` (rota.app.status), the dashboard's
 page and its `/metrics` gauges.
 
 Pure: no I/O, no clock (the store computes ages on the database's own clock).

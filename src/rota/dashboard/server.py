@@ -33,6 +33,7 @@ from starlette.staticfiles import StaticFiles
 
 from rota import Health
 from rota.app import App
+from rota.app.status import store_warnings
 from rota.core.clock import Clock
 from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions, validate_group_name
@@ -45,7 +46,6 @@ from rota.core.settings_range import MAX_SETTING
 from rota.core.storage_health import StorageHealth
 from rota.dashboard import auth, metrics, views
 from rota.dashboard.sources import GroupObservation, Observation, observe
-from rota.health import store_warnings
 from rota.store import Store, StoreError, open_store, store_clock_for
 from rota.store.base import GroupPolicyStore, StorageReporting
 

@@ -6,7 +6,7 @@ by reading the versions, a few integers, every `POLL_S` (a second), and reads a 
 row only when its version moved. It hands the row to the group's runner
 (`GroupRunner.offer_policy`), which switches at its next pass; a pass never reads the
 store for this, so it costs one attribute read more, however often policies change.
-(The App that sets a policy hands it to its own runners at once: rota.app_groups.)
+(The App that sets a policy hands it to its own runners at once: rota.app.groups.)
 
 `follow_stored_policies` is the one look, shared by the duty and by a drive that starts
 (`run_until_idle`, which runs no duties, looks once per call).

@@ -37,7 +37,7 @@ except ModuleNotFoundError as error:  # pragma: no cover - the extra is not inst
     ) from error
 
 import rota
-from rota.definition import ConfiguredJob, JobDefinition
+from rota.app.definition import ConfiguredJob, JobDefinition
 
 __all__ = [
     "get_app",

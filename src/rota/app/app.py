@@ -1,13 +1,13 @@
 """The App: the user's entry object, a facade over the modules that do the work.
 
 `App` holds what one application is made of: its store and clock, its job handlers and
-definitions, its Worker Groups (rota.app_groups), its schedules (rota.scheduling) and
+definitions, its Worker Groups (rota.app.groups), its schedules (rota.app.schedules) and
 its outcome callbacks. Each public method checks its arguments and hands the work to the
-module of its concern: the inline drive `run_until_idle` (rota.inline), the real-time
-`serve` and `run` (rota.realtime, over rota.worker.runtime), the reads of what the
-workers did (rota.observability), the waits for jobs to finish (rota.waiting), the store
-for everything else. The public methods
-keep their documentation here: it is the API reference (docs/reference.md).
+module of its concern: the inline drive `run_until_idle` (rota.app.inline), the real-time
+`serve` and `run` (rota.app.realtime, over rota.worker.runtime), the reads of what the
+workers did (rota.app.status), the waits for jobs to finish (rota.app.waiting), the store
+for everything else. The public methods keep their documentation here: it is the API
+reference (docs/reference.md).
 """
 
 from __future__ import annotations
@@ -19,9 +19,13 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar, overload
 
-from rota.app_groups import WorkerGroups
-from rota.app_jobs import JobRegistry, checked_job_options
-from rota.app_settings import (
+from rota.app.definition import JobDefinition
+from rota.app.groups import WorkerGroups, policy_in_force, set_group_policy
+from rota.app.inline import InlineDrive, check_max_executions
+from rota.app.jobs import JobRegistry, checked_job_options
+from rota.app.realtime import build_runtime, run_until_signal, worker_duties
+from rota.app.schedules import AppSchedules
+from rota.app.settings import (
     DEFAULT_RETENTION,
     FROM_ENVIRONMENT,
     _FromEnvironment,
@@ -30,7 +34,9 @@ from rota.app_settings import (
     checked_store,
     opened,
 )
-from rota.app_settings import store_location as store_location  # named as rota.app's too
+from rota.app.settings import store_location as store_location  # named as rota.app's too
+from rota.app.status import Health, check_health, fairness_over, served_since
+from rota.app.waiting import JobWaiters, timeout_seconds
 from rota.core.clock import Clock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
@@ -43,15 +49,7 @@ from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
 from rota.core.schedules import Schedule
 from rota.core.workers import GroupFairness, ServedCount, WorkerInfo
-from rota.definition import JobDefinition
-from rota.health import Health, check_health
-from rota.inline import InlineDrive, check_max_executions
-from rota.live_policies import policy_in_force, set_group_policy
-from rota.observability import fairness_over, served_since
-from rota.realtime import build_runtime, run_until_signal, worker_duties
-from rota.scheduling import AppSchedules
 from rota.store import Store, store_clock_for
-from rota.waiting import JobWaiters, timeout_seconds
 from rota.worker.events import OutcomeCallback, OutcomeEvent
 from rota.worker.group import GroupRunner
 from rota.worker.hooks import AttemptHook
@@ -440,7 +438,7 @@ class App:
         return self._groups.start(names)
 
     def _retry_policy_for(self, job: JobRecord) -> RetryPolicy:
-        """The RetryPolicy of an expired lease's job (rota.app_groups)."""
+        """The RetryPolicy of an expired lease's job (rota.app.groups)."""
         return self._groups.retry_policy_for(job, self._handlers.get(job.name))
 
     # -- the deterministic drive ----------------------------------------------------------

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar
 
+from rota.app.definition import NO_PRIORITY, JobDefinition, JobHost
 from rota.core.durations import Duration, to_timedelta
 from rota.core.jobs import validate_job_name
 from rota.core.queues import validate_queue_name
 from rota.core.retry import RetryPolicy
-from rota.definition import NO_PRIORITY, JobDefinition, JobHost
 from rota.worker.group import Handler
 
 P = ParamSpec("P")

@@ -23,12 +23,12 @@ import logging
 import signal
 from collections.abc import Callable, Mapping, Sequence
 
+from rota.app.schedules import AppSchedules
 from rota.core.clock import Clock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.jobs import JobRecord
 from rota.core.retention import Retention
 from rota.core.retry import RetryPolicy
-from rota.scheduling import AppSchedules
 from rota.store.base import Store
 from rota.worker.checkpoint import wal_checkpoint_duty
 from rota.worker.duty import Duty

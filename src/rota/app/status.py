@@ -1,31 +1,39 @@
-"""Whether a store, and an App's workers on it, are fit to serve: the one check behind
-`rota health` and the dashboard's `/healthz`.
+"""What the App can tell of its store and its workers: whether they are fit to serve
+(the one check behind `rota health` and the dashboard's `/healthz`), and what the
+workers did (served counts and fairness).
 
-Three questions, in order, each asked only when the one before it was answered yes:
-the store answers; its schema is the one this rota's migrations reach; and, for an
-App's Worker Groups, a live worker serves every Queue of their policies. The check
-never creates or migrates a store: the schema version is read on its own, before any
-other call (a PostgreSQL store migrates on its first other call, so that call waits for
-a current schema, when it is a no-op).
+The health check asks three questions, in order, each only when the one before it was
+answered yes: the store answers; its schema is the one this rota's migrations reach; and,
+for an App's Worker Groups, a live worker serves every Queue of their policies. It never
+creates or migrates a store: the schema version is read on its own, before any other
+call (a PostgreSQL store migrates on its first other call, so that call waits for a
+current schema, when it is a no-op).
 
 Then, on a store that reports its storage (`StorageReporting`), the warnings of
 rota.core.storage_health: a held xmin horizon or a table of more dead rows than live ones
 (PostgreSQL), a -wal file no checkpoint could fold back (SQLite). They leave `ok` alone:
 the store still serves, only more slowly by the minute, and a liveness probe that
 restarted workers would not release anyone's snapshot. `rota health --strict` fails on
-them. Imports the core and the store contract.
+them.
+
+The reads of what the workers did (`served_since`, `fairness_over`) use the store's
+worker registry and its per-minute served history, so they cover every worker on the
+store and still answer after they all stopped; the arithmetic is the core's
+(rota.core.workers). Imports the core and the store contract.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from rota.core.clock import Clock
+from rota.core.durations import Duration, to_timedelta
 from rota.core.groups import WorkerGroupOptions
 from rota.core.storage_health import StorageLimits, storage_warnings
+from rota.core.workers import GroupFairness, ServedCount, fairness, minute_of
 from rota.store import Store, StoreClock, StoreConfigError, StoreError, mask_url, open_store
 from rota.store.base import Migratable, StorageReporting
 
@@ -145,3 +153,23 @@ def check_store_url(url: str) -> Health:
         return check_health(store, StoreClock(store))
     finally:
         store.close()
+
+
+def served_since(store: Store, clock: Clock, since: datetime | None) -> list[ServedCount]:
+    """`App.served`: the history from `since` (default: the last hour)."""
+    if since is None:
+        since = clock.now() - timedelta(hours=1)
+    elif not isinstance(since, datetime) or since.tzinfo is None:
+        raise TypeError(f"since must be a timezone-aware datetime; got {since!r}")
+    return store.served_counts(since)
+
+
+def fairness_over(store: Store, clock: Clock, window: Duration) -> list[GroupFairness]:
+    """`App.fairness`: served against target shares over whole minutes since the minute
+    boundary at or before now - `window`, the minute in progress included."""
+    span = to_timedelta(window, "window")
+    now = clock.now()
+    since = minute_of(now - span)
+    return fairness(
+        store.worker_groups(), store.list_workers(now), store.served_counts(since), since,
+    )
