@@ -471,6 +471,15 @@ class Store(GroupPolicyStore, Protocol):
         """How many jobs each (Queue, state) pair holds; pairs with none are left out."""
         ...
 
+    def due_queues(self, prefixes: Sequence[str], now: datetime, *, after: str = "",
+                   limit: int = 1000) -> list[str]:
+        """The Queues whose names start with one of `prefixes` (a `""` prefix: every
+        Queue) and that hold a scheduled job due at `now`, paused or not; in name order
+        (the store's), those after `after` only, at most `limit`. How a group finds the
+        members of its policy's families that have work (rota.core.families): it reads
+        each Queue holding a scheduled job once, never every member nor every job."""
+        ...
+
     # -- the dashboard's "when will it run?" ---------------------------------------------
 
     def due_position(self, job_id: int, now: datetime) -> int | None:

@@ -395,6 +395,11 @@ class MemoryStore:
         settings = self._settings.get(queue)
         if settings is not None and settings.paused:
             return False
+        return self._has_scheduled_due(queue, now)
+
+    def _has_scheduled_due(self, queue: str, now: datetime) -> bool:
+        """Whether `queue` has a due scheduled job (its heap's stale head entries go)."""
+        heap = self._due.get(queue)
         while heap:
             due_at, job_id = heap[0]
             job = self._jobs.get(job_id)
@@ -843,6 +848,15 @@ class MemoryStore:
             for job in self._jobs.values():
                 counts[(job.queue, job.state)] += 1
         return dict(counts)
+
+    def due_queues(self, prefixes: Sequence[str], now: datetime, *, after: str = "",
+                   limit: int = 1000) -> list[str]:
+        with self._lock:
+            found = sorted(queue for queue, heap in self._due.items()
+                           if queue > after and heap
+                           and any(queue.startswith(prefix) for prefix in prefixes)
+                           and self._has_scheduled_due(queue, now))
+        return found[:max(limit, 0)]
 
     # -- the dashboard's "when will it run?" ---------------------------------------------
 

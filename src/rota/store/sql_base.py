@@ -198,6 +198,11 @@ class SqlStore(ABC, Generic[Conn]):
     def _from_db_time(self, value: Any, /) -> datetime:
         """A stored time as a timezone-aware datetime."""
 
+    @abstractmethod
+    def _text_list(self, values: Sequence[str], /) -> object:
+        """`values` as one statement parameter (a text[] on PostgreSQL, a JSON array on
+        SQLite)."""
+
     def _wake_others(self, queues: Sequence[str] | None = None) -> None:
         """After a commit that made jobs of `queues` claimable again: tell the workers of
         other processes, when the statement did not do so itself. Never raises."""
@@ -315,6 +320,15 @@ class SqlStore(ABC, Generic[Conn]):
     def count_jobs(self) -> dict[tuple[str, JobState], int]:
         rows, _ = self._run("count_jobs", {}, "counting jobs")
         return {(queue, STATES[state]): count for queue, state, count in rows}
+
+    def due_queues(self, prefixes: Sequence[str], now: datetime, *, after: str = "",
+                   limit: int = 1000) -> list[str]:
+        if limit <= 0 or not prefixes:
+            return []
+        rows, _ = self._run("due_queues", {
+            "prefixes": self._text_list(prefixes), "now": self._to_db_time(now),
+            "after": after, "limit": limit}, "finding the Queue family members with work")
+        return [queue for (queue,) in rows]
 
     def due_position(self, job_id: int, now: datetime) -> int | None:
         rows, _ = self._run("due_position", {"id": job_id, "now": self._to_db_time(now)},

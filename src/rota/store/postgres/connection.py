@@ -18,7 +18,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, ClassVar, Final, NoReturn, Self
@@ -171,6 +171,9 @@ class PostgresConnection(SqlStore[Connection]):
 
     def _from_db_time(self, value: datetime, /) -> datetime:
         return value  # timestamptz, in UTC (`_configure`)
+
+    def _text_list(self, values: Sequence[str], /) -> list[str]:
+        return list(values)
 
     def _from_db_parents(self, value: list[int] | None, /) -> tuple[int, ...]:
         return () if value is None else tuple(value)  # bigint[], NULL without parents

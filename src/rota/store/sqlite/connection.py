@@ -79,6 +79,9 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
     _to_db_time = staticmethod(us)
     _from_db_time = staticmethod(at)
 
+    def _text_list(self, values: Sequence[str], /) -> str:
+        return json.dumps(list(values))
+
     @staticmethod
     def _from_db_parents(value: str | None, /) -> tuple[int, ...]:
         """The `parents` column (migration 14): a JSON array of ids, NULL for none."""
