@@ -116,3 +116,15 @@ def test_a_family_member_is_served_by_the_groups_whose_family_holds_it() -> None
     del serving["*"]
     infos = [QueueInfo(name=name, due=1) for name in ("t-1", "u", "v")]
     assert [info.name for info in unserved_with_due_jobs(infos, serving)] == ["v"]
+
+
+def test_a_simulation_serves_the_members_its_backlog_names() -> None:
+    from rota.core.simulation import simulate
+
+    family = simulate(Weighted([("t-a", 2), ("t-*", 1)]), 1, 8,
+                      {"t-a": 4, "t-c": 4, "t-b": 4})
+    listed = simulate(Weighted([("t-a", 2), ("t-b", 1), ("t-c", 1)]), 1, 8,
+                      {"t-a": 4, "t-c": 4, "t-b": 4})
+    assert [p.order for p in family.passes] == [p.order for p in listed.passes]
+    with pytest.raises(ValueError, match="does not serve"):
+        simulate(Strict("t-*"), 1, 1, {"u": 1})

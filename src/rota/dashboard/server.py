@@ -47,7 +47,7 @@ from rota.core.storage_health import StorageHealth
 from rota.dashboard import auth, metrics, views
 from rota.dashboard.sources import GroupObservation, Observation, observe
 from rota.store import Store, StoreError, open_store, store_clock_for
-from rota.store.base import GroupPolicyStore, StorageReporting
+from rota.store.base import StorageReporting
 
 logger = logging.getLogger("rota.dashboard")
 
@@ -421,11 +421,9 @@ class Dashboard:
 
     async def _stored_policies(self, groups: list[GroupObservation]
                                ) -> dict[str, StoredPolicy]:
-        """The stored policy of each group that has one (none on a store that keeps
-        none, or whose schema predates them: the view shows the code's then)."""
+        """The stored policy of each group that has one (the view shows the code's for
+        the others)."""
         store = self.source.reads
-        if not isinstance(store, GroupPolicyStore):
-            return {}
 
         def read() -> dict[str, StoredPolicy]:
             found = {}
