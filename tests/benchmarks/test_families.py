@@ -94,6 +94,22 @@ def test_the_table_has_one_line_per_store_and_a_dash_for_a_missing_figure() -> N
                         "1.42 / - | 61.2 / 55.0 | 1,000 |")
 
 
+def test_the_reads_table_lines_up_the_statements_of_each_member_count() -> None:
+    def read(name: str, rows: float) -> dict[str, object]:
+        return {"statement": name, "rows_scanned": rows, "largest_scan_rows": rows,
+                "buffers_hit": 10.0, "buffers_read": 2.0, "execution_ms": 1.234}
+
+    table = families.reads_table({
+        100_000: [read("due_queues", 4_999.0), read("claim", 160.0)],
+        10_000: [read("due_queues", 5_001.0)]})
+    assert table.splitlines() == [
+        "| statement | rows read, 10,000 members | rows read, 100,000 members | "
+        "buffers, 100,000 members | ms, 100,000 members |",
+        "|---|---:|---:|---:|---:|",
+        "| due_queues | 5,001 | 4,999 | 12 | 1.23 |",
+        "| claim | - | 160 | 12 | 1.23 |"]
+
+
 def test_bulk_members_are_known_to_the_store_and_counted(tmp_path: Path) -> None:
     target = RotaTarget("sqlite")
     target.url = f"sqlite:///{tmp_path / 'families.db'}"
