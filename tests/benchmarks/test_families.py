@@ -14,6 +14,7 @@ import pytest
 
 from benchmarks.suites import families
 from benchmarks.targets.rota_target import RotaTarget
+from benchmarks.workers import read_labelled_pickups
 from rota.core.jobs import JobState
 
 
@@ -79,6 +80,14 @@ def test_only_queries_and_data_changes_are_explained() -> None:
     assert not families.explainable("SET TIME ZONE 'UTC'")
     assert not families.explainable("BEGIN")
     assert families.statement_head("-- what it does\n  SELECT queue\nFROM x") == "SELECT queue"
+
+
+def test_labelled_pickups_are_read_back_sorted_by_label(tmp_path: Path) -> None:
+    path = tmp_path / "pickups.txt"
+    assert read_labelled_pickups(path) == {}
+    path.write_text("new 0.030000\nknown 0.010000\nnew 0.020000\nwarmup 1.5\n")
+    assert read_labelled_pickups(path) == {"new": [0.02, 0.03], "known": [0.01],
+                                           "warmup": [1.5]}
 
 
 def test_the_table_has_one_line_per_store_and_a_dash_for_a_missing_figure() -> None:
