@@ -22,11 +22,11 @@ index the worker reads. `app.served_queues` checks that the store knows all of t
 3. New-member pickup: one family worker drains a backlog (`families_pickup_backlog` jobs
    over the due members) while the harness enqueues single `labelled_probe` jobs, one
    at a time `families_pickup_interval_s` apart, alternately on a never-seen member
-   (`tenant-new-00000`, ...) and on a known member (`tenant-000001`, made known by
-   warm-up probes, with no backlog of its own); pickup = the job's start - time.time()
-   taken just before its enqueue call. p50 / p99 of each and the ratios new / known
-   (target: 2 or less). The probes stop early if the backlog runs out, and the
-   backlog left is reported.
+   (`tenant-new-00000`, ...) and on idle members the group knows
+   (`tenant-known-00000`, ..., each made known by one warm-up job, so no backlog of its
+   own); pickup = the job's start - time.time() taken just before its enqueue call.
+   p50 / p99 of each and the ratios new / known (target: 2 or less). The probes stop
+   early if the backlog runs out, and the backlog left is reported.
 4. Reads of one pass (PostgreSQL): on a store with the members and the due work, a
    family group's first pass (`GroupRunner.claim_pass`, 20 free slots, the worker's own
    code) runs in this process while every statement it sends is recorded; each is then
@@ -69,14 +69,13 @@ SUITE = "families"
 PREFIX = "tenant-"
 FAMILY = f"{PREFIX}*"
 ONE_QUEUE = "solo"
-KNOWN_MEMBER = f"{PREFIX}000001"  # not a due member: its Queue holds no backlog
+KNOWN_MEMBER = f"{PREFIX}known-"  # idle members the group knows: one job run before
 NEW_MEMBER = f"{PREFIX}new-"
 FAMILY_SIDE = "family"
 ONE_SIDE = "one Queue"
 POLICIES = {FAMILY_SIDE: f"weighted:{FAMILY}=1", ONE_SIDE: f"weighted:{ONE_QUEUE}=1"}
 DATABASE = "rota_families_bench"
 RESULTS_JSON = ROOT / "benchmarks" / "results" / "families.json"
-WARMUP_PROBES = 5
 DRAIN_TARGET = 0.6  # family jobs/s / one-Queue jobs/s, at least
 PICKUP_TARGET = 2.0  # new-member pickup / known-member pickup, at most
 
@@ -416,10 +415,16 @@ def pickup_once(kind: str, settings: Settings, label: str) -> Pickup:
         try:
             wait_drained(target.unfinished, [worker], settings.families_timeout_s,
                          settings.poll_interval_s / 5, below=len(backlog))
-            known = probe.configure(queue=KNOWN_MEMBER)
-            for _ in range(WARMUP_PROBES):
-                known.enqueue(time.time(), "warmup")
-            wait_for_lines(latency_file, "warmup", WARMUP_PROBES, worker,
+            # Each known probe goes to a member of its own that the group already knows
+            # and that is idle (one job run before): the same single job as a new
+            # member's, so the two differ only in whether the group knew the Queue. (One
+            # known Queue taking every known probe would get more jobs than its share of
+            # the Workers, and its pickups would measure its own backlog.)
+            probes = settings.families_pickup_probes
+            for number in range(probes):
+                probe.configure(queue=f"{KNOWN_MEMBER}{number:05d}").enqueue(
+                    time.time(), "warmup")
+            wait_for_lines(latency_file, "warmup", probes, worker,
                            settings.families_timeout_s)
             sent = {"new": 0, "known": 0}
             ran_out = [False]
@@ -432,7 +437,8 @@ def pickup_once(kind: str, settings: Settings, label: str) -> Pickup:
                     ran_out[0] = True
                     return
                 if is_known:
-                    known.enqueue(time.time(), "known")
+                    probe.configure(queue=f"{KNOWN_MEMBER}{pair:05d}").enqueue(
+                        time.time(), "known")
                     sent["known"] += 1
                 else:
                     probe.configure(queue=f"{NEW_MEMBER}{pair:05d}").enqueue(time.time(), "new")
