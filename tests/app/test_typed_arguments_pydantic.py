@@ -27,7 +27,7 @@ class Item(pydantic.BaseModel):
 class Invoice(pydantic.BaseModel):
     number: int
     issued_at: datetime
-    items: list[Item] = []
+    items: list[Item] = pydantic.Field(default_factory=list)
 
 
 def test_a_model_argument_is_validated_stored_as_json_and_given_back_as_a_model(

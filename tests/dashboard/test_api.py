@@ -87,6 +87,32 @@ def test_the_workers_page_shows_nothing_in_use_for_a_dead_worker(
     assert 'class="num clock-offset">+0.0 s' in page
 
 
+def test_the_workers_page_and_api_list_each_live_workers_jobs_in_flight(
+        seeded: Seeded, serve: Serve) -> None:
+    # Given a job of b leased 75 s ago by the live worker's group, and one by the dead one
+    store = seeded.app.store
+    claimed_at = NOW - timedelta(seconds=75)
+    [running] = store.claim(["b"], 1, now=claimed_at, owner="fair@host:1:tok",
+                            lease_expires_at=NOW + timedelta(minutes=5))
+    store.claim(["b"], 1, now=claimed_at, owner="fair@host:2:old",
+                lease_expires_at=NOW + timedelta(minutes=5))
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    # When the workers are read
+    dead, worker = dashboard.get("/api/workers").json()
+    # Then the live worker lists its job: id, name, Queue, group, attempt, running for
+    assert worker["jobs"] == [{
+        "worker": "host:1:tok", "group": "fair", "id": running.id, "name": "build-report",
+        "queue": "b", "attempt": 1, "started_at": claimed_at.isoformat(),
+        "running_for_s": 75.0}]
+    assert dead["jobs"] == []  # a dead worker runs nothing it can finish
+    # And the page shows it under the worker
+    page = dashboard.get("/workers").text
+    table = page[page.index('class="running" data-worker="host:1:tok"'):]
+    table = table[:table.index("</table>")]
+    assert f'data-job="{running.id}"' in table and "build-report" in table
+    assert "75 s" in table
+
+
 def test_api_jobs_newest_first_with_filters_and_paging(seeded: Seeded, serve: Serve) -> None:
     dashboard = serve(seeded.source, clock=seeded.clock)
     # Newest first

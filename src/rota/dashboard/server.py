@@ -44,6 +44,7 @@ from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import validate_queue_name
 from rota.core.settings_range import MAX_SETTING
 from rota.core.storage_health import StorageHealth
+from rota.core.workers import RunningJob, WorkerInfo, in_flight_owners, running_jobs
 from rota.dashboard import auth, metrics, views
 from rota.dashboard.sources import GroupObservation, Observation, observe
 from rota.store import Store, StoreError, open_store, store_clock_for
@@ -59,6 +60,8 @@ MAX_WINDOW_MINUTES = 24 * 60  # the served history is kept 24 hours
 MAX_PAGE_SIZE = 500
 FLASH_COOKIE = "rota_flash"  # the confirmation of an action, shown once after its redirect
 MAX_FLASH_CHARS = 600
+# The most jobs in flight the worker page lists, all workers together (longest running first).
+MAX_RUNNING_SHOWN = 500
 
 T = TypeVar("T")
 
@@ -79,7 +82,8 @@ API_INDEX = (
     ("GET", "/api/queues/{name}", "one Queue, the same shape"),
     ("GET", "/api/groups?minutes=N", "the Worker Groups: served shares against their "
      "weights over the last N minutes (1 to 1440)"),
-    ("GET", "/api/workers", "the worker processes registered in the store, alive or dead"),
+    ("GET", "/api/workers", "the worker processes registered in the store, alive or dead, "
+     "each with its jobs in flight (id, name, Queue, attempt, running for)"),
     ("GET", "/api/jobs?queue=&state=&name=&limit=&offset=", "jobs, newest first (limit 1 "
      "to 500)"),
     ("GET", "/api/jobs/{id}", "one job, every field (its parents and children included), "
@@ -439,13 +443,29 @@ class Dashboard:
         except StoreError:
             return {}
 
+    async def _running(self, workers: list[WorkerInfo], now: datetime) -> list[RunningJob]:
+        """What the live workers run now: the leased jobs of their groups' owner ids (none
+        when the store cannot say now: the registry still shows)."""
+        owners = in_flight_owners(workers)
+        if not owners:
+            return []
+        try:
+            jobs = await self._call(
+                lambda: self.source.reads.jobs_in_flight(owners, MAX_RUNNING_SHOWN))
+        except StoreError as error:
+            logger.warning("rota dashboard: cannot read the jobs in flight: %s", error)
+            return []
+        return running_jobs(workers, jobs, now)
+
     async def workers_page(self, request: Request) -> Response:
         now, infos, seen = await self._observe(self._window(request))
         stored = await self._stored_policies(seen.groups)
+        running = await self._running(seen.workers, now)
         return self._page(request, "workers.html", title="Worker Groups", now=now,
                           groups=views.groups_json(seen.groups, infos, now, stored),
-                          workers=[views.worker_json(w, now) for w in seen.workers],
-                          note=seen.note)
+                          workers=[views.worker_json(w, now, running) for w in seen.workers],
+                          running_cap=MAX_RUNNING_SHOWN if len(running) >= MAX_RUNNING_SHOWN
+                          else None, note=seen.note)
 
     async def jobs_page(self, request: Request) -> Response:
         listing = await self._jobs(request)
@@ -503,7 +523,8 @@ class Dashboard:
 
     async def api_workers(self, request: Request) -> Response:
         now, _infos, seen = await self._observe()
-        return self._json([views.worker_json(w, now) for w in seen.workers])
+        running = await self._running(seen.workers, now)
+        return self._json([views.worker_json(w, now, running) for w in seen.workers])
 
     async def api_jobs(self, request: Request) -> Response:
         listing = await self._jobs(request)

@@ -21,7 +21,7 @@ from rota.core.jobs import JobRecord, JobState
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.policy_text import policy_text as policy_input
 from rota.core.queue_controls import QueueInfo, held_back_reason
-from rota.core.workers import WorkerInfo
+from rota.core.workers import RunningJob, WorkerInfo, running_to_json
 from rota.dashboard.sources import GroupObservation
 from rota.store import Store, related, relative_json
 
@@ -204,8 +204,10 @@ def groups_json(
             for group in groups]
 
 
-def worker_json(worker: WorkerInfo, now: datetime) -> JSON:
-    """One worker process of the registry."""
+def worker_json(worker: WorkerInfo, now: datetime,
+                running: Sequence[RunningJob] = ()) -> JSON:
+    """One worker process of the registry, with its jobs in flight among `running` (the
+    live workers' leased jobs, longest running first; none for a dead worker)."""
     return {
         "id": worker.id, "host": worker.host, "pid": worker.pid, "version": worker.version,
         "started_at": worker.started_at.isoformat(), "last_seen": worker.last_seen.isoformat(),
@@ -218,6 +220,7 @@ def worker_json(worker: WorkerInfo, now: datetime) -> JSON:
                     "in_flight": g.in_flight, "owner": g.owner} for g in worker.groups],
         "served": [{"group": c.group, "queue": c.queue, "outcome": c.outcome,
                     "count": c.count} for c in worker.served],
+        "jobs": [running_to_json(one) for one in running if one.worker == worker.id],
     }
 
 
