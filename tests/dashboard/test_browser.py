@@ -185,8 +185,15 @@ def test_worker_groups_page_draws_target_against_served_shares(
     # The worker processes: the live one and the dead one, marked
     states = wait_for(driver, lambda d: {
         by_css(row, "td").text: row.get_attribute("class")
-        for row in all_css(d, "table.workers tbody tr")})
+        for row in all_css(d, "table.workers > tbody > tr:not(.running-row)")})
     assert states == {"host:1:tok": "alive", "host:2:old": "dead"}
+    # What runs now: the live worker holds no lease in the seeded store
+    assert by_css(driver, "tr.running-row.idle").text == "nothing running on host:1:tok now"
+    # The group's chart of attempts over time: the 100 served in the minute of START
+    chart = by_css(driver, "figure.served-chart[data-group=fair]")
+    assert (chart.get_attribute("data-succeeded"), chart.get_attribute("data-failed")) == (
+        "100", "0")
+    assert len(all_css(chart, "rect.ok-bar")) == 2  # the minute's bar and the legend's
     driver.save_screenshot(str(browser.screenshot_path("workers")))
     screenshot(driver, "section.group[data-group=fair]", browser.screenshot_path("fairness"))
 
