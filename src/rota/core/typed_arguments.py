@@ -27,7 +27,8 @@ like an exception of the handler (retried by its RetryPolicy).
 
 Not converted: `*args` and `**kwargs` parameters; `dict[str, X]`, `tuple[X, ...]`, unions
 of two classes. An annotation Python cannot resolve (a name imported under
-`TYPE_CHECKING` only) leaves that parameter plain.
+`TYPE_CHECKING` only; under `from __future__ import annotations`, a class defined inside a
+function) leaves that parameter plain.
 
 Pure: no I/O. Imports only the standard library.
 """
