@@ -72,6 +72,7 @@ class _Dataclass:
     cls: type
     _fields: dict[str, Codec | None] | None = None
     _required: frozenset[str] = frozenset()
+    _typed: tuple[tuple[str, Codec], ...] = ()  # the fields with a codec
 
     def fields(self) -> dict[str, Codec | None]:
         """The `__init__` fields, each with its codec (None: stored as it is); resolved on
@@ -82,7 +83,10 @@ class _Dataclass:
             self._required = frozenset(
                 f.name for f in init if f.default is dataclasses.MISSING
                 and f.default_factory is dataclasses.MISSING)
-            self._fields = {f.name: codec_for(hints.get(f.name, f.type)) for f in init}
+            fields = {f.name: codec_for(hints.get(f.name, f.type)) for f in init}
+            self._typed = tuple((key, codec) for key, codec in fields.items()
+                                if codec is not None)
+            self._fields = fields
         return self._fields
 
     def build(self, value: object, where: str) -> object:
@@ -90,25 +94,26 @@ class _Dataclass:
         name = self.cls.__name__
         if isinstance(value, self.cls):
             return value
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             raise TypeError(
                 f"argument {where!r} must be an instance of {name} or a dict of its "
                 f"fields; got {_kind_name(value)}")
-        unknown = sorted(str(key) for key in value if key not in fields)
-        if unknown:
+        keys = value.keys()
+        if not keys <= fields.keys():
+            unknown = sorted(str(key) for key in keys if key not in fields)
             raise TypeError(
                 f"argument {where!r}: {name} has no field(s) "
                 f"{', '.join(map(repr, unknown))}; its fields are "
                 f"{', '.join(map(repr, fields))}")
-        missing = sorted(self._required - set(value))
-        if missing:
+        if not self._required <= keys:
+            missing = sorted(self._required - keys)
             raise TypeError(
                 f"argument {where!r}: {name} is missing the field(s) "
                 f"{', '.join(map(repr, missing))}")
-        given: dict[str, object] = {}
-        for key, inner in value.items():
-            codec = fields[key]
-            given[key] = inner if codec is None else codec.build(inner, f"{where}.{key}")
+        given = dict(value)
+        for key, codec in self._typed:
+            if key in given:
+                given[key] = codec.build(given[key], f"{where}.{key}")
         try:
             return self.cls(**given)
         except (TypeError, ValueError) as error:
@@ -117,10 +122,11 @@ class _Dataclass:
             ) from None
 
     def dump(self, value: Any) -> object:
-        out: dict[str, object] = {}
-        for key, codec in self.fields().items():
-            inner = getattr(value, key)
-            out[key] = inner if codec is None or inner is None else codec.dump(inner)
+        fields = self.fields()
+        out = {key: getattr(value, key) for key in fields}
+        for key, codec in self._typed:
+            if out[key] is not None:
+                out[key] = codec.dump(out[key])
         return out
 
 
@@ -132,7 +138,7 @@ class _Model:
         name = self.cls.__name__
         if isinstance(value, self.cls):
             return value
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):
             raise TypeError(
                 f"argument {where!r} must be an instance of {name} or a dict of its "
                 f"fields; got {_kind_name(value)}")
