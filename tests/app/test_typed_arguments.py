@@ -40,6 +40,12 @@ class Order:
 
 
 @dataclass
+class Node:
+    name: str
+    children: list[Node] = field(default_factory=list)
+
+
+@dataclass
 class Stamped:
     at: datetime
 
@@ -206,3 +212,38 @@ def test_import_rota_and_dataclass_arguments_work_without_pydantic() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_an_instance_holding_dicts_in_its_typed_fields_is_built_and_left_unchanged(
+        make_app: MakeApp) -> None:
+    # Given an Order instance whose lines were given as dicts (a dataclass never checks)
+    app = app_with_group(make_app)
+    seen: list[Order] = []
+
+    @app.job("ship", queue="q")
+    def ship(order: Order) -> None:
+        seen.append(order)
+
+    loose = Order(3, "cy", lines=[{"sku": "a"}])  # type: ignore[list-item]
+    # When it is enqueued, it is stored as the Lines' JSON, and the caller's object is kept
+    ship.enqueue(loose)
+    assert loose.lines == [{"sku": "a"}]
+    with pytest.raises(TypeError, match=r"argument 'order.lines\[0\]': Line is missing"):
+        ship.enqueue(Order(4, "cy", lines=[{"quantity": 1}]))  # type: ignore[list-item]
+    # And the handler gets Lines
+    app.run_until_idle()
+    assert seen == [Order(3, "cy", [Line("a")])]
+
+
+def test_a_dataclass_that_holds_itself_converts_at_every_depth(make_app: MakeApp) -> None:
+    app = app_with_group(make_app)
+    seen: list[Node] = []
+
+    @app.job("walk", queue="q")
+    def walk(tree: Node) -> None:
+        seen.append(tree)
+
+    walk.enqueue({"name": "root", "children": [{"name": "a", "children": [{"name": "b"}]}]})
+    app.run_until_idle()
+    assert seen == [Node("root", [Node("a", [Node("b")])])]
+    assert isinstance(seen[0].children[0].children[0], Node)

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import operator
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -93,7 +94,17 @@ class _Dataclass:
         fields = self.fields()
         name = self.cls.__name__
         if isinstance(value, self.cls):
-            return value
+            # Its typed fields may hold dicts (a dataclass never checks): build those, and
+            # a copy of it around them; the caller's instance is never changed.
+            changed: dict[str, object] = {}
+            for key, codec in self._typed:
+                inner = getattr(value, key)
+                built = codec.build(inner, f"{where}.{key}")
+                if built is not inner:
+                    changed[key] = built
+            if not changed:
+                return value
+            return dataclasses.replace(value, **changed)  # type: ignore[type-var]
         if type(value) is not dict and not isinstance(value, Mapping):
             raise TypeError(
                 f"argument {where!r} must be an instance of {name} or a dict of its "
@@ -169,7 +180,10 @@ class _List:
     def build(self, value: object, where: str) -> object:
         if not isinstance(value, list | tuple):
             raise TypeError(f"argument {where!r} must be a list; got {_kind_name(value)}")
-        return [self.inner.build(item, f"{where}[{index}]") for index, item in enumerate(value)]
+        built = [self.inner.build(item, f"{where}[{index}]") for index, item in enumerate(value)]
+        if type(value) is list and all(map(operator.is_, built, value)):
+            return value  # nothing to build: the same list, so its holder is not copied
+        return built
 
     def dump(self, value: Any) -> object:
         return [self.inner.dump(item) for item in value]
