@@ -657,6 +657,15 @@ class Store(GroupPolicyStore, LeaderStore, Protocol):
         """Every registered worker, by `started_at` then id, `alive` = `now` < `dead_at`."""
         ...
 
+    def jobs_in_flight(self, owners: Sequence[str], limit: int = 1000) -> list[JobRecord]:
+        """The leased jobs whose `lease_owner` is one of `owners` (a worker's groups'
+        `WorkerGroupInfo.owner`): what those workers run now. Longest running first
+        (`started_at`, then id), at most `limit` (none when `limit` <= 0 or `owners` is
+        empty). Reads only, from the lease columns the claim writes anyway: nothing is
+        written per job to answer it. The SQL stores walk the leased rows only (the
+        lease-expiry index), never the whole jobs table."""
+        ...
+
     def served_counts(self, since: datetime) -> list[ServedCount]:
         """The history rows of every minute bucket starting at or after `since`'s minute,
         by (minute, group, Queue, outcome)."""

@@ -979,6 +979,18 @@ class MemoryStore:
         workers.sort(key=lambda w: (w.started_at, w.id))
         return [replace(w, alive=now < w.dead_at) for w in workers]
 
+    def jobs_in_flight(self, owners: Sequence[str], limit: int = 1000) -> list[JobRecord]:
+        if limit <= 0 or not owners:
+            return []
+        wanted = set(owners)
+        with self._lock:
+            jobs = [job for job in map(self._jobs.get, self._lease_holders)
+                    if job is not None and job.state is JobState.LEASED
+                    and job.lease_owner in wanted]
+        # A leased job always has started_at (its claim's time); due_at only for the type.
+        jobs.sort(key=lambda job: (job.started_at or job.due_at, job.id))
+        return jobs[:limit]
+
     def served_counts(self, since: datetime) -> list[ServedCount]:
         start = minute_of(since)
         with self._lock:

@@ -198,11 +198,6 @@ class SqlStore(ABC, Generic[Conn]):
     def _from_db_time(self, value: Any, /) -> datetime:
         """A stored time as a timezone-aware datetime."""
 
-    @abstractmethod
-    def _text_list(self, values: Sequence[str], /) -> object:
-        """`values` as one statement parameter (a text[] on PostgreSQL, a JSON array on
-        SQLite)."""
-
     def _wake_others(self, queues: Sequence[str] | None = None) -> None:
         """After a commit that made jobs of `queues` claimable again: tell the workers of
         other processes, when the statement did not do so itself. Never raises."""
@@ -316,6 +311,17 @@ class SqlStore(ABC, Generic[Conn]):
         rows, _ = self._run("find_expired_leases", {
             "now": self._to_db_time(now), "limit": limit}, "finding expired leases")
         return [self._record(row) for row in rows]
+
+    def jobs_in_flight(self, owners: Sequence[str], limit: int = 1000) -> list[JobRecord]:
+        if limit <= 0 or not owners:
+            return []
+        rows, _ = self._run("jobs_in_flight", {
+            "owners": self._text_list(owners), "limit": limit}, "reading the jobs in flight")
+        return [self._record(row) for row in rows]
+
+    @abstractmethod
+    def _text_list(self, texts: Sequence[str], /) -> object:
+        """`texts` as one parameter the dialect's statements read as a list of text."""
 
     def count_jobs(self) -> dict[tuple[str, JobState], int]:
         rows, _ = self._run("count_jobs", {}, "counting jobs")

@@ -39,6 +39,7 @@ from rota.core.plurals import counted
 from rota.core.policy import DispatchPolicy, name_in_fault
 from rota.core.retry import Retry, RetryPolicy
 from rota.core.suspects import lease_expired_error
+from rota.core.typed_arguments import ArgumentTypes
 from rota.store.base import Claimed, LeaseOutcome, Store, StoreError
 
 logger = logging.getLogger("rota")
@@ -57,6 +58,9 @@ class Handler:
     retry: RetryPolicy | None
     timeout: timedelta | None = None  # an attempt running longer fails (TimeoutError)
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES  # the largest result, as JSON
+    # Its dataclass / pydantic parameters: the stored JSON becomes instances before the
+    # call (rota.core.typed_arguments); None: the arguments go in as stored.
+    arguments: ArgumentTypes | None = None
     # Decided once: inspect.iscoroutinefunction per job was ~2 % of a noop drain.
     is_async: bool = field(init=False)
 

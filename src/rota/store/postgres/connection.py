@@ -40,6 +40,7 @@ from rota.store.postgres.schema import (
     advisory_lock_key,
     render,
     render_sql,
+    text_array,
     utc,
 )
 from rota.store.postgres.watchdog import Call, timeout_error, with_keepalives
@@ -172,11 +173,12 @@ class PostgresConnection(SqlStore[Connection]):
     def _from_db_time(self, value: datetime, /) -> datetime:
         return value  # timestamptz, in UTC (`_configure`)
 
-    def _text_list(self, values: Sequence[str], /) -> list[str]:
-        return list(values)
-
     def _from_db_parents(self, value: list[int] | None, /) -> tuple[int, ...]:
         return () if value is None else tuple(value)  # bigint[], NULL without parents
+
+    @staticmethod
+    def _text_list(texts: Sequence[str], /) -> str:
+        return text_array(texts)  # a text[] literal, cast in the SQL (decision 0012)
 
     def __init__(
         self,

@@ -79,13 +79,14 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
     _to_db_time = staticmethod(us)
     _from_db_time = staticmethod(at)
 
-    def _text_list(self, values: Sequence[str], /) -> str:
-        return json.dumps(list(values))
-
     @staticmethod
     def _from_db_parents(value: str | None, /) -> tuple[int, ...]:
         """The `parents` column (migration 14): a JSON array of ids, NULL for none."""
         return () if value is None else tuple(json.loads(value))
+
+    @staticmethod
+    def _text_list(texts: Sequence[str], /) -> str:
+        return json.dumps(list(texts))  # read with json_each
 
     def __init__(
         self,
