@@ -91,16 +91,18 @@ def test_labelled_pickups_are_read_back_sorted_by_label(tmp_path: Path) -> None:
 
 
 def test_the_table_has_one_line_per_store_and_a_dash_for_a_missing_figure() -> None:
-    row = {"store": "rota[sqlite]", "family_jobs_s": 2_345.6, "one_jobs_s": 3_000.0,
+    row = {"store": "rota[sqlite]", "family_jobs_s": 2_345.6, "listed_jobs_s": 2_400.0,
+           "one_jobs_s": 3_000.0, "listed_ratio": 0.97733,
            "drain_ratio": 0.78187, "new_p50_ms": 4.25, "new_p99_ms": 19.0,
            "known_p50_ms": 3.0, "known_p99_ms": math.nan, "p50_ratio": 1.41667,
            "p99_ratio": math.nan, "family_rss_mib": 61.23, "one_rss_mib": 55.0,
            "members_held": 1_000.0}
     lines = families.markdown_table([row]).splitlines()
     assert len(lines) == 3
-    assert lines[0].startswith("| store | family jobs/s | one Queue jobs/s | ratio (>= 0.6)")
-    assert lines[2] == ("| rota[sqlite] | 2,346 | 3,000 | 0.78 | 4.2 / 19.0 | 3.0 / - | "
-                        "1.42 / - | 61.2 / 55.0 | 1,000 |")
+    assert lines[0].startswith("| store | family jobs/s | listed jobs/s | one Queue jobs/s | "
+                               "family / listed | family / one Queue (>= 0.6)")
+    assert lines[2] == ("| rota[sqlite] | 2,346 | 2,400 | 3,000 | 0.98 | 0.78 | 4.2 / 19.0 | "
+                        "3.0 / - | 1.42 / - | 61.2 / 55.0 | 1,000 |")
 
 
 def test_the_reads_table_lines_up_the_statements_of_each_member_count() -> None:
