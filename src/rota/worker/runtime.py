@@ -55,7 +55,7 @@ from rota.core.retry import RetryPolicy
 from rota.store.base import Store, StoreError, WakeupSource
 from rota.store.deadlines import StoreTimeout, call_deadline
 from rota.worker.deadlines import DUTY_DEADLINE_S, CallKind, backstop_s, call_deadline_s
-from rota.worker.duty import Duty, DutyRuntime, StoppingDuty
+from rota.worker.duty import Duty, DutyRuntime, HintedDuty, StoppingDuty
 from rota.worker.events import OutcomeCallback
 from rota.worker.group import GroupRunner, Handler
 from rota.worker.held import Held
@@ -137,6 +137,8 @@ class Runtime:
         self._sweeper = LeaseSweeper(store, clock, retry_for)
         # With an election among its duties, the sweeper runs only while this worker leads.
         self._election = next((d for d in self._duties if isinstance(d, Election)), None)
+        # Told of hints that name a Queue none of the groups serves (loop thread).
+        self._hinted_duties = [d for d in self._duties if isinstance(d, HintedDuty)]
         # Three store threads per group (claims, heartbeats, outcomes), the sweeper's, the
         # probe's, one per duty (a duty has at most one store call in flight) and a spare.
         self._store_threads = DaemonPool(3 * len(runners) + 3 + len(self._duties), "rota-store")
@@ -379,6 +381,10 @@ class Runtime:
         if self._by_prefix:
             groups = list(dict.fromkeys((*groups, *(
                 group for prefix, group in self._by_prefix if queue.startswith(prefix)))))
+        if not groups:
+            for duty in self._hinted_duties:  # the unserved-Queue warning
+                duty.queue_hinted(queue)
+            return
         for group in groups:
             group.runner.note_work(queue)
             group.wake()
