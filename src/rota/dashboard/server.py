@@ -35,7 +35,6 @@ from rota import Health
 from rota.app import App
 from rota.app.status import store_warnings
 from rota.core.clock import Clock
-from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions, validate_group_name
 from rota.core.jobs import MAX_JOB_ID, JobState
 from rota.core.policy import DispatchPolicy
@@ -47,7 +46,7 @@ from rota.core.storage_health import StorageHealth
 from rota.dashboard import auth, metrics, views
 from rota.dashboard.sources import GroupObservation, Observation, observe
 from rota.store import Store, StoreError, open_store, store_clock_for
-from rota.store.base import GroupPolicyStore, StorageReporting
+from rota.store.base import StorageReporting
 
 logger = logging.getLogger("rota.dashboard")
 
@@ -419,31 +418,10 @@ class Dashboard:
         return self._page(request, "queue.html", title=f"Queue {name}", now=now,
                           queue=views.queue_json(info, now, infos, groups))
 
-    async def _stored_policies(self, groups: list[GroupObservation]
-                               ) -> dict[str, StoredPolicy]:
-        """The stored policy of each group that has one (none on a store that keeps
-        none, or whose schema predates them: the view shows the code's then)."""
-        store = self.source.reads
-        if not isinstance(store, GroupPolicyStore):
-            return {}
-
-        def read() -> dict[str, StoredPolicy]:
-            found = {}
-            for group in groups:
-                row = store.group_policy(group.name)
-                if row is not None:
-                    found[group.name] = row
-            return found
-        try:
-            return await self._call(read)
-        except StoreError:
-            return {}
-
     async def workers_page(self, request: Request) -> Response:
         now, infos, seen = await self._observe(self._window(request))
-        stored = await self._stored_policies(seen.groups)
         return self._page(request, "workers.html", title="Worker Groups", now=now,
-                          groups=views.groups_json(seen.groups, infos, now, stored),
+                          groups=views.groups_json(seen.groups, infos, now),
                           workers=[views.worker_json(w, now) for w in seen.workers],
                           note=seen.note)
 
@@ -498,8 +476,7 @@ class Dashboard:
 
     async def api_groups(self, request: Request) -> Response:
         now, infos, seen = await self._observe(self._window(request))
-        stored = await self._stored_policies(seen.groups)
-        return self._json(views.groups_json(seen.groups, infos, now, stored))
+        return self._json(views.groups_json(seen.groups, infos, now))
 
     async def api_workers(self, request: Request) -> Response:
         now, _infos, seen = await self._observe()
