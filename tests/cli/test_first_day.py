@@ -215,6 +215,41 @@ def test_an_unserved_queue_warning_is_logged_by_serve(
     assert len(warnings) == 1 and "Queue 'b' has 1 due job but" in warnings[0]
 
 
+def test_a_worker_warns_soon_after_a_job_lands_on_a_queue_nobody_serves(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import asyncio
+
+    from rota.worker.unserved import UnservedDuty
+
+    # Given a serving worker whose start look found nothing unserved
+    app = rota.App(f"sqlite:///{tmp_path / 'x.db'}")
+    app.job("j", queue="a")(lambda: None)
+    app.add_worker_group(rota.WorkerGroupOptions(name="g", policy=rota.Strict("a")))
+
+    async def scenario() -> None:
+        async with app.serve() as runtime:
+            [duty] = [d for d in runtime._duties if isinstance(d, UnservedDuty)]
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 30
+            while duty.looks < 1 and loop.time() < deadline:
+                await asyncio.sleep(0.01)
+            assert duty.looks == 1 and not duty.warned
+            # When a job is enqueued on "b", which no group serves
+            app.jobs["j"].configure(queue="b").enqueue()
+            # Then its wake-up hint has the worker look again within seconds, long before
+            # the next survey (a minute)
+            while not duty.warned and loop.time() < deadline:
+                await asyncio.sleep(0.01)
+            assert duty.warned == {"b"} and duty.looks >= 2
+
+    with caplog.at_level("WARNING", logger="rota"):
+        asyncio.run(scenario())
+    app.close()
+    warnings = [r.getMessage() for r in caplog.records if "serves it" in r.getMessage()]
+    assert len(warnings) == 1 and "Queue 'b' has 1 due job but" in warnings[0]
+
+
 # -- PostgreSQL URLs -----------------------------------------------------------------------
 
 

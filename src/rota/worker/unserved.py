@@ -52,6 +52,7 @@ class UnservedDuty:
         self.survey_s = survey_s
         self.hint_look_s = hint_look_s
         self.warned: set[str] = set()  # Queues warned about, unserved at the last look
+        self.looks = 0  # looks that read the store (surveys and hints), for tests
         # Loop thread only: Queues hinted since the last look, and those a look found
         # served or warned about (their hints wait for the next survey).
         self._hinted: set[str] = set()
@@ -83,6 +84,7 @@ class UnservedDuty:
         except StoreError as error:
             logger.debug("unserved-Queue check skipped: %s", error)
             return []
+        self.looks += 1
         unserved = unserved_with_due_jobs(infos, {**live, **own})
         names = {info.name for info in unserved}
         for info in unserved:
@@ -97,7 +99,8 @@ class UnservedDuty:
                 ", ".join(group.name for group in runtime.groups), info.name,
             )
         self.warned &= names  # served again, or no due jobs: may warn again later
-        self._settled |= hinted
+        # Hinted again during the look: looked at again (the read may predate that job).
+        self._settled |= hinted - self._hinted
         return unserved
 
     async def __call__(self, runtime: DutyRuntime) -> None:
