@@ -219,3 +219,31 @@ def test_a_hint_for_a_queue_nobody_serves_is_looked_at_soon(
     # Then it warned once, without waiting for the next survey
     [message] = warnings(caplog)
     assert "Queue 'typo' has 3 due jobs" in message
+
+
+def test_a_family_member_is_served_by_the_family_and_warned_about_without_it(
+    make_app: MakeApp, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given a worker running "io" and due jobs on "tenant-1" and "tenant-2"
+    app = io_app(make_app)
+    enqueue(app, "tenant-1")
+    enqueue(app, "tenant-2", 2)
+    runtime = StandIn(app, ["io"])
+    duty = UnservedDuty(app.clock)
+    with caplog.at_level(logging.WARNING, logger="rota"):
+        # When another live worker's group serves the family "tenant-*" but "tenant-2"
+        register(app, "tenants", Weighted([("tenant-2", 1), ("x", 1)]), worker_id="h:2:t")
+        app.set_group_policy("tenants", Weighted([("tenant-1", 5), ("tenant-*", 1)]))
+        # Then no member is unserved
+        assert look(duty, runtime) == []
+        # When the stored policy keeps "tenant-1" alone, "tenant-2" is unserved: warned
+        app.set_group_policy("tenants", Weighted([("tenant-1", 5)]))
+        assert look(duty, runtime) == ["tenant-2"]
+    [message] = warnings(caplog)
+    assert "Queue 'tenant-2' has 2 due jobs" in message
+    # And health checks a family of the App's group: served while a live group's family
+    # holds it
+    app.set_group_policy("io", Strict("tenant-*"))
+    assert app.health().unserved == ("tenant-*",)
+    register(app)
+    assert app.health().ok and app.health().queues == ("tenant-*",)

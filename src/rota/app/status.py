@@ -34,7 +34,13 @@ from rota.core.clock import Clock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions
-from rota.core.serving import fairness_in_force, in_force, policies_of, serving_groups
+from rota.core.serving import (
+    ServingIndex,
+    fairness_in_force,
+    in_force,
+    policies_of,
+    serving_groups,
+)
 from rota.core.storage_health import StorageLimits, storage_warnings
 from rota.core.workers import GroupFairness, ServedCount, minute_of
 from rota.store import (
@@ -144,7 +150,7 @@ def check_health(
             return Health(False, store.url, (problem,), version, known)
     try:
         # Also the question "does it answer" for a store without a schema.
-        live = policies_of(policies_in_force(store, clock.now()))
+        live = ServingIndex(policies_of(policies_in_force(store, clock.now())))
         stored = stored_policies(store) if groups else {}
     except StoreError as error:
         return Health(False, store.url, (f"the store does not answer: {error}",),

@@ -21,7 +21,7 @@ from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
 from rota.core.queues import validate_queue_name
 from rota.core.rates import RATE_FORM, QueueRate, describe_period, parse_rate
-from rota.core.serving import policies_of, serving_groups
+from rota.core.serving import ServingIndex, policies_of, serving_groups
 from rota.core.settings_range import setting_range
 from rota.store import Store, policies_in_force
 
@@ -204,7 +204,8 @@ def run_queues(args: argparse.Namespace) -> int:
         now = store_now(store)
         infos = store.queue_infos(now)
         live = policies_of(policies_in_force(store, now))
-    serving = {info.name: serving_groups(info.name, live) for info in infos}
+    index = ServingIndex(live)
+    serving = {info.name: serving_groups(info.name, index) for info in infos}
     if args.json:
         rows = [info_as_json(info) for info in infos]
         for row, info in zip(rows, infos, strict=True):

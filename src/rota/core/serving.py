@@ -9,9 +9,11 @@ group's workers registered it. Workers follow a stored policy within about a sec
 its change (rota.worker.policies), so the stored one is what they run.
 
 - `entry_for(policy, queue)`: the one place a Queue is matched against a policy's entries
-  (the entry's name and its weight, None under Strict).
+  (a Queue name, or a family: rota.core.families), answering the entry's name and its
+  weight, None under Strict.
 - `serving_groups(queue, policies)`: per group serving `queue`, its weight. Every tool asks
-  this, with the policies of `live_policies` (or `in_force` for one group).
+  this, with the policies of `live_policies` (or `in_force` for one group); a tool asking
+  for many Queues indexes the policies once (`ServingIndex`).
 - `live_policies(workers, stored)`: the policies in force of the groups live workers run,
   from the registry's rows and the stored policies.
 - `unserved_with_due_jobs(infos, policies)`: the Queues with due jobs nobody serves.
@@ -27,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from rota.core.families import PolicyEntries
 from rota.core.group_policies import StoredPolicy
 from rota.core.policy import DispatchPolicy, Weighted
 from rota.core.queue_controls import QueueInfo
@@ -66,29 +69,52 @@ def in_force(code: DispatchPolicy | None, row: StoredPolicy | None) -> PolicyInF
     return PolicyInForce(code, None, unusable)
 
 
-def entry_for(policy: DispatchPolicy, queue: str) -> tuple[str, int | None] | None:
-    """The entry of `policy` that serves `queue`: (its name, its weight; None under
-    Strict), or None if the policy does not serve the Queue. The one place a Queue is
-    matched against a policy."""
-    if isinstance(policy, Weighted):
-        for name, weight in policy.weights:
-            if name == queue:
-                return name, weight
+def _entry(policy: DispatchPolicy, entries: PolicyEntries,
+           queue: str) -> tuple[str, int | None] | None:
+    index = entries.entry_of(queue)
+    if index is None:
         return None
-    return (queue, None) if queue in policy.queues else None
+    weight = policy.weights[index][1] if isinstance(policy, Weighted) else None
+    return policy.queues[index], weight
+
+
+def entry_for(policy: DispatchPolicy, queue: str) -> tuple[str, int | None] | None:
+    """The entry of `policy` that serves `queue`: (its name, a Queue or a family
+    (rota.core.families); its weight, None under Strict), or None if no entry serves the
+    Queue. The one match of a Queue against a policy (for many Queues, `ServingIndex`
+    indexes the policy once)."""
+    return _entry(policy, PolicyEntries(policy.queues), queue)
+
+
+class ServingIndex:
+    """Policies in force (group -> policy), indexed once for `groups(queue)`: a dict
+    lookup and a look at each family prefix per group, however many Queues a policy
+    names (a tool asking for 10,000 tenant Queues must not scan 10,000 entries each)."""
+
+    def __init__(self, policies: Mapping[str, DispatchPolicy]) -> None:
+        self._policies = [(group, policy, PolicyEntries(policy.queues))
+                          for group, policy in policies.items()]
+
+    def groups(self, queue: str) -> dict[str, int | None]:
+        """Group -> its weight for `queue` (None under Strict), for each group serving it,
+        in the policies' order."""
+        serving: dict[str, int | None] = {}
+        for group, policy, entries in self._policies:
+            entry = _entry(policy, entries, queue)
+            if entry is not None:
+                serving[group] = entry[1]
+        return serving
 
 
 def serving_groups(
-    queue: str, policies: Mapping[str, DispatchPolicy]
+    queue: str, policies: Mapping[str, DispatchPolicy] | ServingIndex
 ) -> dict[str, int | None]:
     """Group -> its weight for `queue` (None under Strict), for each group of `policies`
-    (group -> policy in force) that serves `queue`, in the mapping's order."""
-    serving: dict[str, int | None] = {}
-    for group, policy in policies.items():
-        entry = entry_for(policy, queue)
-        if entry is not None:
-            serving[group] = entry[1]
-    return serving
+    (group -> policy in force, or a `ServingIndex` of them) whose policy serves `queue`
+    (by name, or by a family holding it), in the policies' order. The one answer to "which
+    groups serve this Queue, with which weight, now"."""
+    index = policies if isinstance(policies, ServingIndex) else ServingIndex(policies)
+    return index.groups(queue)
 
 
 def live_policies(
@@ -121,8 +147,9 @@ def unserved_with_due_jobs(
     """The Queues that have jobs due now and that no group of `policies` serves, sorted by
     name. A paused Queue counts too: it is unserved either way, but the warning should
     not hide it."""
+    index = ServingIndex(policies)
     return sorted(
-        (info for info in infos if info.due > 0 and not serving_groups(info.name, policies)),
+        (info for info in infos if info.due > 0 and not index.groups(info.name)),
         key=lambda info: info.name,
     )
 

@@ -50,7 +50,7 @@ from prometheus_client.registry import Collector
 
 from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo
-from rota.core.serving import serving_groups
+from rota.core.serving import ServingIndex, serving_groups
 from rota.core.storage_health import StorageHealth
 from rota.core.workers import minute_of
 from rota.dashboard.sources import GroupObservation, policies
@@ -117,7 +117,7 @@ class StoreCollector(Collector):
             "rota_queue_unserved_jobs",
             "Due jobs of the Queue when no live worker serves it (by the policies in force), "
             "else 0.", labels=["queue"])
-        live = policies(groups, live=True)
+        live = ServingIndex(policies(groups, live=True))
         for info in infos:
             unserved.add_metric(
                 [info.name], 0 if serving_groups(info.name, live) else info.due)

@@ -16,10 +16,10 @@ from typing import Any
 from rota.core.durations import short_duration
 from rota.core.estimate import StartEstimate, combine, estimate_start
 from rota.core.jobs import JobRecord, JobState
-from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.policy import DispatchPolicy, Strict, Weighted, over_members
 from rota.core.policy_text import policy_text as policy_input
 from rota.core.queue_controls import QueueInfo, held_back_reason
-from rota.core.serving import serving_groups
+from rota.core.serving import ServingIndex, serving_groups
 from rota.core.workers import WorkerInfo
 from rota.dashboard.sources import GroupObservation, policies
 from rota.store import Store, related, relative_json
@@ -65,22 +65,27 @@ def policy_text(policy: DispatchPolicy) -> str:
 
 def estimates_for(
     info: QueueInfo, infos: Sequence[QueueInfo], groups: Sequence[GroupObservation],
-    position: int | None = None,
+    position: int | None = None, known: ServingIndex | None = None,
 ) -> list[StartEstimate]:
     """Each group's estimate for a job of `info`'s Queue at `position` among its due jobs
-    (default: after all of them, a job enqueued now)."""
+    (default: after all of them, a job enqueued now); `known`: the policies of `groups`,
+    indexed (`policies(groups, live=False)`), when the caller asks for many Queues."""
     by_name = {one.name: one for one in infos}
     estimates: list[StartEstimate] = []
-    serving = serving_groups(info.name, policies(groups, live=False))
+    if known is None:
+        known = ServingIndex(policies(groups, live=False))
+    serving = serving_groups(info.name, known)
     for group in groups:
         if group.name not in serving or group.policy is None or group.pool_size < 1:
             continue
-        backlog = {q: by_name[q].due for q in group.policy.queues if q in by_name}
-        paused = [q for q in group.policy.queues if q in by_name and by_name[q].paused]
-        limits = {q: by_name[q].limit for q in group.policy.queues
+        # A family replays as the Queues it holds (their backlogs), each with its weight.
+        policy = over_members(group.policy, by_name)
+        backlog = {q: by_name[q].due for q in policy.queues if q in by_name}
+        paused = [q for q in policy.queues if q in by_name and by_name[q].paused]
+        limits = {q: by_name[q].limit for q in policy.queues
                   if q in by_name and by_name[q].limit is not None}
         estimates.append(estimate_start(
-            group=group.name, policy=group.policy, pool_size=group.pool_size,
+            group=group.name, policy=policy, pool_size=group.pool_size,
             backlog=backlog, queue=info.name,
             position=info.due if position is None else position,
             rate_per_s=group.rate_per_s, paused=paused, limits=limits,
@@ -113,11 +118,15 @@ def estimate_json(estimates: Sequence[StartEstimate]) -> JSON:
 def queue_json(
     info: QueueInfo, now: datetime, infos: Sequence[QueueInfo],
     groups: Sequence[GroupObservation],
+    indexes: tuple[ServingIndex, ServingIndex] | None = None,
 ) -> JSON:
+    """One Queue; `indexes`: the live and the known groups' policies, indexed (`serving`),
+    when the caller shows many Queues."""
     age = None if info.oldest_due_at is None else \
         max(0.0, (now - info.oldest_due_at).total_seconds())
+    live, known = indexes or serving(groups)
     # Who serves it now: the groups live workers run, under their policies in force.
-    serving = serving_groups(info.name, policies(groups, live=True))
+    serving_now = serving_groups(info.name, live)
     return {
         "name": info.name, "paused": info.paused, "limit": info.limit,
         "rate": None if info.rate is None else {
@@ -126,17 +135,25 @@ def queue_json(
         "counts": {state.value: info.counts.get(state, 0) for state in JobState},
         "due": info.due, "oldest_due_at": _time(info.oldest_due_at),
         "oldest_due_age_s": age,
-        "groups": sorted(serving),
-        "weights": serving,
-        "unserved": info.due > 0 and not serving,
-        "estimate": estimate_json(estimates_for(info, infos, groups)),
+        "groups": sorted(serving_now),
+        "weights": serving_now,
+        "unserved": info.due > 0 and not serving_now,
+        "estimate": estimate_json(estimates_for(info, infos, groups, known=known)),
     }
+
+
+def serving(groups: Sequence[GroupObservation]) -> tuple[ServingIndex, ServingIndex]:
+    """The policies in force of the groups live workers run (who serves a Queue now), and
+    of every group known (the start estimates), indexed."""
+    return (ServingIndex(policies(groups, live=True)),
+            ServingIndex(policies(groups, live=False)))
 
 
 def queues_json(
     infos: Sequence[QueueInfo], now: datetime, groups: Sequence[GroupObservation],
 ) -> list[JSON]:
-    return [queue_json(info, now, infos, groups) for info in infos]
+    indexes = serving(groups)
+    return [queue_json(info, now, infos, groups, indexes) for info in infos]
 
 
 # -- Worker Groups (the fairness view) ----------------------------------------------------------
