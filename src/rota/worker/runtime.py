@@ -75,6 +75,7 @@ __all__ = ["Duty", "GroupLoop", "Runtime", "RuntimeObserver", "StoppingDuty"]
 logger = logging.getLogger("rota")
 
 T = TypeVar("T")
+D = TypeVar("D")
 
 
 class RuntimeObserver(JobObserver, Protocol):
@@ -317,6 +318,11 @@ class Runtime:
             observer.runtime_stopped(self)
         self._stopped.set()
         logger.debug("runtime stopped")
+
+    def duty(self, kind: type[D]) -> D | None:
+        """The runtime's first duty of type `kind`, if any (rota.metrics reads what the
+        unserved-Queue duty last found)."""
+        return next((duty for duty in self._duties if isinstance(duty, kind)), None)
 
     @property
     def election(self) -> Election | None:
