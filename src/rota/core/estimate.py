@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.serving import entry_for
 from rota.core.simulation import simulate
 
 __all__ = ["MAX_REPLAYED_JOBS", "StartEstimate", "combine", "estimate_start"]
@@ -119,7 +120,7 @@ def estimate_start(
         ValueError: if the group does not serve `queue`, or for a negative position or a
             pool size below 1.
     """
-    if queue not in policy.queues:
+    if entry_for(policy, queue) is None:
         raise ValueError(f"group {group!r} does not serve Queue {queue!r}")
     if position < 0:
         raise ValueError(f"position must be >= 0; got {position}")

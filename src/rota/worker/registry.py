@@ -2,7 +2,8 @@
 
 Theory of operation: `RegistryDuty` runs beside the groups (a `Duty`, one per runtime).
 It registers the process first thing (id `host:pid:token`, host, pid, rota version,
-start time, each group's policy, pool size and lease owner), refreshes the row as soon as
+start time, each group's policy in its code, pool size and lease owner: a stored
+policy overrides it for every reader, rota.core.serving), refreshes the row as soon as
 the groups have jobs in flight and again at their first outcomes written (so a new worker
 does not read "0 in flight, served 0" for a whole interval), then every heartbeat
 interval (the shortest of its groups'): liveness (`dead_at` = now + 2.5 intervals,
@@ -113,7 +114,9 @@ class RegistryDuty:
             started_at=self._started_at, last_seen=now, dead_at=now + self._dead_after(runtime),
             groups=tuple(
                 WorkerGroupInfo(
-                    name=group.name, policy=group.runner.policy,
+                    # The code's: a stored policy overrides it for every reader
+                    # (rota.core.serving), also after it is cleared.
+                    name=group.name, policy=group.options.policy,
                     pool_size=group.options.pool_size, in_flight=group.in_flight,
                     owner=group.runner.owner,
                 )
