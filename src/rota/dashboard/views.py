@@ -96,12 +96,37 @@ def estimates_for(
             backlog=backlog, queue=info.name,
             position=info.due if position is None else position,
             rate_per_s=group.rate_per_s, paused=paused, limits=limits,
-            rate_note=group.rate_note,
+            rate_note=group.rate_note, settled=group.full_minutes > 0,
         ))
     return estimates
 
 
-def estimate_json(estimates: Sequence[StartEstimate]) -> JSON:
+def has_free_worker(group: GroupObservation) -> bool:
+    """Whether a live worker of `group` has a Worker free now."""
+    return group.workers > 0 and group.in_flight < group.pool_size * group.workers
+
+
+# Why no estimate, for people: what follows "starts" on a page (a number reads "in about").
+_NO_ESTIMATE = {
+    "paused": "when the Queue is resumed (it is paused)",
+    "limit 0": "when its limit is raised (it is 0)",
+    "history": "when its turn comes: not enough history yet to say how soon",
+}
+
+
+def estimate_json(estimates: Sequence[StartEstimate],
+                  groups: Sequence[GroupObservation] = ()) -> JSON:
+    """The estimates of the groups serving a Queue, together. `text` follows "starts" on
+    a page: "in about 5 s", "at once: a Worker is free" (nothing ahead of it and a live
+    worker of its group has a Worker free), or why there is no number."""
+    free = {group.name for group in groups if has_free_worker(group)}
+    if any(one.ahead == 0 and one.group in free for one in estimates):
+        return {"seconds": 0.0, "text": "at once: a Worker is free",
+                "basis": "nothing of its group goes before it, and a Worker of "
+                + ", ".join(sorted({one.group for one in estimates
+                                    if one.ahead == 0 and one.group in free}))
+                + " is free now",
+                "groups": [_group_estimate(one) for one in estimates]}
     seconds = combine(estimates)
     if not estimates:
         basis = "no Worker Group known to serve this Queue (start a worker, or pass --app)"
@@ -112,14 +137,24 @@ def estimate_json(estimates: Sequence[StartEstimate]) -> JSON:
     else:
         basis = "groups together (their rates add): " + "; ".join(
             f"{one.group}: {about(one.seconds)}" for one in estimates)
-    return {
-        "seconds": seconds, "text": about(seconds), "basis": basis,
-        "groups": [{
-            "group": one.group, "position": one.position, "ahead": one.ahead,
-            "rate_per_s": one.rate_per_s, "seconds": one.seconds, "text": about(one.seconds),
-            "basis": one.basis,
-        } for one in estimates],
-    }
+    return {"seconds": seconds, "text": _text(seconds, estimates), "basis": basis,
+            "groups": [_group_estimate(one) for one in estimates]}
+
+
+def _text(seconds: float | None, estimates: Sequence[StartEstimate]) -> str:
+    if seconds is not None:
+        return "in " + about(seconds)
+    if not estimates:
+        return "when a worker serving it runs: none does now"
+    reasons = {one.why for one in estimates}
+    reason = reasons.pop() if len(reasons) == 1 else "history"
+    return _NO_ESTIMATE.get(reason or "history", _NO_ESTIMATE["history"])
+
+
+def _group_estimate(one: StartEstimate) -> JSON:
+    return {"group": one.group, "position": one.position, "ahead": one.ahead,
+            "rate_per_s": one.rate_per_s, "seconds": one.seconds,
+            "text": _text(one.seconds, [one]), "basis": one.basis, "why": one.why}
 
 
 def queue_json(
@@ -146,7 +181,7 @@ def queue_json(
         "groups": sorted(serving_now),
         "weights": serving_now,
         "unserved": info.due > 0 and not serving_now,
-        "estimate": estimate_json(estimates_for(info, infos, groups, known=known)),
+        "estimate": estimate_json(estimates_for(info, infos, groups, known=known), groups),
     }
 
 
@@ -422,20 +457,20 @@ def job_estimate_json(
         queue_part = estimate_json(estimates_for(info, infos, groups))
         seconds = None if queue_part["seconds"] is None else wait + queue_part["seconds"]
         return {
-            "seconds": seconds, "text": about(seconds) if seconds is not None
-            else f"due in {duration(wait)}, then unknown",
+            "seconds": seconds, "text": "in " + about(seconds) if seconds is not None
+            else f"in {duration(wait)} when it is due, then {queue_part['text']}",
             "basis": f"due in {duration(wait)}; then, if its Queue's due backlog is the "
             f"same as now: {queue_part['text']} ({queue_part['basis']})",
             "groups": queue_part["groups"],
         }
     if position is not None:
-        part = estimate_json(estimates_for(info, infos, groups, position=position))
+        part = estimate_json(estimates_for(info, infos, groups, position=position), groups)
         return {**part, "basis": f"due now, number {position + 1} of the {info.due} due "
                 f"job(s) of Queue {info.name} in claim order. {part['basis']}"}
     position = max(0, info.due - 1)
-    part = estimate_json(estimates_for(info, infos, groups, position=position))
-    return {**part, "text": "at most " + part["text"] if part["seconds"] is not None
-            else part["text"],
+    part = estimate_json(estimates_for(info, infos, groups, position=position), groups)
+    return {**part, "text": "in at most " + about(part["seconds"])
+            if part["seconds"] else part["text"],
             "basis": f"due now, one of the {info.due} due job(s) of Queue {info.name}: "
             f"at most the time the whole due backlog takes. {part['basis']}"}
 
