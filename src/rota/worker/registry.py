@@ -75,6 +75,9 @@ class RegistryDuty:
         # The call in flight (register or refresh), shielded from the duty's cancellation
         # so that at_stop can wait for it instead of racing it.
         self._pending: asyncio.Future[Any] | None = None
+        # The totals a refresh in flight sends: the store has seen them once it succeeded,
+        # even when the duty was cancelled before it could note so (`_settle_pending`).
+        self._sending: dict[tuple[str, str, str], int] | None = None
         self._sent: dict[tuple[str, str, str], int] = {}  # totals the store has seen
         self._refreshes = 0
         self._reported: tuple[bool, bool] = (False, False)  # (jobs in flight, outcomes)
@@ -161,13 +164,18 @@ class RegistryDuty:
             for (group, queue, outcome), count in totals.items()
             if count != self._sent.get((group, queue, outcome), 0)
         ]
-        refreshed = await self._call(
-            runtime, self.store.refresh_worker, self.worker_id, now,
-            dead_at=now + self._dead_after(runtime),
-            in_flight={group.name: group.in_flight for group in runtime.groups},
-            served=[ServedCount(g, q, o, n) for (g, q, o), n in totals.items()],
-            new=new, clock_offset=self._clock_offset,
-        )
+        self._sending = totals
+        try:
+            refreshed = await self._call(
+                runtime, self.store.refresh_worker, self.worker_id, now,
+                dead_at=now + self._dead_after(runtime),
+                in_flight={group.name: group.in_flight for group in runtime.groups},
+                served=[ServedCount(g, q, o, n) for (g, q, o), n in totals.items()],
+                new=new, clock_offset=self._clock_offset,
+            )
+        finally:
+            if self._pending is None:  # it ended (a cancellation leaves it in flight)
+                self._sending = None
         if not refreshed:
             # Removed as dead meanwhile (this process was cut off for long): register
             # again; what was served meanwhile goes into the history now.
@@ -179,6 +187,20 @@ class RegistryDuty:
         self._refreshes += 1
         if self._refreshes % PRUNE_EVERY == 0:
             await self._clean_up(runtime, now)
+
+    async def _settle_pending(self) -> None:
+        """Wait for the call a cancelled run of the duty left in flight, if any; a refresh
+        that succeeded counts as sent, so its counts are not added to the history twice.
+        Raises what the call raised."""
+        pending, sending = self._pending, self._sending
+        if pending is None:
+            return
+        try:
+            result = await asyncio.shield(pending)
+        finally:
+            self._pending = self._sending = None
+        if sending is not None and result:
+            self._sent = sending
 
     async def _clean_up(self, runtime: DutyRuntime, now: datetime) -> None:
         await self._call(runtime, self.store.remove_dead_workers, now - REMOVE_DEAD_AFTER)
@@ -207,9 +229,7 @@ class RegistryDuty:
             if delay_s:
                 await self._wait(runtime, delay_s)
             try:
-                if self._pending is not None:  # restarted while a call was in flight
-                    await asyncio.shield(self._pending)
-                    self._pending = None
+                await self._settle_pending()  # restarted while a call was in flight
                 work = self._work(runtime)
                 if self._registered:
                     await self._refresh(runtime)
@@ -231,10 +251,8 @@ class RegistryDuty:
     async def at_stop(self, runtime: DutyRuntime) -> None:
         """Graceful stop (after the groups wrote their outcomes): a last refresh so the
         history holds every served job, then the row is removed."""
-        if self._pending is not None:
-            with contextlib.suppress(Exception):  # its failure is handled below
-                await asyncio.shield(self._pending)
-            self._pending = None
+        with contextlib.suppress(Exception):  # its failure is handled below
+            await self._settle_pending()
         try:
             if not self._registered:
                 await self._register(runtime)  # a short life still leaves its history
