@@ -114,7 +114,7 @@ from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from rota.core.group_policies import StoredPolicy
-from rota.core.jobs import JobRecord, JobState, Lease, NewJob
+from rota.core.jobs import JobRecord, JobState, JsonValue, Lease, NewJob
 from rota.core.outcomes import (
     Cancelled,
     DeadLettered,
@@ -465,6 +465,25 @@ class Store(GroupPolicyStore, Protocol):
         most `limit` come back (none when `limit` <= 0: it is never "no limit").
         `newest` with a finished `state`: the most recently finished first (`finished_at`,
         then id, descending; `listing_statement`)."""
+        ...
+
+    def find_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        name: str | None = None,
+        meta: Mapping[str, JsonValue] | None = None,
+        limit: int = 100,
+        newest: bool = True,
+        beyond: int | None = None,
+    ) -> list[JobRecord]:
+        """Jobs matching every filter given (None: any), in id order (`newest`:
+        descending), at most `limit` (none when `limit` <= 0). `meta`: jobs whose meta
+        holds every key of it with an equal JSON value (`rota.core.meta.meta_matches`;
+        None or {}: any). `beyond`: only jobs past that id in the order asked (above it,
+        or below it when `newest`): keyset paging, which a change to the jobs already seen
+        cannot shift. Indexed on PostgreSQL (a GIN index on meta); a scan on SQLite."""
         ...
 
     def count_jobs(self) -> dict[tuple[str, JobState], int]:
