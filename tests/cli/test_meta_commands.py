@@ -11,6 +11,7 @@ import pytest
 
 from rota.cli import main
 from rota.core.jobs import JobState, NewJob
+from rota.core.meta import encode_meta
 from rota.store import Store, open_store
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -32,7 +33,7 @@ def exit_code(argv: list[str]) -> object:
 
 
 def enqueue(store: Store, meta: dict[str, object], queue: str = "q") -> int:
-    job_id, = store.enqueue([NewJob("send", queue, T0, meta_json=json.dumps(meta))], T0)
+    job_id, = store.enqueue([NewJob("send", queue, T0, meta_json=encode_meta(meta))], T0)
     return job_id
 
 

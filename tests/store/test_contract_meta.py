@@ -5,12 +5,12 @@ value: strict types, numbers by value), newest first by id, and pages by id (`be
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from rota.core.jobs import JobState, NewJob
+from rota.core.meta import encode_meta
 from rota.store import Store
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -21,7 +21,7 @@ def job(meta: dict[str, object] | None = None, *, queue: str = "q", name: str = 
         key: str | None = None, debounced: bool = False,
         after: tuple[int, ...] = ()) -> NewJob:
     return NewJob(name, queue, T0, key=key, debounced=debounced, parents=after,
-                  meta_json=None if meta is None else json.dumps(meta))
+                  meta_json=None if meta is None else encode_meta(meta))
 
 
 def ids(store: Store, **filters: object) -> list[int]:
@@ -63,6 +63,10 @@ def test_meta_text_that_is_not_an_object_is_refused_and_nothing_stored(store: St
     with pytest.raises(TypeError, match="meta must be a dict"):
         store.enqueue([job({"a": 1}), NewJob("job", "q", T0, meta_json="[1]")], T0)
     # Then nothing of the batch was stored
+    assert store.list_jobs() == []
+    # And meta text in another form than encode_meta's (spaced) is refused too
+    with pytest.raises(ValueError, match="encode_meta writes it"):
+        store.enqueue([NewJob("job", "q", T0, meta_json='{"a": 1}')], T0)
     assert store.list_jobs() == []
 
 

@@ -44,7 +44,7 @@ from rota.core.jobs import (
     decode_result,
     decode_stored_arguments,
 )
-from rota.core.meta import decode_meta, meta_filter
+from rota.core.meta import decode_meta, meta_filter, meta_needle
 from rota.core.outcomes import bound_traceback, ending
 from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import (
@@ -326,6 +326,7 @@ class SqlStore(ABC, Generic[Conn]):
         rows, _ = self._run("find_jobs_newest" if newest else "find_jobs", {
             "queue": queue, "state": None if state is None else state.value, "name": name,
             "meta": None if wanted is None else json.dumps(wanted, separators=(",", ":")),
+            "needle": None if wanted is None else meta_needle(wanted),
             "limit": limit, "beyond": beyond,
         }, "finding jobs")
         return [self._record(row) for row in rows]
