@@ -163,15 +163,33 @@ def meta_matches(meta: Mapping[str, JsonValue], wanted: Mapping[str, JsonValue])
     return all(key in meta and json_equal(meta[key], value) for key, value in wanted.items())
 
 
+def _value_text(value: JsonValue) -> str | None:
+    """The start of the text of every value equal to `value` as `encode_meta` writes it;
+    None when equal values are written in unlike ways (0 and -0.0, 1e16 and 10**16) or
+    it is a list or an object."""
+    if value is None or isinstance(value, bool | str):
+        return _ENCODER.encode(value)
+    if isinstance(value, int | float) and value == int(value):
+        # 42 is written 42, 42.0 is written 42.0: both start with 42, below 1e15 (Python
+        # writes larger floats with an exponent). Zero may be -0.0.
+        return str(int(value)) if 0 < abs(value) < 10**15 else None
+    if isinstance(value, float):
+        return _ENCODER.encode(value)  # no int equals it: only this float, one repr
+    return None
+
+
 def meta_needle(wanted: Mapping[str, JsonValue]) -> str:
     """Text that the stored meta of every job `wanted` matches contains (as
-    `encode_meta` writes it: compact, keys and strings escaped one way): `"key":"value"`
-    for the first key given a str, else `"key":` of the first key. A cheap first test
-    before `meta_matches` (the SQLite store's `instr`); it may also be found in a job that
-    does not match (the key nested deeper), never missed in one that does."""
-    for key, value in wanted.items():
-        if isinstance(value, str):
-            return f"{_ENCODER.encode(key)}:{_ENCODER.encode(value)}"
+    `encode_meta` writes it: compact, keys and strings escaped one way): `"key":value`
+    for the first key whose value is written one way (a str first, then true, false,
+    null or a number), else `"key":` of the first key. A cheap first test before
+    `meta_matches` (the SQLite store's `instr`); it may also be found in a job that does
+    not match (the key nested deeper, 42 in 420), never missed in one that does."""
+    texts = [(isinstance(value, str), key, text) for key, value in wanted.items()
+             if (text := _value_text(value)) is not None]
+    if texts:
+        _text_value, key, text = max(texts, key=lambda entry: entry[0])
+        return f"{_ENCODER.encode(key)}:{text}"
     return f"{_ENCODER.encode(next(iter(wanted)))}:"
 
 
