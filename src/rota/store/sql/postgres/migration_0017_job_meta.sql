@@ -7,9 +7,9 @@
 -- A nullable column without a default only changes the catalog: no row is rewritten.
 -- The index is built inside the migration's transaction (CREATE INDEX CONCURRENTLY cannot
 -- run in one), so it holds writes to the jobs table while it builds: every existing row
--- has a NULL meta, so the build reads the table once and indexes nothing. To build it
--- off-line on a large table, create it CONCURRENTLY by hand first under this name: the
--- IF NOT EXISTS then skips it here.
-ALTER TABLE {schema}.jobs ADD COLUMN meta jsonb;
+-- has a NULL meta, so the build reads the table once and indexes nothing. To take no
+-- write lock on a large table, add the column and create the index CONCURRENTLY by hand
+-- first, under these names (docs/postgres.md, Migrations): the IF NOT EXISTS skip them.
+ALTER TABLE {schema}.jobs ADD COLUMN IF NOT EXISTS meta jsonb;
 CREATE INDEX IF NOT EXISTS jobs_meta ON {schema}.jobs USING gin (meta jsonb_path_ops)
     WHERE meta IS NOT NULL;
