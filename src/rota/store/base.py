@@ -96,6 +96,11 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   `purge` never deletes a job while a child of it has not finished (waiting, scheduled
   or leased). `JobRecord.parents` is filled by every read and claim;
   `job_children(id)` lists a job's children.
+- Meta (`NewJob.meta_json`, rota.core.meta): stored with the job by every enqueue path
+  (unique, debounced and child jobs too; a debounced update keeps the collecting job's
+  meta), exactly as `encode_meta` wrote it (other text is refused like a bad job), and
+  filled in `JobRecord.meta` by every read and claim. `find_jobs` matches it by
+  `meta_matches`; the bulk actions (rota.store.bulk) page through `find_jobs` by id.
 - Worker registry (`register_worker`, `refresh_worker`, ...): one row per worker process,
   written with the heartbeats (never per job). `list_workers(now)` computes `alive` from
   the row's `dead_at` and `now`. `refresh_worker` adds its `new` counts to the per-minute
