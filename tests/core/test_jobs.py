@@ -303,7 +303,7 @@ def test_new_record_is_an_ordinary_frozen_job_record() -> None:
     at = datetime(2026, 1, 2, tzinfo=UTC)
     values = (7, "email", "mail", JobState.LEASED, 2, at, (1, "a"), {"k": [1]}, "boom", at,
               None, "owner", at, at, {"r": 1}, True, None, "key", '{"tp": "x"}',
-              "Traceback (most recent call last): ...", (3, 5))
+              "Traceback (most recent call last): ...", (3, 5), {"tenant": "acme"})
     built = new_record(*values)
     assert type(built) is JobRecord
     assert built == JobRecord(*values)

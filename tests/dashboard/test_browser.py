@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -340,3 +341,41 @@ def test_the_pages_refresh_themselves(
     # Then the open page shows it without a reload (its script re-reads it every 5 s)
     wait_for(driver, lambda d: by_css(d, "tr[data-queue=b] .paused-cell").text == "paused")
     wait_for(driver, lambda d: by_css(d, "tr[data-queue=a] [data-state=scheduled]").text == "6")
+
+
+def test_a_bulk_cancel_of_the_filtered_jobs_after_logging_in(
+    driver: Any, sqlite_seeded: Seeded, serve: Callable[..., ServedDashboard]
+) -> None:
+    # Given three jobs of tenant acme and one of another tenant, and a dashboard with a token
+    send_mail = sqlite_seeded.app.jobs["send-mail"]
+    acme = send_mail.configure(meta={"tenant": "acme"}, delay=3600).enqueue_many(
+        [("a@example.com",)] * 3)
+    [zeta] = send_mail.configure(meta={"tenant": "zeta"}, delay=3600).enqueue_many(
+        [("z@example.com",)])
+    dashboard = serve(sqlite_seeded.source, clock=sqlite_seeded.clock, token="t0ken")
+    driver.delete_all_cookies()
+    # When a person filters the jobs list by meta, signed out, the bulk buttons are disabled
+    driver.get(f"{dashboard.url}/jobs")
+    by_css(driver, "input[name=meta]").send_keys("tenant=acme")
+    by_css(driver, "form.filters button").click()
+    wait_for(driver, lambda d: len(all_css(d, "tr[data-job]")) == 3)
+    assert not by_css(driver, "form.bulk-cancel button").is_enabled()
+    filtered = driver.current_url
+    # And the login page lists every action, the bulk ones too
+    driver.get(f"{dashboard.url}/login?next={quote(filtered.split(dashboard.url)[1])}")
+    listed = by_css(driver, "ul.actions").text
+    assert "POST /api/jobs/cancel" in listed and "POST /api/jobs/requeue" in listed
+    by_css(driver, "input[name=token]").send_keys("t0ken")
+    by_css(driver, ".login-form button").click()
+    wait_for(driver, lambda d: d.current_url == filtered)
+    # When they confirm and cancel every job the filter selects
+    by_css(driver, "form.bulk-cancel input[name=confirm]").click()
+    driver.save_screenshot(str(browser.screenshot_path("jobs-bulk-cancel")))
+    by_css(driver, "form.bulk-cancel button").click()
+    # Then the page says how many, and only the tenant's jobs are cancelled
+    wait_for(driver, lambda d: by_css(d, ".flash").text
+             == "Cancelled 3 jobs (running ones on request).")
+    assert {sqlite_seeded.job(i).state for i in acme} == {rota.JobState.CANCELLED}
+    assert sqlite_seeded.job(zeta).state is rota.JobState.SCHEDULED
+    assert {row.text for row in all_css(driver, "tr[data-job] .state")} == {"cancelled"}
+    driver.delete_all_cookies()

@@ -279,3 +279,14 @@ def test_children_enqueued_on_the_callers_connection_wait_once_it_commits(
     assert store.complete([job.lease for job in held], T0) == 2
     assert [job.id for job in store.claim(["c"], 5, now=T0, owner="w",
                                           lease_expires_at=T0)] == [child]
+
+
+def test_meta_is_written_on_the_callers_connection(store_url: str, store: Store) -> None:
+    # Given a job with meta enqueued on the caller's connection, and committed
+    with callers_connection(store_url) as conn:
+        job_id, = store.enqueue_on(conn, [NewJob("job", "q", T0, meta_json='{"t":"acme"}')],
+                                   T0)
+        conn.commit()
+    # Then it holds its meta, and a search finds it
+    assert store.get_job(job_id).meta == {"t": "acme"}  # type: ignore[union-attr]
+    assert [job.id for job in store.find_jobs(meta={"t": "acme"})] == [job_id]

@@ -445,6 +445,32 @@ def test_the_newest_jobs_of_a_finished_state_walk_the_finished_index(
                                                   limit=3)] == [JobState.SUCCEEDED] * 3
 
 
+def test_a_meta_search_asks_the_meta_index(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given 100,000 jobs of 1,000 tenants (meta {"tenant": "t<n % 1000>", "order": n})
+    store = make_store()
+    store.migrate()
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, meta) "
+        "SELECT 'job', 'q', 'scheduled', %(t)s, '[]', '{}', %(t)s, "
+        "jsonb_build_object('tenant', 't' || (n %% 1000), 'order', n) "
+        "FROM generate_series(1, 100000) AS n", {"t": T0})
+    admin.execute("ANALYZE rota.jobs")
+    # When the newest jobs of one tenant are planned as the store sends them (bound
+    # client-side, find_jobs_newest.sql)
+    params = {"queue": None, "state": None, "name": None, "meta": '{"tenant":"t17"}',
+              "needle": None, "limit": 100, "beyond": None}
+    query = psycopg.ClientCursor(admin).mogrify(render_sql("find_jobs_newest", "rota"),
+                                                params)
+    plan = "\n".join(str(row[0]) for row in admin.execute("EXPLAIN " + query))
+    # Then the GIN index jobs_meta answers it, not a walk of the table
+    assert "Bitmap Index Scan on jobs_meta" in plan, plan
+    assert "Seq Scan on jobs" not in plan, plan
+    found = store.find_jobs(meta={"tenant": "t17"}, limit=3)
+    assert [job.meta["order"] for job in found] == [99017, 98017, 97017]
+
+
 def test_a_strict_claim_over_several_queues_is_one_statement(
     make_store: Callable[..., PostgresStore], statements: list[str]
 ) -> None:

@@ -281,3 +281,46 @@ def test_results_of_sync_and_async_handlers_are_stored(make_worker_app: MakeApp)
     assert stored(app, b).result == [2, 1]
     assert stored(app, c).result is None and stored(app, c).state is JobState.SUCCEEDED
     assert all(stored(app, i).started_at is not None for i in (a, b, c))
+
+
+def test_a_bulk_cancel_reaches_running_handlers_that_read_their_meta(
+    make_worker_app: MakeApp,
+) -> None:
+    # Given two sync handlers of tenant acme running, each reading its meta, and a job of
+    # another tenant due later
+    app = make_worker_app()
+    running = threading.Semaphore(0)
+    seen: list[dict[str, object]] = []
+
+    @app.job("cooperative")
+    def cooperative() -> None:
+        job = rota.current_job()
+        seen.append(job.meta)
+        running.release()
+        stop = threading.Event()
+        for _ in range(1000):  # polls its flag (10 s at most)
+            if job.cancel_requested:
+                return
+            stop.wait(0.01)
+
+    app.add_worker_group(group())
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+    acme = cooperative.configure(meta={"tenant": "acme"}).enqueue_many([(), ()])
+    later = cooperative.configure(meta={"tenant": "zeta"}, delay=3600).enqueue()
+
+    async def scenario() -> None:
+        async with app.serve():
+            for _ in acme:
+                assert await asyncio.to_thread(running.acquire, True, 10)
+            # When every acme job is cancelled in one call
+            assert await asyncio.to_thread(app.cancel_jobs, meta={"tenant": "acme"}) == 2
+            await outcomes.count(2)
+
+    run(scenario())
+    # Then both handlers saw their meta and their cancel request; the other tenant's job
+    # is untouched
+    assert seen == [{"tenant": "acme"}] * 2
+    assert kinds(outcomes) == [rota.OutcomeKind.CANCELLED] * 2
+    assert {stored(app, i).state for i in acme} == {JobState.CANCELLED}
+    assert stored(app, later).state is JobState.SCHEDULED

@@ -41,7 +41,8 @@ from rota.core.clock import Clock
 from rota.core.durations import Duration, to_timedelta
 from rota.core.families import is_family
 from rota.core.groups import WorkerGroupOptions
-from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord
+from rota.core.job_filters import job_filter
+from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord, JobState
 from rota.core.policy import DispatchPolicy, served_queues
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
@@ -50,7 +51,8 @@ from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
 from rota.core.schedules import Schedule
 from rota.core.workers import GroupFairness, ServedCount, WorkerInfo
-from rota.store import Store, store_clock_for
+from rota.store import Store, bulk, store_clock_for
+from rota.store.bulk import refuse_empty
 from rota.worker.events import OutcomeCallback, OutcomeEvent
 from rota.worker.group import GroupRunner
 from rota.worker.hooks import AttemptHook
@@ -274,6 +276,91 @@ class App:
         if job is not None:
             self._notify_enqueued((job.queue,))
         return True
+
+    def find_jobs(
+        self, *, queue: str | None = None, state: JobState | str | None = None,
+        name: str | None = None, meta: Mapping[str, Any] | None = None, limit: int = 100,
+        newest: bool = True,
+    ) -> list[JobRecord]:
+        """The jobs matching every filter given (None: any), newest first by job id
+        (`newest=False`: oldest first), at most `limit`.
+
+        Args:
+            queue: only jobs of this Queue.
+            state: only jobs in this state (a `rota.JobState` or its name).
+            name: only jobs of this job name.
+            meta: only jobs whose meta (`configure(meta=...)`) holds every key given with
+                an equal JSON value: `{"order": 42}` matches 42 (and 42.0), not "42" nor
+                true; a list or an object matches only an equal one. Indexed on
+                PostgreSQL; a scan of the other filters' jobs on SQLite.
+            limit: the most jobs returned (0: none).
+
+        Raises:
+            ValueError: a state that is not one (naming the states), a negative limit.
+            TypeError: meta that is not a dict of JSON values with str keys; a Queue or
+                job name that is not a str.
+        """
+        selected = job_filter(queue, state, name, meta)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"limit must be an int >= 0; got {limit!r}")
+        return self.store.find_jobs(queue=selected.queue, state=selected.state,
+                                    name=selected.name, meta=selected.meta, limit=limit,
+                                    newest=bool(newest))
+
+    def cancel_jobs(
+        self, *, queue: str | None = None, state: JobState | str | None = None,
+        name: str | None = None, meta: Mapping[str, Any] | None = None,
+        everything: bool = False,
+    ) -> int:
+        """Cancel every job the filters select (those of `find_jobs`), as `cancel` does
+        each: waiting and scheduled jobs at once (with the children that were to run only
+        after them), leased ones on request. Finished jobs are left alone. Works a page
+        of 500 jobs at a time, one store call per job, so it never holds the store for
+        long; jobs enqueued meanwhile may or may not be reached.
+
+        Args:
+            everything: with no filter at all, True cancels every job; without it, no
+                filter is a ValueError (a forgotten filter never empties a store).
+
+        Returns:
+            How many jobs were cancelled or got a cancel request (a running job whose
+            cancel was already requested is not counted again).
+
+        Raises:
+            ValueError: no filter without `everything=True`; an unknown state.
+            TypeError: as `find_jobs`.
+        """
+        selected = job_filter(queue, state, name, meta)
+        refuse_empty(selected, everything, "cancel_jobs")
+        return bulk.cancel_jobs(self.store, selected, self.clock.now()).count
+
+    def requeue_jobs(
+        self, *, queue: str | None = None, state: JobState | str | None = None,
+        name: str | None = None, meta: Mapping[str, Any] | None = None,
+        everything: bool = False,
+    ) -> int:
+        """Requeue every dead_lettered, quarantined or cancelled job the filters select
+        (those of `find_jobs`), as `requeue` does each: scheduled, attempt 0, due now.
+        Succeeded and unfinished jobs are left alone; of jobs sharing a unique key, only
+        one comes back while the key is free. A page of 500 jobs at a time.
+
+        Args:
+            everything: with no filter at all, True requeues every such job; without it,
+                no filter is a ValueError.
+
+        Returns:
+            How many jobs were requeued.
+
+        Raises:
+            ValueError: no filter without `everything=True`; an unknown state.
+            TypeError: as `find_jobs`.
+        """
+        selected = job_filter(queue, state, name, meta)
+        refuse_empty(selected, everything, "requeue_jobs")
+        result = bulk.requeue_jobs(self.store, selected, self.clock.now())
+        if result.queues:
+            self._notify_enqueued(result.queues)
+        return result.count
 
     def purge(self, older_than: Duration, states: StateSelection = None) -> int:
         """Delete finished jobs that finished more than `older_than` ago, now.

@@ -31,6 +31,7 @@ from rota.core.jobs import (
     encode_arguments,
     validate_job_key,
 )
+from rota.core.meta import encode_meta
 from rota.core.queues import validate_queue_name
 from rota.core.retry import RetryPolicy
 from rota.core.typed_arguments import typed_arguments
@@ -71,6 +72,7 @@ class ConfiguredJob(Generic[P, R]):
         delay: timedelta | None, connection: object | None = None, key: str | None = None,
         debounce: timedelta | None = None, max_wait: timedelta | None = None,
         after: tuple[int, ...] = (), after_outcome: str = "succeeded",
+        meta_json: str | None = None,
     ) -> None:
         self._definition = definition
         self.queue = validate_queue_name(queue)
@@ -82,6 +84,7 @@ class ConfiguredJob(Generic[P, R]):
         self._max_wait = max_wait
         self._after = after
         self._after_outcome = after_outcome
+        self._meta_json = meta_json
 
     def _store_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         """Store `jobs`: on the caller's connection when one was configured (woken on
@@ -106,7 +109,7 @@ class ConfiguredJob(Generic[P, R]):
     def _new_job(
         self, args: Sequence[object], kwargs: Mapping[str, object], now: datetime,
         due_at: datetime | None = None, key: str | None = None,
-        trace_context: str | None = None,
+        trace_context: str | None = None, meta_json: str | None = None,
     ) -> NewJob:
         definition = self._definition
         definition._check_arguments(args, kwargs)
@@ -122,6 +125,7 @@ class ConfiguredJob(Generic[P, R]):
             key=self._key if key is None else key, trace_context=trace_context,
             debounced=self._debounce is not None, max_wait=self._max_wait,
             parents=self._after, after_outcome=self._after_outcome,
+            meta_json=self._meta_json if meta_json is None else meta_json,
         )
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
@@ -163,8 +167,9 @@ class ConfiguredJob(Generic[P, R]):
         """Store many jobs in one round trip, all or none; return their ids in order.
 
         Each entry is a sequence of positional arguments (`("a@x", "hi")`), or a mapping
-        `{"args": [...], "kwargs": {...}, "key": "..."}` (each part optional; `key` makes
-        that entry a unique job, overriding `configure(key=...)`). Entries with the same
+        `{"args": [...], "kwargs": {...}, "key": "...", "meta": {...}}` (each part
+        optional; `key` makes that entry a unique job, overriding `configure(key=...)`;
+        `meta` replaces `configure(meta=...)` for that entry). Entries with the same
         key as a live job, or as an earlier entry of the batch, store nothing: their id
         is that job's (the earlier entry's arguments win).
 
@@ -187,15 +192,21 @@ class ConfiguredJob(Generic[P, R]):
         kwargs: Mapping[str, object]
         for index, entry in enumerate(entries):
             key: str | None = None
+            meta_json: str | None = None
             if type(entry) is tuple:  # the common form, without the ABC checks below
                 args, kwargs = entry, {}
             elif isinstance(entry, Mapping):
-                unknown = set(entry) - {"args", "kwargs", "key"}
+                unknown = set(entry) - {"args", "kwargs", "key", "meta"}
                 if unknown:
                     raise TypeError(
                         f"enqueue_many entry {index}: a mapping takes only 'args', "
-                        f"'kwargs' and 'key'; got {sorted(unknown)}"
+                        f"'kwargs', 'key' and 'meta'; got {sorted(unknown)}"
                     )
+                if entry.get("meta") is not None:
+                    try:
+                        meta_json = encode_meta(entry["meta"])
+                    except (TypeError, ValueError) as error:
+                        raise type(error)(f"enqueue_many entry {index}: {error}") from None
                 args, kwargs = entry.get("args", ()), entry.get("kwargs", {})
                 if entry.get("key") is not None:
                     try:
@@ -210,7 +221,8 @@ class ConfiguredJob(Generic[P, R]):
             else:
                 args, kwargs = entry, {}
             try:
-                jobs.append(self._new_job(args, kwargs, now, due_at, key, trace_context))
+                jobs.append(self._new_job(args, kwargs, now, due_at, key, trace_context,
+                                          meta_json))
             except TypeError as error:
                 raise TypeError(f"enqueue_many entry {index}: {error}") from None
             except PayloadTooLarge:
@@ -353,6 +365,7 @@ class JobDefinition(ConfiguredJob[P, R]):
         max_wait: Duration | None = None,
         after: Iterable[int] | None = None,
         after_outcome: str | None = None,
+        meta: Mapping[str, object] | None = None,
         **unknown: object,
     ) -> ConfiguredJob[P, R]:
         """Override the Queue or the due time for enqueues made through the result, or
@@ -387,6 +400,10 @@ class JobDefinition(ConfiguredJob[P, R]):
                 parent that ends dead_lettered, quarantined or cancelled cancels this job
                 and its own children. "finished": run once every parent finished,
                 whatever happened.
+            meta: a small JSON object stored with each job (a dict with str keys, at most
+                4 KiB as UTF-8 JSON), e.g. `{"tenant": "acme", "order": 42}`: shown with
+                the job, read by its handler as `rota.current_job().meta`, and searched by
+                `app.find_jobs(meta=...)`, `cancel_jobs` and `requeue_jobs`.
 
         Raises:
             TypeError: for an unknown option (`priority` included: rota has none). A
@@ -395,19 +412,22 @@ class JobDefinition(ConfiguredJob[P, R]):
                 and `delay`, or a bad key; for `debounce` without `key`, or with `due` or
                 `delay`; for `max_wait` without `debounce`, or shorter than it; for
                 `after` with `key`, or `after_outcome` without `after`. At enqueue, for an
-                `after` id that is no job (nothing stored).
+                `after` id that is no job (nothing stored). TypeError for `meta` that
+                is not a dict of JSON values with str keys, ValueError for one over 4 KiB.
         """
         if "priority" in unknown:
             raise TypeError(NO_PRIORITY)
         if unknown:
             raise TypeError(
                 f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due=, "
-                "delay=, key=, debounce=, max_wait=, after=, after_outcome= and connection="
+                "delay=, key=, debounce=, max_wait=, after=, after_outcome=, meta= and "
+                "connection="
             )
         if due is not None and delay is not None:
             raise ValueError("give configure() either due= or delay=, not both")
         debounce_s, max_wait_s = _debounce_options(key, debounce, max_wait, due, delay)
         parents = _after_options(after, after_outcome, key)
+        meta_json = None if meta is None else encode_meta(meta)
         return ConfiguredJob(
             self,
             self.queue if queue is None else queue,
@@ -419,6 +439,7 @@ class JobDefinition(ConfiguredJob[P, R]):
             max_wait_s,
             parents,
             "succeeded" if after_outcome is None else after_outcome,
+            meta_json,
         )
 
     def __repr__(self) -> str:

@@ -1,4 +1,5 @@
-"""`rota cancel`: cancel jobs by id: scheduled and waiting ones at once, running ones on
+"""`rota cancel`: cancel jobs by id, or every job a filter selects (--queue, --state,
+--name, --meta; --all for every job): scheduled and waiting ones at once, running ones on
 request."""
 
 from __future__ import annotations
@@ -6,10 +7,21 @@ from __future__ import annotations
 import argparse
 import json
 
-from rota.cli.common import CommandError, add_store_options, job_id_arg, opened_store, store_now
-from rota.core.jobs import JobRecord, JobState
+from rota.cli.common import (
+    CommandError,
+    UsageError,
+    add_meta_option,
+    add_store_options,
+    job_id_arg,
+    meta_arg,
+    opened_store,
+    store_now,
+)
+from rota.core.job_filters import job_filter
+from rota.core.jobs import JobRecord, JobState, JsonValue
 from rota.core.plurals import counted
-from rota.store import Store
+from rota.store import Store, bulk
+from rota.store.bulk import CANCEL_ORDER, refuse_empty
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,14 +34,54 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "on. A running job gets a cancel request that its worker receives with its next "
         "heartbeat (an async handler is cancelled; a sync one should check "
         "rota.current_job().cancel_requested); it then ends cancelled. A finished job is "
-        "left alone (and reported); exit 1 if any could not be cancelled.",
+        "left alone (and reported); exit 1 if any given by id could not be cancelled. "
+        "Without ids, cancels every job the filters select, a page of 500 at a time, and "
+        "prints how many it cancelled (`rota cancel --queue emails --state scheduled`); "
+        "with no filter at all it refuses, unless --all says to cancel every job.",
     )
-    parser.add_argument("ids", nargs="+", type=job_id_arg, metavar="ID", help="job ids")
+    parser.add_argument("ids", nargs="*", type=job_id_arg, metavar="ID", help="job ids")
+    parser.add_argument("--queue", metavar="QUEUE", help="cancel the jobs of this Queue")
+    parser.add_argument("--state", choices=[s.value for s in CANCEL_ORDER],
+                        help="cancel only the jobs in this state")
+    parser.add_argument("--name", metavar="NAME", help="cancel only jobs of this job name")
+    add_meta_option(parser)
+    parser.add_argument("--all", action="store_true", dest="everything",
+                        help="with no filter: cancel every unfinished job of the store")
     add_store_options(parser, json_help="print JSON")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    meta = meta_arg(args.meta)
+    filtered = args.queue is not None or args.state or args.name is not None \
+        or meta is not None or args.everything
+    if args.ids and filtered:
+        raise UsageError("give job ids, or filters (--queue, --state, --name, --meta, --all), "
+                         "not both")
+    if not args.ids and not filtered:
+        raise UsageError("give job ids, or filters: --queue Q, --state S, --name N, --meta "
+                         "KEY=VALUE (--all: every job)")
+    if not args.ids:
+        return _cancel_selected(args, meta)
+    return _cancel_ids(args)
+
+
+def _cancel_selected(args: argparse.Namespace, meta: dict[str, JsonValue] | None) -> int:
+    try:
+        selected = job_filter(args.queue, args.state, args.name, meta)
+        refuse_empty(selected, args.everything, "cancel")
+    except (TypeError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    with opened_store(args.store, args.app) as store:
+        count = bulk.cancel_jobs(store, selected, store_now(store)).count
+    if args.json:
+        print(json.dumps({"cancelled": count}))
+    else:
+        print(f"cancelled {counted(count, 'job')} (running ones on request)")
+    return 0
+
+
+def _cancel_ids(args: argparse.Namespace) -> int:
     cancelled: list[int] = []
     requested: list[int] = []
     refused: dict[int, str] = {}

@@ -12,7 +12,8 @@ from datetime import datetime
 
 from rota.app import App
 from rota.app.settings import stores_opened_read_only
-from rota.core.jobs import MAX_JOB_ID
+from rota.core.job_filters import parse_meta_pairs
+from rota.core.jobs import MAX_JOB_ID, JsonValue
 from rota.store import Store, StoreClock, StoreConfigError, StoreError, open_store
 from rota.store.base import Migratable
 
@@ -48,6 +49,26 @@ def whole_number(minimum: int, maximum: int) -> Callable[[str], int]:
 
     parse.__name__ = "whole number"  # argparse names the type by it in some messages
     return parse
+
+
+def add_meta_option(parser: argparse.ArgumentParser) -> None:
+    """--meta KEY=VALUE, repeatable: a meta filter (`meta_arg` reads it)."""
+    parser.add_argument(
+        "--meta", action="append", default=[], metavar="KEY=VALUE",
+        help="only jobs whose meta holds KEY with this value (repeatable: all must "
+        "match); VALUE is JSON when it parses as JSON (42, true, '\"42\"'), else text")
+
+
+def meta_arg(pairs: list[str]) -> dict[str, JsonValue] | None:
+    """The --meta options as a meta filter; None for none.
+
+    Raises:
+        UsageError: for a pair that is not KEY=VALUE.
+    """
+    try:
+        return parse_meta_pairs(pairs) or None
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def store_now(store: Store) -> datetime:

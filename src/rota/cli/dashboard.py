@@ -33,7 +33,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--port", type=_port, default=8000,
                         help="port to listen on (default 8000; 0 picks a free one)")
     parser.add_argument("--token", metavar="T",
-                        help="actions (pause, resume, limit, cancel, requeue) need this token "
+                        help="actions (pause, resume, limit, group policies, cancel, requeue, "
+                        "bulk cancel and requeue) need this token "
                         f"(default: ${TOKEN_VARIABLE}; none: anyone who can reach the page)")
     parser.set_defaults(func=run)
 
@@ -99,8 +100,9 @@ def _serve(source: object, token: str | None, listener: socket.socket) -> int:
     shown = f"[{host}]" if ":" in host else host
     if token is None and not _loopback(host):
         print(f"rota dashboard: warning: listening on {host} without a token: anyone who "
-              "can reach this address can pause, resume and limit Queues and cancel and "
-              f"requeue jobs. Pass --token (or set ${TOKEN_VARIABLE}), or bind to "
+              "can reach this address can pause, resume and limit Queues, set group "
+              "policies, and cancel and requeue jobs, one or every job a filter selects. "
+              f"Pass --token (or set ${TOKEN_VARIABLE}), or bind to "
               "127.0.0.1", file=sys.stderr, flush=True)
     config = uvicorn.Config(application, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)

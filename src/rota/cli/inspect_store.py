@@ -8,7 +8,15 @@ from datetime import datetime
 
 from rich.table import Table
 
-from rota.cli.common import add_store_options, limit_arg, offset_arg, opened_store
+from rota.cli.common import (
+    UsageError,
+    add_meta_option,
+    add_store_options,
+    limit_arg,
+    meta_arg,
+    offset_arg,
+    opened_store,
+)
 from rota.cli.display import make_console, print_whole, user_text
 from rota.core.jobs import JobRecord, JobState
 from rota.core.plurals import counted
@@ -16,16 +24,20 @@ from rota.core.plurals import counted
 
 def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
-        "jobs", help="list jobs, filtered by state, Queue and job name",
+        "jobs", help="list jobs, filtered by state, Queue, job name and meta",
         description="List jobs in id order (oldest first; --newest for newest first; "
         "--newest with a finished --state: the most recently finished first), a page at "
-        "a time: --limit N jobs after skipping --offset M.")
+        "a time: --limit N jobs after skipping --offset M. --meta KEY=VALUE (repeatable) "
+        "keeps the jobs whose meta holds each KEY with that value, VALUE read as JSON "
+        "when it is JSON (order=42 is the number; order='\"42\"' the text), else as text "
+        "(tenant=acme); with --meta, jobs come by id only and --offset is not taken.")
     add_store_options(parser, json_help="print JSON instead of a table")
     parser.add_argument("--state", choices=[s.value for s in JobState],
                         help="only jobs in this state (waiting: workflow jobs whose "
                         "parents have not all finished)")
     parser.add_argument("--queue", metavar="QUEUE", help="only jobs on this Queue")
     parser.add_argument("--name", metavar="NAME", help="only jobs with this job name")
+    add_meta_option(parser)
     parser.add_argument("--limit", type=limit_arg, default=50, metavar="N",
                         help="at most N jobs (default 50)")
     parser.add_argument("--newest", action="store_true",
@@ -53,17 +65,25 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
         "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
         **({"key": job.key} if job.key is not None else {}),
+        **({"meta": job.meta} if job.meta else {}),
         # Last: it may run to 16 KiB of lines, the rest should not scroll away behind it.
         "last_traceback": job.last_traceback,
     }
 
 
 def run_jobs(args: argparse.Namespace) -> int:
+    meta = meta_arg(args.meta)
+    if meta is not None and args.offset:
+        raise UsageError("--offset does not combine with --meta: narrow the filters "
+                         "(--state, --queue, --name) or raise --limit instead")
+    state = JobState(args.state) if args.state else None
     with opened_store(args.store, args.app, read_only=True) as store:
-        jobs = store.list_jobs(
-            queue=args.queue, state=JobState(args.state) if args.state else None,
-            limit=args.limit, newest=args.newest, offset=args.offset, name=args.name,
-        )
+        if meta is not None:
+            jobs = store.find_jobs(queue=args.queue, state=state, name=args.name, meta=meta,
+                                   limit=args.limit, newest=args.newest)
+        else:
+            jobs = store.list_jobs(queue=args.queue, state=state, limit=args.limit,
+                                   newest=args.newest, offset=args.offset, name=args.name)
     if args.json:
         print(json.dumps([job_as_json(job) for job in jobs], indent=2))
         return 0

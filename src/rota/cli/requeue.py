@@ -8,15 +8,18 @@ import json
 from rota.cli.common import (
     CommandError,
     UsageError,
+    add_meta_option,
     add_store_options,
     job_id_arg,
+    meta_arg,
     opened_store,
     store_now,
 )
+from rota.core.job_filters import job_filter
 from rota.core.jobs import REQUEUEABLE_STATES, JobState
 from rota.core.plurals import counted
 from rota.core.queues import validate_queue_name
-from rota.store import Store
+from rota.store import Store, bulk
 
 STATES = sorted(state.value for state in REQUEUEABLE_STATES)
 
@@ -26,29 +29,43 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "requeue", help="run dead-lettered, quarantined or cancelled jobs again",
         description="Put jobs back on their Queues, scheduled, attempt 0, due now: by id "
         "(`rota requeue 12 13`), or all jobs in one state, of one Queue or of all "
-        f"(`rota requeue --state dead_lettered [--queue emails]`). States: {', '.join(STATES)}."
+        f"(`rota requeue --state dead_lettered [--queue emails]`), or those a --meta or "
+        "--name filter selects (in any of the states, or in --state; `rota requeue --meta "
+        f"tenant=acme`). States: {', '.join(STATES)}."
         " Exit 1 if a job given by id could not be requeued.",
     )
     parser.add_argument("ids", nargs="*", type=job_id_arg, metavar="ID", help="job ids")
     parser.add_argument("--state", choices=STATES, help="requeue every job in this state")
     parser.add_argument("--queue", metavar="QUEUE",
-                        help="with --state: only jobs of this Queue")
+                        help="with --state, --name or --meta: only jobs of this Queue")
+    parser.add_argument("--name", metavar="NAME", help="requeue the jobs of this job name")
+    add_meta_option(parser)
     add_store_options(parser, json_help="print JSON")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.ids and (args.state or args.queue):
+    meta = meta_arg(args.meta)
+    selecting = args.name is not None or meta is not None
+    if args.ids and (args.state or args.queue or selecting):
         raise UsageError("give job ids, or --state (and --queue), not both")
-    if not args.ids and not args.state:
+    if not args.ids and not args.state and not selecting:
         raise UsageError("give job ids, or --state S to requeue every job in state S "
-                         "(add --queue Q for one Queue)")
+                         "(add --queue Q for one Queue), or --meta KEY=VALUE / --name N")
     if args.queue is not None:
         try:
             validate_queue_name(args.queue)
         except ValueError as error:
             raise UsageError(str(error)) from None
     with opened_store(args.store, args.app) as store:
+        if selecting:
+            selected = job_filter(args.queue, args.state, args.name, meta)
+            count = bulk.requeue_jobs(store, selected, store_now(store)).count
+            if args.json:
+                print(json.dumps({"requeued": count}))
+            else:
+                print(f"requeued {counted(count, 'job')}")
+            return 0
         if args.state:
             return _requeue_many(store, JobState(args.state), args.queue, args.json)
         return _requeue_ids(store, args.ids, args.json)

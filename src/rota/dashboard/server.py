@@ -37,7 +37,10 @@ from rota.app import App
 from rota.app.status import store_warnings
 from rota.core.clock import Clock
 from rota.core.groups import WorkerGroupOptions, validate_group_name
+from rota.core.job_filters import JobFilter, job_filter, parse_meta_pairs
 from rota.core.jobs import MAX_JOB_ID, JobState
+from rota.core.meta import meta_filter
+from rota.core.plurals import counted
 from rota.core.policy import DispatchPolicy
 from rota.core.policy_text import parse_policy
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
@@ -86,8 +89,9 @@ API_INDEX = (
      "weights over the last N minutes (1 to 1440)"),
     ("GET", "/api/workers", "the worker processes registered in the store, alive or dead, "
      "each with its jobs in flight (id, name, Queue, attempt, running for)"),
-    ("GET", "/api/jobs?queue=&state=&name=&limit=&offset=", "jobs, newest first (limit 1 "
-     "to 500)"),
+    ("GET", "/api/jobs?queue=&state=&name=&meta=&limit=&offset=", "jobs, newest first "
+     "(limit 1 to 500); meta: KEY=VALUE pairs (tenant=acme order=42) or a JSON object, "
+     "paged by before=ID instead of offset"),
     ("GET", "/api/jobs/{id}", "one job, every field (its parents and children included), "
      "when it starts if scheduled, and the workflow around it"),
     ("POST", "/api/queues/{name}/pause", "pause the Queue (needs the token when one is set)"),
@@ -102,10 +106,18 @@ API_INDEX = (
     ("POST", "/api/jobs/{id}/cancel", "cancel the job, or ask its worker to (token)"),
     ("POST", "/api/jobs/{id}/requeue", "requeue a dead-lettered, quarantined or cancelled "
      "job (token)"),
+    ("POST", "/api/jobs/cancel", "cancel every job the filters select: fields or JSON keys "
+     "queue, state, name, meta (as GET /api/jobs takes them); with none, 'everything' "
+     "must be true; answers the count (token)"),
+    ("POST", "/api/jobs/requeue", "requeue every dead-lettered, quarantined or cancelled "
+     "job the filters select, the same fields (token)"),
     ("GET", "/healthz", "200 when the store answers with a current schema (and live "
      "workers serve the App's Queues), else 503 with the reason"),
     ("GET", "/metrics", "Prometheus text"),
 )
+
+# Every action (what the login page lists: each needs the token).
+ACTIONS = tuple(entry for entry in API_INDEX if entry[0] == "POST")
 
 
 class BadInput(Exception):
@@ -237,6 +249,40 @@ def _state(text: str | None) -> JobState | None:
     except ValueError:
         names = ", ".join(s.value for s in JobState)
         raise BadInput(f"state must be one of {names}; got {text!r}") from None
+
+
+def _meta(value: object) -> dict[str, Any] | None:
+    """A meta filter: a JSON object (in a JSON body, or as text starting with '{'), or
+    KEY=VALUE pairs separated by spaces (rota.core.job_filters.parse_meta_pairs); None
+    for none."""
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("{"):
+                try:
+                    value = json.loads(text)
+                except ValueError:
+                    raise BadInput(f"meta must be a JSON object or KEY=VALUE pairs; got "
+                                   f"{text[:80]!r}") from None
+            else:
+                value = parse_meta_pairs(text.split())
+        return meta_filter(value)
+    except (TypeError, ValueError) as error:
+        raise BadInput(str(error)) from None
+
+
+def _selection(form: dict[str, Any]) -> tuple[JobFilter, bool]:
+    """The filters of a bulk action's body, and whether it says `everything`."""
+    queue = form.get("queue") or None
+    try:
+        selected = job_filter(None if queue is None else _queue(str(queue)),
+                              form.get("state") or None, form.get("name") or None,
+                              _meta(form.get("meta")))
+    except (TypeError, ValueError) as error:
+        raise BadInput(str(error)) from None
+    return selected, _force(form.get("everything"))
 
 
 def _policy_of(form: dict[str, Any]) -> DispatchPolicy | None:
@@ -496,6 +542,7 @@ class Dashboard:
     async def login_page(self, request: Request) -> Response:
         if request.method == "GET":
             return self._page(request, "login.html", title="Log in", failed=False,
+                              actions=ACTIONS,
                               next=auth.safe_next(request.query_params.get("next"),
                                                   f"{self._base(request)}/queues"))
         self._check_site(request)
@@ -506,7 +553,7 @@ class Dashboard:
             return RedirectResponse(target, status_code=303)
         if not auth.token_matches(self.token, authorization=f"Bearer {given}", cookie=None):
             return self._page(request, "login.html", status=401, title="Log in",
-                              failed=True, next=target)
+                              failed=True, next=target, actions=ACTIONS)
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(auth.COOKIE_NAME, auth.session_value(self.token),
                             httponly=True, samesite="strict",
@@ -555,7 +602,8 @@ class Dashboard:
     async def api_jobs(self, request: Request) -> Response:
         listing = await self._jobs(request)
         return self._json({key: listing[key] for key in (
-            "jobs", "queue", "state", "name", "limit", "offset", "next_offset")})
+            "jobs", "queue", "state", "name", "meta", "limit", "offset", "next_offset",
+            "next_before")})
 
     async def api_job(self, request: Request) -> Response:
         detail = await self._job(request)
@@ -592,23 +640,40 @@ class Dashboard:
             raise BadInput("a job name has at most 200 characters")
         limit = _count(params.get("limit"), "limit", PAGE_SIZE, 1, MAX_PAGE_SIZE)
         offset = _count(params.get("offset"), "offset", 0, 0, MAX_JOB_ID)
-        jobs = await self._call(lambda: self.source.reads.list_jobs(
-            queue=queue, state=state, name=name, limit=limit + 1, newest=True, offset=offset))
+        meta_text = params.get("meta") or ""
+        meta = _meta(meta_text)
+        # A meta filter pages by id (find_jobs' keyset), not by offset.
+        before = _count(params.get("before"), "before", 0, 0, MAX_JOB_ID) or None
+        if meta is not None:
+            offset = 0
+            jobs = await self._call(lambda: self.source.reads.find_jobs(
+                queue=queue, state=state, name=name, meta=meta, limit=limit + 1,
+                newest=True, beyond=before))
+        else:
+            jobs = await self._call(lambda: self.source.reads.list_jobs(
+                queue=queue, state=state, name=name, limit=limit + 1, newest=True,
+                offset=offset))
         more = len(jobs) > limit
         filters = {"queue": queue or "", "state": state.value if state else "",
-                   "name": name or ""}
-        def page_link(at: int) -> str:
+                   "name": name or "", "meta": meta_text if meta is not None else ""}
+        def page_link(**at: int) -> str:
             query = {k: v for k, v in {**filters, "limit": str(limit),
-                                       "offset": str(at)}.items() if v}
+                                       **{k: str(v) for k, v in at.items()}}.items() if v}
             return f"{self._base(request)}/jobs?{urlencode(query)}"
+        if meta is not None:
+            next_link = page_link(before=jobs[limit - 1].id) if more else None
+            previous_link = page_link() if before is not None else None
+        else:
+            next_link = page_link(offset=offset + limit) if more else None
+            previous_link = page_link(offset=max(0, offset - limit)) if offset > 0 else None
         return {
             "jobs": [views.job_json(job) for job in jobs[:limit]],
             "queue": queue, "state": state.value if state else None, "name": name,
-            "limit": limit, "offset": offset,
-            "next_offset": offset + limit if more else None,
-            "filters": filters,
-            "next_link": page_link(offset + limit) if more else None,
-            "previous_link": page_link(max(0, offset - limit)) if offset > 0 else None,
+            "meta": meta, "limit": limit, "offset": offset,
+            "next_offset": offset + limit if more and meta is None else None,
+            "next_before": jobs[limit - 1].id if more and meta is not None else None,
+            "filters": filters, "filtered": any(filters.values()),
+            "next_link": next_link, "previous_link": previous_link,
         }
 
     async def _job(self, request: Request) -> dict[str, Any]:
@@ -773,6 +838,31 @@ class Dashboard:
         return await self._act(request, lambda form: change,
                                f"{self._base(request)}/jobs/{job_id}")
 
+    async def bulk(self, request: Request) -> Response:
+        """POST /api/jobs/cancel and /api/jobs/requeue: every job the filters select."""
+        verb = "cancel" if request.url.path.endswith("/cancel") else "requeue"
+
+        def plan(form: dict[str, Any]) -> Callable[[App], dict[str, Any]]:
+            selected, everything = _selection(form)
+            if selected.empty and not everything:
+                raise BadInput(f"{verb} with no filter would change every job: give a "
+                               "queue, state, name or meta, or everything=true")
+            if self._wants_html(request) and not _force(form.get("confirm")):
+                raise BadInput(f"tick the box to confirm: {verb} every job the filters "
+                               "select")
+
+            def change(app: App) -> dict[str, Any]:
+                act = app.cancel_jobs if verb == "cancel" else app.requeue_jobs
+                count = act(queue=selected.queue, state=selected.state, name=selected.name,
+                            meta=selected.meta, everything=everything)
+                said = f"Cancelled {counted(count, 'job')} (running ones on request)." \
+                    if verb == "cancel" else f"Requeued {counted(count, 'job')}."
+                return {"cancelled" if verb == "cancel" else "requeued": count,
+                        "_done": said}
+            return change
+
+        return await self._act(request, plan, f"{self._base(request)}/jobs")
+
     def _job_outcome(self, app: App, job_id: int, done: bool, verb: str,
                      why_not: str) -> dict[str, Any]:
         job = app.store.get_job(job_id)
@@ -814,6 +904,8 @@ class Dashboard:
             page("/api/groups/{name}/policy", self.set_policy, ["POST"]),
             page("/api/workers", self.api_workers),
             page("/api/jobs", self.api_jobs),
+            page("/api/jobs/cancel", self.bulk, ["POST"]),
+            page("/api/jobs/requeue", self.bulk, ["POST"]),
             page("/api/jobs/{id}", self.api_job),
             page("/api/jobs/{id}/cancel", self.cancel, ["POST"]),
             page("/api/jobs/{id}/requeue", self.requeue, ["POST"]),

@@ -301,6 +301,7 @@ def job_json(job: JobRecord) -> JSON:
         "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
         **({"key": job.key} if job.key is not None else {}),
+        **({"meta": job.meta} if job.meta else {}),
         "last_traceback": job.last_traceback,
     }
 

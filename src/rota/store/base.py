@@ -96,6 +96,11 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   `purge` never deletes a job while a child of it has not finished (waiting, scheduled
   or leased). `JobRecord.parents` is filled by every read and claim;
   `job_children(id)` lists a job's children.
+- Meta (`NewJob.meta_json`, rota.core.meta): stored with the job by every enqueue path
+  (unique, debounced and child jobs too; a debounced update keeps the collecting job's
+  meta), exactly as `encode_meta` wrote it (other text is refused like a bad job), and
+  filled in `JobRecord.meta` by every read and claim. `find_jobs` matches it by
+  `meta_matches`; the bulk actions (rota.store.bulk) page through `find_jobs` by id.
 - Worker registry (`register_worker`, `refresh_worker`, ...): one row per worker process,
   written with the heartbeats (never per job). `list_workers(now)` computes `alive` from
   the row's `dead_at` and `now`. `refresh_worker` adds its `new` counts to the per-minute
@@ -114,7 +119,7 @@ from datetime import datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 from rota.core.group_policies import StoredPolicy
-from rota.core.jobs import JobRecord, JobState, Lease, NewJob
+from rota.core.jobs import JobRecord, JobState, JsonValue, Lease, NewJob
 from rota.core.outcomes import (
     Cancelled,
     DeadLettered,
@@ -525,6 +530,25 @@ class Store(GroupPolicyStore, LeaderStore, Protocol):
         most `limit` come back (none when `limit` <= 0: it is never "no limit").
         `newest` with a finished `state`: the most recently finished first (`finished_at`,
         then id, descending; `listing_statement`)."""
+        ...
+
+    def find_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        name: str | None = None,
+        meta: Mapping[str, JsonValue] | None = None,
+        limit: int = 100,
+        newest: bool = True,
+        beyond: int | None = None,
+    ) -> list[JobRecord]:
+        """Jobs matching every filter given (None: any), in id order (`newest`:
+        descending), at most `limit` (none when `limit` <= 0). `meta`: jobs whose meta
+        holds every key of it with an equal JSON value (`rota.core.meta.meta_matches`;
+        None or {}: any). `beyond`: only jobs past that id in the order asked (above it,
+        or below it when `newest`): keyset paging, which a change to the jobs already seen
+        cannot shift. Indexed on PostgreSQL (a GIN index on meta); a scan on SQLite."""
         ...
 
     def count_jobs(self) -> dict[tuple[str, JobState], int]:

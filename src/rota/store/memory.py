@@ -29,6 +29,7 @@ from rota.core.jobs import (
     JobEvent,
     JobRecord,
     JobState,
+    JsonValue,
     Lease,
     NewJob,
     check_new_jobs,
@@ -37,6 +38,7 @@ from rota.core.jobs import (
     decode_result,
     transition,
 )
+from rota.core.meta import decode_meta, meta_filter, meta_matches
 from rota.core.outcomes import Outcome, bound_traceback, ending
 from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import (
@@ -173,6 +175,7 @@ class MemoryStore:
                     id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
                     attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
                     key=job.key, trace_context=job.trace_context,
+                    meta=decode_meta(job.meta_json),
                 )
                 heapq.heappush(self._due[job.queue], (job.due_at, job_id))
                 ids.append(job_id)
@@ -190,6 +193,7 @@ class MemoryStore:
             due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
             last_error=start.error, finished_at=now if start.state.finished else None,
             trace_context=job.trace_context, parents=job.parents,
+            meta=decode_meta(job.meta_json),
         )
         for parent in job.parents:
             self._edges.setdefault(parent, {})[job_id] = not states[parent].finished
@@ -638,7 +642,7 @@ class MemoryStore:
             self._jobs[job_id] = JobRecord(
                 id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
                 attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
-                trace_context=job.trace_context,
+                trace_context=job.trace_context, meta=decode_meta(job.meta_json),
             )
             self._debounce_holder[name_key] = job_id
             self._debounce_of[job_id] = name_key
@@ -837,6 +841,35 @@ class MemoryStore:
                     if skip > 0:
                         skip -= 1
                         continue
+                    found.append(job)
+                    if len(found) >= limit:
+                        break
+            return found
+
+    def find_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        name: str | None = None,
+        meta: Mapping[str, JsonValue] | None = None,
+        limit: int = 100,
+        newest: bool = True,
+        beyond: int | None = None,
+    ) -> list[JobRecord]:
+        if limit <= 0:
+            return []
+        wanted = meta_filter(meta)
+        with self._lock:
+            found: list[JobRecord] = []
+            # Insertion order is id order.
+            jobs = reversed(self._jobs.values()) if newest else iter(self._jobs.values())
+            for job in jobs:
+                if beyond is not None and (job.id >= beyond if newest else job.id <= beyond):
+                    continue
+                if ((queue is None or job.queue == queue) and (state is None or job.state is state)
+                        and (name is None or job.name == name)
+                        and (wanted is None or meta_matches(job.meta, wanted))):
                     found.append(job)
                     if len(found) >= limit:
                         break

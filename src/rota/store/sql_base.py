@@ -13,6 +13,7 @@ Imports the core and the store contract, never an adapter.
 
 from __future__ import annotations
 
+import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -36,12 +37,14 @@ from rota.core.jobs import (
     JobEvent,
     JobRecord,
     JobState,
+    JsonValue,
     Lease,
     NewJob,
     check_new_jobs,
     decode_result,
     decode_stored_arguments,
 )
+from rota.core.meta import decode_meta, meta_filter, meta_needle
 from rota.core.outcomes import bound_traceback, ending
 from rota.core.policy import DispatchPolicy
 from rota.core.queue_controls import (
@@ -260,7 +263,7 @@ class SqlStore(ABC, Generic[Conn]):
         undecodable arguments set `arguments_error` (rota.store.corrupt)."""
         (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
          created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-         finished_at, key, last_traceback, parents) = row
+         finished_at, key, last_traceback, parents, meta) = row
         at = self._from_db_time
         args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
         return JobRecord(
@@ -273,6 +276,7 @@ class SqlStore(ABC, Generic[Conn]):
             arguments_error=arguments_error,
             finished_at=None if finished_at is None else at(finished_at), key=key,
             last_traceback=last_traceback, parents=self._from_db_parents(parents),
+            meta=decode_meta(meta),
         )
 
     @abstractmethod
@@ -303,6 +307,28 @@ class SqlStore(ABC, Generic[Conn]):
             "queue": queue, "state": None if state is None else state.value,
             "limit": limit, "offset": offset, "name": name,
         }, "listing jobs")
+        return [self._record(row) for row in rows]
+
+    def find_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        name: str | None = None,
+        meta: Mapping[str, JsonValue] | None = None,
+        limit: int = 100,
+        newest: bool = True,
+        beyond: int | None = None,
+    ) -> list[JobRecord]:
+        if limit <= 0:
+            return []
+        wanted = meta_filter(meta)
+        rows, _ = self._run("find_jobs_newest" if newest else "find_jobs", {
+            "queue": queue, "state": None if state is None else state.value, "name": name,
+            "meta": None if wanted is None else json.dumps(wanted, separators=(",", ":")),
+            "needle": None if wanted is None else meta_needle(wanted),
+            "limit": limit, "beyond": beyond,
+        }, "finding jobs")
         return [self._record(row) for row in rows]
 
     def find_expired_leases(self, now: datetime, limit: int) -> list[JobRecord]:

@@ -12,6 +12,7 @@ Imports only the core.
 from __future__ import annotations
 
 from contextvars import ContextVar
+from typing import Any
 
 from rota.core.jobs import JobRecord
 
@@ -20,7 +21,7 @@ _CURRENT: ContextVar[CurrentJob] = ContextVar("rota.current_job")
 
 class CurrentJob:
     """The job a handler is running for (`rota.current_job()`): `id`, `name`, `queue`,
-    `attempt` (1-based), `parents` and `cancel_requested`."""
+    `attempt` (1-based), `parents`, `meta` and `cancel_requested`."""
 
     # Built once per job on the hot path: two slots, the rest read through the record.
     __slots__ = ("_cancel_requested", "_job", "_lease_lost")
@@ -59,6 +60,11 @@ class CurrentJob:
         order given; () for a job without parents. Read a parent's result with
         `app.get_job(id).result` (retention keeps a parent while its child runs)."""
         return self._job.parents
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The job's meta (`configure(meta=...)`), a dict; {} for a job without any."""
+        return self._job.meta
 
     @property
     def cancel_requested(self) -> bool:

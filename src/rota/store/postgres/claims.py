@@ -26,6 +26,7 @@ from rota.core.jobs import (
     decode_stored_arguments,
     new_record,
 )
+from rota.core.meta import decode_meta
 from rota.core.outcomes import Succeeded
 from rota.core.rates import cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
@@ -48,7 +49,7 @@ def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at:
                    ) -> JobRecord:
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at, trace_context, parents) = row
+     created_at, trace_context, parents, meta) = row
     # A row that cannot be decoded gives a record with `arguments_error` set instead of
     # raising (rota.store.corrupt).
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
@@ -58,6 +59,7 @@ def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at:
         job_id, name, queue, JobState.LEASED, attempt, due_at, args, kwargs, last_error,
         created_at, None, owner, lease_expires_at, started_at, None, False, arguments_error,
         None, trace_context, None, () if parents is None else tuple(parents),
+        {} if meta is None else decode_meta(meta),
     )
 
 

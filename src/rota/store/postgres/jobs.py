@@ -43,8 +43,10 @@ _PARENT_LOCK_ROUNDS: Final = 1000
 
 
 def _enqueue_statement(params: Mapping[str, object]) -> str:
-    """enqueue_traced.sql for a batch with trace contexts (enqueued inside a span), else
-    enqueue.sql."""
+    """enqueue_meta.sql for a batch with meta, enqueue_traced.sql for one with trace
+    contexts (enqueued inside a span), else enqueue.sql."""
+    if "metas" in params:
+        return "enqueue_meta"
     return "enqueue_traced" if "trace_contexts" in params else "enqueue"
 
 
@@ -62,7 +64,8 @@ def _columns(jobs: Sequence[NewJob]) -> dict[str, object]:
 def _key_columns(jobs: Sequence[NewJob]) -> dict[str, object]:
     """The keyed statements' two arrays more (their trace contexts always travel)."""
     return {"keys": [job.key for job in jobs],
-            "trace_contexts": [job.trace_context for job in jobs]}
+            "trace_contexts": [job.trace_context for job in jobs],
+            "metas": [job.meta_json for job in jobs]}
 
 
 class PostgresJobs(PostgresConnection):
@@ -103,6 +106,9 @@ class PostgresJobs(PostgresConnection):
         }
         if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
             params["trace_contexts"] = [job.trace_context for job in jobs]
+        if any(job.meta_json is not None for job in jobs):  # enqueue_meta.sql
+            params["trace_contexts"] = [job.trace_context for job in jobs]
+            params["metas"] = [job.meta_json for job in jobs]
         return params
 
     @staticmethod
@@ -168,6 +174,7 @@ class PostgresJobs(PostgresConnection):
         rows = yield self._query("enqueue_children"), {
             "now": params["now"], "channel": params["channel"], **_columns(jobs),
             "trace_contexts": [job.trace_context for job in jobs],
+            "metas": [job.meta_json for job in jobs],
             "states": [start.state.value for start in starts],
             "errors": [start.error for start in starts],
             "parent_ids": int_array(parent_ids),

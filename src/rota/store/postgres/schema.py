@@ -102,7 +102,8 @@ def render_sql(name: str, schema: str) -> str:
 # (`plan_cache_mode`, see `PostgresConnection._configure`) expects a tenth of the table and,
 # on a big one, starts parallel workers for a page of 50 (13-46 ms on ten million rows,
 # against 0.5 ms to plan and 0.1 ms to run with the values).
-PLANNED_EACH_RUN: Final = frozenset({"list_jobs", "list_jobs_newest", "list_jobs_finished"})
+PLANNED_EACH_RUN: Final = frozenset({"list_jobs", "list_jobs_newest", "list_jobs_finished",
+                                     "find_jobs", "find_jobs_newest"})
 
 
 def advisory_lock_key(schema: str) -> int:

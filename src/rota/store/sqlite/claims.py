@@ -27,6 +27,7 @@ from rota.core.jobs import (
     decode_stored_arguments,
     new_record,
 )
+from rota.core.meta import decode_meta
 from rota.core.outcomes import Succeeded
 from rota.core.rates import RatedQueue, cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
@@ -95,7 +96,7 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
     the rows of one claim, memoises the conversions of their due and creation times (jobs
     enqueued together share them)."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
-     result, cancel_requested, finished_at, trace_context, parents) = row
+     result, cancel_requested, finished_at, trace_context, parents, meta) = row
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     if (due := times.get(due_at)) is None:
         due = times[due_at] = at(due_at)
@@ -107,6 +108,7 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
         None if result is None else decode_result(result), bool(cancel_requested),
         arguments_error, None, trace_context, None,
         () if parents is None else tuple(json.loads(parents)),
+        {} if meta is None else decode_meta(meta),
     )
 
 

@@ -18,11 +18,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import ClassVar, Final, Self
 from urllib.parse import parse_qs
 
-from rota.core.jobs import JobState
+from rota.core.jobs import JobState, JsonValue
+from rota.core.meta import decode_meta, meta_matches
 from rota.core.storage_health import StorageHealth
 from rota.store.base import StoreConfigError, StoreError
 from rota.store.sql_base import STATES, Migration, Row, SqlStore
@@ -67,6 +69,24 @@ def _require_sqlite_with_returning() -> None:
             "a postgresql:// store"
         )
 
+
+
+@lru_cache(maxsize=64)
+def _wanted_meta(text: str) -> dict[str, JsonValue]:
+    wanted: dict[str, JsonValue] = json.loads(text)
+    return wanted
+
+
+def _meta_matches(meta: str | None, wanted: str | None) -> bool:
+    """find_jobs.sql's `rota_meta_matches(meta, :meta)`: the rule of rota.core.meta."""
+    if meta is None or wanted is None:
+        return False
+    return meta_matches(decode_meta(meta), _wanted_meta(wanted))
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """The SQL functions rota's statements call, on a new connection."""
+    conn.create_function("rota_meta_matches", 2, _meta_matches, deterministic=True)
 
 class SQLiteConnection(SqlStore[sqlite3.Connection]):
     """The store's file and connection; `SQLiteStore` documents the arguments."""
@@ -203,6 +223,7 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
         except sqlite3.Error as error:
             raise StoreError(f"cannot open SQLite store {self._url!r}: {error}"
                              f"{self._unwritable_directory(parent)}") from error
+        register_functions(conn)
         try:
             with self._translate("opening"):
                 for statement in statements(sql("connection_pragmas")):
@@ -305,6 +326,7 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
             f"{uri}&immutable=1" if immutable else uri, uri=True,
             timeout=self._busy_timeout_s, isolation_level=None, check_same_thread=False,
         )
+        register_functions(conn)
         try:
             conn.execute(sql("schema_version")).fetchone()  # opening is lazy: read once
         except BaseException:

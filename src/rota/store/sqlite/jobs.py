@@ -32,6 +32,8 @@ from rota.store.sqlite.schema import count_jobs, schema_version_known, sql, us
 
 _queue_of: Final = operator.attrgetter("queue")
 _parents_of: Final = operator.attrgetter("parents")
+# The plain enqueue statement for rows of each width (enqueue_rows).
+_ENQUEUE_BY_WIDTH: Final = {6: "enqueue", 7: "enqueue_traced", 8: "enqueue_meta"}
 
 
 def enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, ...]]:
@@ -46,7 +48,10 @@ def enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, ..
             (job.name, job.queue, us(job.due_at, "due_at"), job.args_json, job.kwargs_json,
              created_at)
         )
-    if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
+    if any(job.meta_json is not None for job in jobs):  # enqueue_meta.sql's 8 columns
+        rows = [(*row, job.trace_context, job.meta_json)
+                for row, job in zip(rows, jobs, strict=True)]
+    elif any(job.trace_context is not None for job in jobs):  # enqueued inside a span
         rows = [(*row, job.trace_context) for row, job in zip(rows, jobs, strict=True)]
     return rows
 
@@ -56,12 +61,12 @@ def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obje
     """Insert `rows` (of `jobs`) inside the caller's write transaction; their ids in
     order. A keyed job whose name and key a live job holds is not inserted: its id is that
     job's (an earlier job of the same batch included). Rows with a 7th column (a trace
-    context) go through enqueue_traced.sql."""
+    context) go through enqueue_traced.sql, with an 8th (meta) through enqueue_meta.sql."""
     if any(map(_parents_of, jobs)):
         return _insert_with_children(conn, rows, jobs)
     if all(job.key is None for job in jobs):
-        traced = bool(rows) and len(rows[0]) == 7
-        conn.executemany(sql("enqueue_traced" if traced else "enqueue"), rows)
+        width = len(rows[0]) if rows else 6
+        conn.executemany(sql(_ENQUEUE_BY_WIDTH[width]), rows)
         count_jobs(conn, {(queue, "scheduled"): count
                           for queue, count in Counter(map(_queue_of, jobs)).items()})
         (last_id,) = conn.execute(sql("last_insert_id")).fetchone()
@@ -74,7 +79,7 @@ def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obje
         name, queue, due_at, args, kwargs, created_at = row[:6]
         params = {"name": name, "queue": queue, "due_at": due_at, "args": args,
                   "kwargs": kwargs, "created_at": created_at, "key": job.key,
-                  "trace_context": job.trace_context}
+                  "trace_context": job.trace_context, "meta": job.meta_json}
         if job.debounced:
             job_id, new = _enqueue_debounced(conn, params, job.max_wait)
             if new:
@@ -106,7 +111,8 @@ def _insert_with_children(conn: sqlite3.Connection | sqlite3.Cursor,
         name, queue, due_at, args, kwargs, created_at = row[:6]
         params: dict[str, object] = {
             "name": name, "queue": queue, "due_at": due_at, "args": args, "kwargs": kwargs,
-            "created_at": created_at, "key": job.key, "trace_context": job.trace_context}
+            "created_at": created_at, "key": job.key, "trace_context": job.trace_context,
+            "meta": job.meta_json}
         if not job.parents:
             if job.debounced:
                 job_id, new = _enqueue_debounced(conn, params, job.max_wait)

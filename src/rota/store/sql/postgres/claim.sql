@@ -56,13 +56,13 @@ leased AS (
     -- scheduled job has neither).
     RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.attempt, jobs.due_at,
               jobs.args::text AS args, jobs.kwargs::text AS kwargs, jobs.last_error,
-              jobs.created_at, jobs.trace_context, jobs.parents
+              jobs.created_at, jobs.trace_context, jobs.parents, jobs.meta::text AS meta
 )
 SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, trace_context,
-       parents
+       parents, meta
 FROM (
     SELECT position, id, name, queue, attempt, due_at, args, kwargs, last_error, created_at,
-           trace_context, parents
+           trace_context, parents, meta
     FROM leased
 {limited_row}
 {completed_row}
@@ -115,7 +115,7 @@ wanted AS (
 -- @part limited_row
     -- The signal "a Queue has a limit": id NULL (leased is empty then).
     UNION ALL
-    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM limited
 
 -- @part room
@@ -193,5 +193,5 @@ completed AS (
 -- completed job has children (the claim then leased nothing).
     UNION ALL
     SELECT -1, CASE WHEN bool_or(has_children) THEN {completed_parents} ELSE -1 END, NULL,
-           NULL, count(*)::int, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+           NULL, count(*)::int, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM completed

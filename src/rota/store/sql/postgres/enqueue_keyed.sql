@@ -5,13 +5,15 @@
 -- Ids are drawn in input order, so the rows sorted by id follow the input order.
 WITH new_jobs AS (
     INSERT INTO {schema}.jobs (name, queue, due_at, args, kwargs, created_at, key,
-                               trace_context)
+                               trace_context, meta)
     SELECT j.name, j.queue, j.due_at, j.args::json, j.kwargs::json, %(now)s, j.key,
-           j.trace_context
+           j.trace_context, j.meta::jsonb
     FROM unnest(
         %(names)b::text[], %(queues)b::text[], %(due_ats)b::timestamptz[],
-        %(args)b::text[], %(kwargs)b::text[], %(keys)s::text[], %(trace_contexts)s::text[]
-    ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, key, trace_context, position)
+        %(args)b::text[], %(kwargs)b::text[], %(keys)s::text[], %(trace_contexts)s::text[],
+        %(metas)s::text[]
+    ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, key, trace_context, meta,
+                           position)
     ORDER BY j.position
     ON CONFLICT (name, key) WHERE key IS NOT NULL AND state IN ('scheduled', 'leased')
     DO NOTHING

@@ -23,7 +23,7 @@ WHERE id IN (
 -- The columns the claim just set (state, lease_owner, lease_expires_at, started_at) are the
 -- caller's own parameters: it does not read them back.
 RETURNING id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, result,
-          cancel_requested, finished_at, trace_context, parents;
+          cancel_requested, finished_at, trace_context, parents, meta;
 
 -- @part due
 -- The first {take} due jobs of Queue {queue}: an index range scan of rota_jobs_claimable,

@@ -1,0 +1,24 @@
+-- enqueue_traced.sql with each job's meta (`configure(meta=...)`, JSON object text or
+-- NULL, cast to jsonb): used only when a job of the batch has meta, so the common enqueue
+-- stays as it was.
+WITH new_jobs AS (
+    INSERT INTO {schema}.jobs (name, queue, due_at, args, kwargs, created_at, trace_context,
+                               meta)
+    SELECT j.name, j.queue, j.due_at, j.args::json, j.kwargs::json, %(now)s, j.trace_context,
+           j.meta::jsonb
+    FROM unnest(
+        %(names)b::text[], %(queues)b::text[], %(due_ats)b::timestamptz[],
+        %(args)b::text[], %(kwargs)b::text[], %(trace_contexts)s::text[], %(metas)s::text[]
+    ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, trace_context, meta, position)
+    ORDER BY j.position
+    RETURNING id, queue, due_at
+),
+hints AS (
+    SELECT pg_notify(%(channel)s, touched.queue || ' ' || touched.position)
+    FROM (SELECT queue, floor(extract(epoch FROM min(due_at)) * 1000000)::bigint AS position
+          FROM new_jobs GROUP BY queue) AS touched
+)
+-- A SELECT in WITH runs only as far as it is read: count(*) reads every hint.
+SELECT new_jobs.id
+FROM new_jobs CROSS JOIN (SELECT count(*) FROM hints) AS sent
+ORDER BY new_jobs.id
