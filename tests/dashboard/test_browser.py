@@ -82,7 +82,8 @@ def test_queues_page_shows_the_rows_and_pause_pauses_the_queue(
     assert sorted(rows) == ["a", "b", "c", "emails", "paused-q"]
     a = rows["a"]
     assert (a["scheduled"], a["succeeded"], a["due"], a["age"]) == ("5", "1", "5", "90 s")
-    assert a["estimate"] == "about 5 s"
+    # (group fair's one busy minute on record is too short a history for a number)
+    assert a["estimate"] == "when its turn comes: not enough history yet to say how soon"
     assert (rows["paused-q"]["paused"], rows["paused-q"]["limit"]) == ("paused", "2")
     driver.save_screenshot(str(browser.screenshot_path("queues")))
     # When they click "pause" on Queue a
@@ -260,7 +261,8 @@ def test_jobs_page_filters_and_the_detail_view(
     # A scheduled job shows when it will run, with the basis
     driver.get(f"{dashboard.url}/jobs/{sqlite_seeded.ids['b'][0]}")
     # (b's first due job: one job of a goes before it in the 6:3:1 order)
-    assert by_css(driver, ".estimate-text").text == "about 1 s"
+    assert by_css(driver, ".estimate-text").text == (
+        "when its turn comes: not enough history yet to say how soon")
     basis = by_css(driver, ".estimate .basis").text
     assert "number 1 of the 3 due job(s) of Queue b" in basis and "Weighted 6:3:1" in basis
     driver.save_screenshot(str(browser.screenshot_path("job-scheduled")))
