@@ -220,3 +220,31 @@ def test_a_fire_that_commits_while_the_duty_is_cancelled_is_still_logged(
     (job,) = store.list_jobs()
     fired = [r.getMessage() for r in caplog.records if "fired job" in r.getMessage()]
     assert fired == [f"schedule 'h' fired job {job.id} for 2026-01-01T01:00:00+00:00"]
+
+
+def test_a_running_worker_fires_a_schedule_stored_after_it_started(
+    make_worker_app: Callable[..., rota.App],
+) -> None:
+    # Given a running worker whose App defines a job "tick" but no schedule, polling every
+    # 0.2 s
+    app = make_worker_app()
+    app.job("tick")(lambda: None)
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("default"), pool_size=2, poll_interval=0.2))
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+
+    async def scenario() -> None:
+        async with app.serve():
+            # When a schedule every second is stored (no restart)
+            app.set_schedule("tick", "tick", every=1)
+            await outcomes.count(2, timeout_s=30)
+            # and then paused: no fire after the pause is seen
+            app.pause_schedule("tick")
+
+    asyncio.run(scenario())
+    # Then the worker fired it, one job per instant
+    due = [app.get_job(e.job_id).due_at for e in outcomes.events]  # type: ignore[union-attr]
+    assert len(set(due)) == len(due) >= 2
+    (info,) = app.list_schedules()
+    assert info.stored and info.paused and info.next_fire_at is None
