@@ -209,7 +209,7 @@ def test_pausing_an_unknown_schedule_is_refused(make_app: MakeApp) -> None:
     ({"args": (object(),)}, TypeError, "JSON"),
     ({"args": ("a", "b")}, TypeError, "do not fit job 'report'"),
     ({"kwargs": {"colour": "red"}}, TypeError, "do not fit job 'report'"),
-    ({"name": "code"}, ValueError, "defined in code.*choose another name"),
+    ({"name": "code"}, ValueError, r"defined in code.*choose another name"),
     ({"cron": None, "every": None}, ValueError, "exactly one rule"),
     ({"queue": "bad queue"}, ValueError, "queue"),
 ])

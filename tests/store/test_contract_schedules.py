@@ -243,7 +243,7 @@ def test_setting_a_stored_schedule_again_replaces_it_and_keeps_its_history(
 def test_a_stored_schedule_cannot_take_the_name_of_one_in_code(store: Store) -> None:
     schedules = schedules_of(store)
     schedules.register_schedules([registration("nightly")], T0)
-    with pytest.raises(ValueError, match="defined in code.*choose another name"):
+    with pytest.raises(ValueError, match=r"defined in code.*choose another name"):
         schedules.set_stored_schedule(stored("nightly"), T0 + timedelta(hours=1))
     (row,) = schedules.list_schedules()
     assert (row.definition, row.stored, row.updated_at) == ("d1", False, T0)
