@@ -199,6 +199,17 @@ def stored_schedule(row: ScheduleRow,
     return Schedule(row.name, rule, row.job_name, row.queue, row.args_json, row.kwargs_json)
 
 
+def row_info(row: ScheduleRow, now: datetime) -> ScheduleInfo:
+    """A store row as `ScheduleInfo` (its next fire from the row's own rule text; None
+    while paused, or if this rota cannot read the rule)."""
+    rule = rule_from_text(row.rule, row.timezone)
+    return ScheduleInfo(
+        row.name, row.job_name, row.rule, row.queue, stored=row.stored, paused=row.paused,
+        next_fire_at=None if row.paused or rule is None else next_fire(rule, row.lower, now),
+        last_fire_at=row.last_fire_at, timezone=row.timezone,
+    )
+
+
 class AppSchedules:
     """One App's schedules (see the module docstring): those in its code, by name, and
     the stored ones, which live in the store only."""
@@ -307,16 +318,8 @@ class AppSchedules:
                 last_fire_at=None if row is None else row.last_fire_at,
                 timezone=rule.timezone,
             ))
-        for row in rows.values():
-            if not row.stored or row.name in self.by_name:
-                continue
-            stored_rule = rule_from_text(row.rule, row.timezone)
-            infos.append(ScheduleInfo(
-                row.name, row.job_name, row.rule, row.queue, stored=True, paused=row.paused,
-                next_fire_at=None if row.paused or stored_rule is None
-                else next_fire(stored_rule, row.lower, now),
-                last_fire_at=row.last_fire_at, timezone=row.timezone,
-            ))
+        infos.extend(row_info(row, now) for row in rows.values()
+                     if row.stored and row.name not in self.by_name)
         return sorted(infos, key=lambda info: info.name)
 
     def _from_row(self, row: ScheduleRow) -> Schedule | str:

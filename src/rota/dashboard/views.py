@@ -21,6 +21,7 @@ from rota.core.jobs import JobRecord, JobState
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.policy_text import policy_text as policy_input
 from rota.core.queue_controls import QueueInfo, held_back_reason
+from rota.core.schedules import ScheduleInfo
 from rota.core.workers import WorkerInfo
 from rota.dashboard.sources import GroupObservation
 from rota.store import Store, related, relative_json
@@ -411,6 +412,17 @@ def job_estimate_json(
             else part["text"],
             "basis": f"due now, one of the {info.due} due job(s) of Queue {info.name}: "
             f"at most the time the whole due backlog takes. {part['basis']}"}
+
+
+def schedule_json(info: ScheduleInfo, now: datetime) -> JSON:
+    """One schedule (`rota.ScheduleInfo`), with how long until its next fire."""
+    return {
+        "name": info.name, "job": info.job, "rule": info.rule, "timezone": info.timezone,
+        "queue": info.queue, "stored": info.stored, "paused": info.paused,
+        "next_fire_at": _time(info.next_fire_at), "last_fire_at": _time(info.last_fire_at),
+        "next_fire_in_s": None if info.next_fire_at is None
+        else max(0.0, (info.next_fire_at - now).total_seconds()),
+    }
 
 
 def ago(seconds: float | None) -> str:
