@@ -63,9 +63,12 @@ def test_add_list_pause_resume_remove(
                  "Europe/Berlin", "--queue", "other", "--args", '["acme"]', "--kwargs",
                  '{"fmt": "csv"}', "--app", spec]) == 0
     assert "stored schedule 'acme'" in capsys.readouterr().out
-    # and one with an interval
+    # and one with an interval (--json: the schedule stored)
     assert main(["schedule", "add", "sync", "report", "--every", "5m", "--args", '["s"]',
-                 "--app", spec]) == 0
+                 "--app", spec, "--json"]) == 0
+    added = json.loads(capsys.readouterr().out)
+    assert (added["name"], added["rule"], added["stored"], added["paused"]) == (
+        "sync", "every 300s", True, False)
     # Then the App lists them as stored, beside the code's
     infos = {info.name: info for info in app.list_schedules()}
     assert (infos["acme"].rule, infos["acme"].timezone, infos["acme"].queue,
@@ -84,7 +87,9 @@ def test_add_list_pause_resume_remove(
     assert main(["schedule", "pause", "nightly", "--app", spec]) == 0
     assert listed(capsys, "--app", spec)["nightly"]["status"] == "paused"
     # When one is removed
-    assert main(["schedule", "remove", "sync", "--app", spec]) == 0
+    capsys.readouterr()
+    assert main(["schedule", "remove", "sync", "--app", spec, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"name": "sync", "removed": True}
     assert stored_names(app) == ["acme"]
     # `rota schedules` is the same listing
     capsys.readouterr()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from rota.cli.common import (
@@ -24,7 +24,7 @@ from rota.cli.common import (
 )
 from rota.cli.purge import parse_duration
 from rota.cli.schedules import LIST_DESCRIPTION, add_list_options
-from rota.core.schedules import validate_schedule_name
+from rota.core.schedules import ScheduleInfo, validate_schedule_name
 from rota.store.base import ScheduleStore, Store
 
 
@@ -65,7 +65,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                      help="the job's positional arguments, a JSON array: '[\"acme\", 3]'")
     add.add_argument("--kwargs", metavar="JSON", default="{}",
                      help="the job's keyword arguments, a JSON object: '{\"fmt\": \"pdf\"}'")
-    add_store_options(add, app_help="the App whose job to schedule (required)")
+    add_store_options(add, json_help="print the stored schedule as JSON",
+                      app_help="the App whose job to schedule (required)")
     add.set_defaults(func=run_add)
 
     for action, help_text in (
@@ -77,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                                  + help_text[1:] + ". Takes effect at every worker's next "
                                  "poll.")
         sub.add_argument("name", metavar="NAME", help="the schedule's name")
-        add_store_options(sub)
+        add_store_options(sub, json_help="print the outcome as JSON")
         sub.set_defaults(func=run_change, action=action)
 
 
@@ -120,8 +121,22 @@ def run_add(args: argparse.Namespace) -> int:
                              queue=args.queue)
         except (ValueError, TypeError) as error:
             raise CommandError(str(error)) from None
-    print(f"stored schedule {args.name!r}: workers fire it from their next poll")
+        info = next(i for i in app.list_schedules() if i.name == args.name)
+    if args.json:
+        print(json.dumps(_info_json(info), indent=2, ensure_ascii=False))
+    else:
+        print(f"stored schedule {args.name!r}: workers fire it from their next poll")
     return 0
+
+
+def _info_json(info: ScheduleInfo) -> dict[str, object]:
+    def iso(moment: datetime | None) -> str | None:
+        return None if moment is None else moment.isoformat()
+
+    return {"name": info.name, "job": info.job, "rule": info.rule,
+            "timezone": info.timezone, "queue": info.queue, "stored": info.stored,
+            "paused": info.paused, "next_fire_at": iso(info.next_fire_at),
+            "last_fire_at": iso(info.last_fire_at)}
 
 
 def run_change(args: argparse.Namespace) -> int:
@@ -144,7 +159,10 @@ def run_change(args: argparse.Namespace) -> int:
         with opened_store(args.store, None) as store:
             _change_rows(_schedule_store(store), store, name, action)
     done = {"pause": "paused", "resume": "resumed", "remove": "removed"}[action]
-    print(f"{done} schedule {name!r}: workers see it at their next poll")
+    if args.json:
+        print(json.dumps({"name": name, done: True}, ensure_ascii=False))
+    else:
+        print(f"{done} schedule {name!r}: workers see it at their next poll")
     return 0
 
 
