@@ -184,6 +184,10 @@ def scheduled_job(job: object, definitions: Mapping[str, JobDefinition[Any, Any]
     )
 
 
+# Stored schedules kept parsed (`AppSchedules._from_row`) before the cache starts over.
+MAX_KEPT_STORED = 100_000
+
+
 def stored_schedule(row: ScheduleRow,
                     definitions: Mapping[str, JobDefinition[Any, Any]]) -> Schedule | str:
     """A stored row as a schedule this App fires, or why it cannot fire it (its job is not
@@ -219,6 +223,7 @@ class AppSchedules:
         self._definitions = definitions  # the App's, as jobs are defined
         self._registered: set[str] = set()  # by run_until_idle (workers: the duty)
         self._skips = Skips()  # run_until_idle's
+        self._stored: dict[tuple[str, str], Schedule] = {}  # by name and definition
 
     def _checked(
         self, name: str, job: JobDefinition[Any, Any] | str, *, owner: object,
@@ -323,7 +328,18 @@ class AppSchedules:
         return sorted(infos, key=lambda info: info.name)
 
     def _from_row(self, row: ScheduleRow) -> Schedule | str:
-        return stored_schedule(row, self._definitions)
+        """`stored_schedule`, kept per row definition once it succeeds (its rule parsed
+        once, not at every step of the duty)."""
+        key = (row.name, row.definition)
+        found = self._stored.get(key)
+        if found is None:
+            made = stored_schedule(row, self._definitions)
+            if isinstance(made, str):
+                return made  # the job may be defined later: asked again
+            if len(self._stored) >= MAX_KEPT_STORED:
+                self._stored.clear()
+            found = self._stored[key] = made
+        return found
 
     def duty(self, store: Store, clock: Clock) -> ScheduleDuty | None:
         """The duty that fires the schedules (in code and stored) in a worker; None for a

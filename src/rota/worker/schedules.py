@@ -154,6 +154,8 @@ class ScheduleDuty:
         self.failures = 0
         self.skips = Skips()
         self.fired = 0
+        # Per schedule: ((definition, lower), its first instant after lower).
+        self._first: dict[str, tuple[tuple[str, datetime], datetime | None]] = {}
 
     async def __call__(self, runtime: DutyRuntime) -> None:
         """Run as a duty of `runtime` (see `Runtime(duties=...)`) until it stops."""
@@ -198,7 +200,12 @@ class ScheduleDuty:
         for firing in firings(self.schedules, rows, self.from_row, self.skips):
             schedule = firing.schedule
             lower = max(self.lower.get(schedule.name, firing.row.lower), firing.row.lower)
+            self.lower[schedule.name] = lower
             now = self.clock.now()
+            first = self._first_after(firing, lower)
+            if first is None or first > now:  # nothing due: no rule evaluated again
+                next_at[schedule.name] = first
+                continue
             fire_at = due_instant(schedule.rule, lower, now)
             if fire_at is not None:
                 outcome: FireOutcome = await call(self._fire, firing, fire_at, now)
@@ -212,6 +219,16 @@ class ScheduleDuty:
         now = self.clock.now()
         upcoming = [at for at in next_at.values() if at is not None]
         return max((min(upcoming) - now).total_seconds(), 0.0) if upcoming else float("inf")
+
+    def _first_after(self, firing: Firing, lower: datetime) -> datetime | None:
+        """The schedule's first instant after `lower`, computed once per definition and
+        lower bound: a step over many schedules, none due, evaluates no rule."""
+        key = (firing.definition, lower)
+        cached = self._first.get(firing.schedule.name)
+        if cached is None or cached[0] != key:
+            cached = (key, firing.schedule.rule.next_after(lower))
+            self._first[firing.schedule.name] = cached
+        return cached[1]
 
     async def _register(self, call: StoreCall) -> None:
         if self.schedules:
