@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from rota import ScheduleInfo
 from rota.core.durations import short_duration
 from rota.core.estimate import StartEstimate, combine, estimate_start
 from rota.core.group_policies import StoredPolicy
@@ -21,7 +22,6 @@ from rota.core.jobs import JobRecord, JobState
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.policy_text import policy_text as policy_input
 from rota.core.queue_controls import QueueInfo, held_back_reason
-from rota.core.schedules import ScheduleInfo
 from rota.core.workers import WorkerInfo
 from rota.dashboard.sources import GroupObservation
 from rota.store import Store, related, relative_json
