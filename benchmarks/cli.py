@@ -31,9 +31,10 @@ SUITES = ("drain", "enqueue", "latency", "ceiling", "weights", "memory", "pickup
 # alone: `queues` (~15 minutes with PostgreSQL), `scale` (table size, ~30 minutes with
 # 10,000,000 rows), `dashboard`, `schedules`, `maintenance` (1 and 20 idle workers before
 # and after the maintenance leader, ~6 minutes), `soak` (a steady load while the xmin
-# horizon is held, rota against its peers; 130 minutes a system, --quick 10).
+# horizon is held, rota against its peers; 130 minutes a system, --quick 10), `families`
+# (a Queue family of 100,000 members against one Queue, ~15 minutes on both stores).
 EXTRA_SUITES = ("fairness", "queues", "scale", "dashboard", "schedules", "maintenance",
-                "soak")
+                "soak", "families")
 STORES = ("sqlite", "postgres")
 PEERS_JSON = ROOT / "docs" / "images" / "peers.json"
 
@@ -65,12 +66,15 @@ beside an enqueue), maintenance (the store's maintenance statements per second w
 offered at a steady rate while another client holds back the xmin horizon in three ways,
 rota, rota with 3 worker processes, procrastinate and pgqueuer one after another on a
 PostgreSQL cluster of its own with stock settings; writes benchmarks/results/soak.json and
-docs/images/soak/*.png). The suite may be given as `run SUITE` or `run --suite SUITE`.""")
+docs/images/soak/*.png), families (a Weighted Queue family of 100,000 members, 1,000 with
+work, against the same jobs on one Queue: drain jobs/s, new-member pickup, the worker's
+peak RSS, the rows one pass reads on PostgreSQL; writes benchmarks/results/families.json
+and families.md). The suite may be given as `run SUITE` or `run --suite SUITE`.""")
     run.add_argument("suite_name", nargs="?", choices=(*SUITES, *EXTRA_SUITES),
                      metavar="SUITE", help="the suite to run (the same as --suite)")
     run.add_argument("--suite", choices=("all", *SUITES, *EXTRA_SUITES), default="all")
     run.add_argument("--stores", nargs="+", choices=STORES, default=list(STORES),
-                     help="fairness: the stores measured (default both)")
+                     help="fairness, families: the stores measured (default both)")
     run.add_argument("--heavy", type=int, default=None, metavar="N",
                      help="fairness: the heavy tenant's burst (default "
                           f"{Settings().fairness_heavy_jobs:,}; --quick 5,000)")
@@ -239,7 +243,8 @@ def measure(suites: list[str], args: argparse.Namespace, argv: list[str]) -> dic
     if getattr(args, "rows", None):
         settings = dataclasses.replace(settings, scale_rows=tuple(args.rows))
     if getattr(args, "stores", None):
-        settings = dataclasses.replace(settings, fairness_stores=tuple(args.stores))
+        settings = dataclasses.replace(settings, fairness_stores=tuple(args.stores),
+                                       families_stores=tuple(args.stores))
     if getattr(args, "heavy", None):
         settings = dataclasses.replace(settings, fairness_heavy_jobs=args.heavy)
     if getattr(args, "period_ms", None):

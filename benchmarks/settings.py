@@ -81,6 +81,16 @@ class Settings:
     soak_recovery_s: float = 600.0
     soak_sample_s: float = 5.0
     soak_reader_s: float = 120.0
+    # The families suite (run only when named): a Weighted family of families_members
+    # member Queues the store knows, families_due of them with work, beside one Queue.
+    families_stores: tuple[str, ...] = ("sqlite", "postgres")
+    families_members: int = 100_000
+    families_due: int = 1_000
+    families_jobs: int = 50_000
+    families_pickup_backlog: int = 100_000
+    families_pickup_probes: int = 200
+    families_pickup_interval_s: float = 0.025
+    families_timeout_s: float = 300.0
 
     def drain_count(self, target: str) -> int:
         return min(self.drain_jobs, self.drain_jobs_for.get(target, self.drain_jobs))
@@ -102,4 +112,6 @@ def quick(runs: int) -> Settings:
         pickup_jobs=200, pickup_idle_s=2.0, dashboard_jobs=10_000, dashboard_requests=5,
         schedule_calls=200, maintenance_window_s=15.0, maintenance_workers=(1, 4),
         soak_clean_s=60.0, soak_held_s=120.0, soak_recovery_s=60.0,
+        families_members=10_000, families_due=100, families_jobs=4_000,
+        families_pickup_backlog=10_000, families_pickup_probes=20, families_timeout_s=60.0,
     )

@@ -1,7 +1,7 @@
 """The suites of `python -m benchmarks run`: drain, enqueue, latency, ceiling, weights,
-memory, pickup, and (run only when named) fairness, queues, scale, dashboard, schedules. Each
-prints progress as it goes and returns a SuiteResult; none asserts a timing. `runner(name)`
-gives each the same call."""
+memory, pickup, and (run only when named) fairness, queues, scale, dashboard, schedules,
+maintenance, soak, families. Each prints progress as it goes and returns a SuiteResult;
+none asserts a timing. `runner(name)` gives each the same call."""
 
 from __future__ import annotations
 

@@ -34,6 +34,28 @@ def record_pickup(enqueued_at: float, record: bool) -> None:
     _latency_file.flush()
 
 
+def record_labelled_pickup(enqueued_at: float, label: str) -> None:
+    """`record_pickup` for probes of several kinds in one run: one line "LABEL SECONDS" per
+    job in the file named by BENCH_LATENCY_FILE, flushed at once (the families suite)."""
+    picked_up_at = time.time()
+    global _latency_file
+    if _latency_file is None:
+        _latency_file = open(os.environ["BENCH_LATENCY_FILE"], "a")  # noqa: SIM115 - kept open
+    _latency_file.write(f"{label} {picked_up_at - enqueued_at:.6f}\n")
+    _latency_file.flush()
+
+
+def read_labelled_pickups(path: Path) -> dict[str, list[float]]:
+    """The pickup latencies `record_labelled_pickup` wrote to `path`, in seconds, sorted,
+    by label (a missing file: none)."""
+    found: dict[str, list[float]] = {}
+    text = path.read_text() if path.exists() else ""
+    for line in text.splitlines():
+        label, seconds = line.split()
+        found.setdefault(label, []).append(float(seconds))
+    return {label: sorted(values) for label, values in found.items()}
+
+
 def read_pickups(path: Path, expected: int, label: str) -> list[float]:
     """The pickup latencies `record_pickup` wrote to `path`, in seconds, sorted (a warning
     when fewer than `expected` were recorded)."""

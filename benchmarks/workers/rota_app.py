@@ -7,13 +7,16 @@ Environment:
                        "tenants:N" (one group, Weighted over Queues t00000... of weights 1-5,
                        as in benchmarks.suites.queues)
     ROTA_BENCH_POOL    pool_size (default 20)
-    BENCH_LATENCY_FILE where `probe` writes pickup latencies
+    BENCH_LATENCY_FILE where `probe` writes pickup latencies (`labelled_probe`: "LABEL
+                       SECONDS" lines, families)
     BENCH_SOAK_FILE    where `soak` writes its enqueue, start and end times (soak)
     BENCH_SERVED_FILE  where `served` writes "queue start_time_ns" lines (weights), and
                        `tenant_job` "tenant enqueued_at started_at" lines (fairness)
     BENCH_JOB_S        how long `tenant_job` sleeps (default 0.003)
     BENCH_PASS_FILE    where the worker writes one "end_time round_trip_s jobs" line per pass
                        that claimed jobs, when it stops (fairness)
+    BENCH_MEMBERS_FILE where the worker writes one "group members" line per group when it
+                       stops: how many Queue family members its group holds (families)
     BENCH_SCHEDULE_S   if set, a schedule `tick` that enqueues `noop` every that many
                        seconds (maintenance)
 """
@@ -26,7 +29,7 @@ import time
 from typing import TextIO
 
 import rota
-from benchmarks.workers import record_pickup, soak_work
+from benchmarks.workers import record_labelled_pickup, record_pickup, soak_work
 
 QUEUE = "bench"
 
@@ -55,6 +58,10 @@ def make_app(store_url: str, policy_text: str = "strict", pool_size: int = 20) -
     @app.job("probe", queue=QUEUE)
     async def probe(ts: float, rec: bool) -> None:
         record_pickup(ts, rec)
+
+    @app.job("labelled_probe", queue=QUEUE)
+    async def labelled_probe(ts: float, label: str) -> None:
+        record_labelled_pickup(ts, label)
 
     @app.job("soak", queue=QUEUE)
     async def soak(ts: float) -> None:
@@ -93,7 +100,33 @@ def make_app(store_url: str, policy_text: str = "strict", pool_size: int = 20) -
         app.schedule("tick", "noop", every=float(os.environ["BENCH_SCHEDULE_S"]))
     if "BENCH_PASS_FILE" in os.environ:
         app._observe_runtimes(PassLog(os.environ["BENCH_PASS_FILE"]))
+    if "BENCH_MEMBERS_FILE" in os.environ:
+        app._observe_runtimes(MembersLog(os.environ["BENCH_MEMBERS_FILE"]))
     return app
+
+
+class MembersLog:
+    """A runtime observer that writes, when the runtime stops, how many Queue family
+    members each of its groups holds ("group members" lines): what the group learnt from
+    hints and surveys, not what the store knows."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def runtime_started(self, runtime: object, /) -> None:
+        pass
+
+    def runtime_stopped(self, runtime: object, /) -> None:
+        groups = getattr(runtime, "groups", [])
+        with open(self.path, "w") as out:
+            out.writelines(f"{group.runner.name} {len(group.runner.membership.members)}\n"
+                           for group in groups)
+
+    def claimed(self, group: str, round_trip_s: float, jobs: int, /) -> None:
+        pass
+
+    def job_ran(self, group: str, queue: str, ran_s: float, /) -> None:
+        pass
 
 
 class PassLog:

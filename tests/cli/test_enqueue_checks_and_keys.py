@@ -40,6 +40,35 @@ def test_enqueue_with_app_checks_the_arguments(
     assert [job["args"] for job in listed] == [["a"]]
 
 
+def test_enqueue_with_app_validates_a_dataclass_argument_and_stores_its_json(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given an App module whose job takes a dataclass
+    db = tmp_path / "app.db"
+    (tmp_path / "cli_typed_app.py").write_text(
+        "from dataclasses import dataclass\n"
+        "import rota\n"
+        f"app = rota.App('sqlite:///{db}')\n"
+        "@dataclass\nclass Order:\n    id: int\n    rush: bool = False\n"
+        "@app.job('ship', queue='orders')\n"
+        "def ship(order: Order) -> None: ...\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("ROTA_STORE", raising=False)
+    app = "cli_typed_app:app"
+    # When its argument misses a field: one line naming it, exit 2, nothing stored
+    assert main(["enqueue", "ship", "--kwargs", '{"order": {"rush": true}}', "--app", app]) == 2
+    err = capsys.readouterr().err
+    assert "argument 'order': Order is missing the field(s) 'id'" in err
+    assert err.count("\n") == 1
+    # Then a fitting one is stored as the dataclass's JSON, defaults filled in
+    assert main(["enqueue", "ship", "--kwargs", '{"order": {"id": 3}}', "--app", app]) == 0
+    capsys.readouterr()
+    assert main(["jobs", "--app", app, "--json"]) == 0
+    assert [job["kwargs"] for job in json.loads(capsys.readouterr().out)] == [
+        {"order": {"id": 3, "rush": False}}]
+
+
 def test_enqueue_key_prints_the_live_jobs_id(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

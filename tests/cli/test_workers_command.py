@@ -10,6 +10,7 @@ import pytest
 
 import rota
 from rota.cli import main
+from rota.core.jobs import NewJob
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo
 from rota.store import open_store
 
@@ -93,3 +94,45 @@ def test_workers_opens_sqlite_read_only_and_says_when_empty(
     assert path.read_bytes() == before
     assert main(["workers", "--store", f"sqlite:///{tmp_path / 'missing.db'}"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_workers_jobs_lists_what_each_live_worker_runs_now(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a live and a dead worker, each with a group whose owner id leases a job, and
+    # a job leased by an owner no worker registered
+    now = datetime.now(UTC)
+    store = open_store(durable_store_url)
+    try:
+        for worker_id, dead_at in (("h:1:alive", now + timedelta(minutes=3)),
+                                   ("h:2:dead", now - timedelta(seconds=1))):
+            store.register_worker(WorkerInfo(
+                id=worker_id, host="h", pid=int(worker_id.split(":")[1]), version="0.1.0",
+                started_at=now, last_seen=now, dead_at=dead_at,
+                groups=(WorkerGroupInfo(name=HOSTILE, policy=rota.Strict("[/]"), pool_size=4,
+                                        in_flight=1, owner=f"{HOSTILE}@{worker_id}"),),
+            ), now)
+        started = now - timedelta(seconds=90)
+        store.enqueue([NewJob(name="[red]send[/]", queue="[/]", due_at=started)] * 3, started)
+        for owner in (f"{HOSTILE}@h:1:alive", f"{HOSTILE}@h:2:dead", "stranger"):
+            store.claim(["[/]"], 1, now=started, owner=owner,
+                        lease_expires_at=now + timedelta(minutes=5))
+    finally:
+        store.close()
+    # When the registry is listed with its jobs
+    assert main(["workers", "--store", durable_store_url, "--jobs"]) == 0
+    out = capsys.readouterr().out
+    # Then the live worker's job is listed with its name, Queue and how long it has run;
+    # the dead worker's and the stranger's are not
+    rows = [line for line in out.splitlines() if "[red]send[/]" in line]
+    assert len(rows) == 1 and "h:1:alive" in rows[0] and "9" in rows[0]
+    assert "Jobs in flight" in out
+    assert main(["workers", "--store", durable_store_url, "--jobs", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    [job] = listed[0]["jobs"]
+    assert (job["id"], job["name"], job["queue"], job["attempt"], job["group"]) == (
+        1, "[red]send[/]", "[/]", 1, HOSTILE)
+    assert 89 <= job["running_for_s"] < 3600 and listed[1]["jobs"] == []
+    # And without --jobs the JSON has no jobs key (unchanged)
+    assert main(["workers", "--store", durable_store_url, "--json"]) == 0
+    assert "jobs" not in json.loads(capsys.readouterr().out)[0]

@@ -1,5 +1,6 @@
 """The one rule for a valid Queue name (`rota.core.queues.validate_queue_name`), spelled
-here character by character: 1 to 200 characters, none of them whitespace or unprintable.
+here character by character: 1 to 200 characters, none of them whitespace, unprintable or
+`*` (a name ending in `*` names a Queue family).
 The function answers the common case in one pass of C; these tests hold it to the rule."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from rota.core.queues import MAX_QUEUE_NAME_LENGTH, validate_queue_name
 
 def valid_by_the_rule(name: str) -> bool:
     return 0 < len(name) <= MAX_QUEUE_NAME_LENGTH and all(
-        not char.isspace() and char.isprintable() for char in name)
+        not char.isspace() and char.isprintable() and char != "*" for char in name)
 
 
 def accepted(name: object) -> bool:

@@ -12,8 +12,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import rota
+from rota.core.workers import ServedCount
 from rota.store.memory import MemoryStore
-from tests.dashboard.conftest import NOW, Seeded, ServedDashboard, seed
+from tests.dashboard.conftest import NOW, START, Seeded, ServedDashboard, seed
 
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -85,6 +86,68 @@ def test_the_workers_page_shows_nothing_in_use_for_a_dead_worker(
     assert "pool 4, nothing in use" in dead_row and "1/4 in use" not in dead_row
     assert "2/4 in use" in page  # the live one
     assert 'class="num clock-offset">+0.0 s' in page
+
+
+def test_the_workers_page_and_api_list_each_live_workers_jobs_in_flight(
+        seeded: Seeded, serve: Serve) -> None:
+    # Given a job of b leased 75 s ago by the live worker's group, and one by the dead one
+    store = seeded.app.store
+    claimed_at = NOW - timedelta(seconds=75)
+    [running] = store.claim(["b"], 1, now=claimed_at, owner="fair@host:1:tok",
+                            lease_expires_at=NOW + timedelta(minutes=5))
+    store.claim(["b"], 1, now=claimed_at, owner="fair@host:2:old",
+                lease_expires_at=NOW + timedelta(minutes=5))
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    # When the workers are read
+    dead, worker = dashboard.get("/api/workers").json()
+    # Then the live worker lists its job: id, name, Queue, group, attempt, running for
+    assert worker["jobs"] == [{
+        "worker": "host:1:tok", "group": "fair", "id": running.id, "name": "build-report",
+        "queue": "b", "attempt": 1, "started_at": claimed_at.isoformat(),
+        "running_for_s": 75.0}]
+    assert dead["jobs"] == []  # a dead worker runs nothing it can finish
+    # And the page shows it under the worker
+    page = dashboard.get("/workers").text
+    table = page[page.index('class="running" data-worker="host:1:tok"'):]
+    table = table[:table.index("</table>")]
+    assert f'data-job="{running.id}"' in table and "build-report" in table
+    assert "75 s" in table
+
+
+def test_charts_show_attempts_per_minute_split_into_succeeded_failed_and_cancelled(
+        seeded: Seeded, serve: Serve) -> None:
+    # Given the seeded history (group fair: 60 of a, 30 of b, 10 of c succeeded in the
+    # minute of START) and, a minute later, failures and a cancel of a
+    later = START + timedelta(minutes=1)
+    new = [ServedCount("fair", "a", "retried", 4), ServedCount("fair", "a", "dead_lettered", 1),
+           ServedCount("fair", "a", "quarantined", 2), ServedCount("fair", "a", "cancelled", 3),
+           ServedCount("fair", "b", "succeeded", 5)]
+    seeded.app.store.refresh_worker("host:1:tok", later, dead_at=later + timedelta(hours=1),
+                                    in_flight={"fair": 2}, served=new, new=new)
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    # When the groups are read over the last 5 minutes
+    [fair] = [g for g in dashboard.get("/api/groups?minutes=5").json() if g["name"] == "fair"]
+    chart = fair["chart"]
+    # Then the chart has one bar a minute, the last two holding the two minutes' attempts
+    assert chart["minutes_per_bar"] == 1 and len(chart["bars"]) == 5
+    assert [(b["succeeded"], b["failed"], b["cancelled"]) for b in chart["bars"]] == [
+        (0, 0, 0), (0, 0, 0), (0, 0, 0), (100, 0, 0), (5, 7, 3)]
+    assert chart["bars"][-1]["start"] == later.isoformat()
+    assert (chart["succeeded"], chart["failed"], chart["cancelled"], chart["peak"]) == (
+        105, 7, 3, 100)
+    # And a long window puts several minutes in a bar (at most 60 bars)
+    day = next(g for g in dashboard.get("/api/groups?minutes=1440").json()
+               if g["name"] == "fair")["chart"]
+    assert (day["minutes_per_bar"], len(day["bars"]), day["succeeded"]) == (24, 60, 105)
+    # And the pages draw them: per group on the workers page, per Queue on its page
+    page = dashboard.get("/workers?minutes=5").text
+    assert '<figure class="served-chart" data-group="fair" data-succeeded="105" ' \
+        'data-failed="7" data-cancelled="3">' in page
+    queue_page = dashboard.get("/queues/a?minutes=15").text
+    assert '<figure class="served-chart" data-queue="a" data-succeeded="60" ' \
+        'data-failed="7" data-cancelled="3">' in queue_page
+    assert "60 succeeded, 0 failed, 0 cancelled" in queue_page
+    assert "No attempt of this Queue served" in dashboard.get("/queues/emails").text
 
 
 def test_api_jobs_newest_first_with_filters_and_paging(seeded: Seeded, serve: Serve) -> None:
@@ -188,7 +251,8 @@ def test_actions_need_the_token_and_change_nothing_without_it(
     job_id = seeded.ids["a"][0]
     attempts = [
         ("/api/queues/a/pause", {}), ("/api/queues/paused-q/resume", {}),
-        ("/api/queues/a/limit", {"limit": "3"}), (f"/api/jobs/{job_id}/cancel", {}),
+        ("/api/queues/a/limit", {"limit": "3"}), ("/api/queues/a/rate", {"rate": "5/1m"}),
+        (f"/api/jobs/{job_id}/cancel", {}),
         (f"/api/jobs/{seeded.ids['failed'][0]}/requeue", {}),
     ]
     for path, form in attempts:
@@ -200,7 +264,7 @@ def test_actions_need_the_token_and_change_nothing_without_it(
             assert reply.headers["WWW-Authenticate"].startswith("Bearer")
     # Nothing changed
     a, paused = seeded.queue("a"), seeded.queue("paused-q")
-    assert a is not None and (a.paused, a.limit) == (False, None)
+    assert a is not None and (a.paused, a.limit, a.rate) == (False, None, None)
     assert paused is not None and paused.paused
     assert seeded.job(job_id).state is rota.JobState.SCHEDULED
     assert seeded.job(seeded.ids["failed"][0]).state is rota.JobState.DEAD_LETTERED
@@ -210,13 +274,14 @@ def test_queue_actions_with_the_token(seeded: Seeded, serve: Serve) -> None:
     dashboard = serve(seeded.source, clock=seeded.clock, token=TOKEN)
     # Pause, then resume
     reply = dashboard.post("/api/queues/a/pause", headers=AUTH)
-    assert reply.status == 200 and reply.json() == {"queue": "a", "paused": True, "limit": None}
+    assert reply.status == 200 and reply.json() == {"queue": "a", "paused": True, "limit": None,
+                                                     "rate": None}
     assert seeded.queue("a").paused  # type: ignore[union-attr]
     assert dashboard.post("/api/queues/a/resume", headers=AUTH).json()["paused"] is False
     assert not seeded.queue("a").paused  # type: ignore[union-attr]
     # Limit as a form field and as JSON; none clears it
     assert dashboard.post("/api/queues/a/limit", data={"limit": "3"}, headers=AUTH).json() \
-        == {"queue": "a", "paused": False, "limit": 3}
+        == {"queue": "a", "paused": False, "limit": 3, "rate": None}
     assert dashboard.post("/api/queues/a/limit", body={"limit": 5}, headers=AUTH) \
         .json()["limit"] == 5
     assert seeded.queue("a").limit == 5  # type: ignore[union-attr]
@@ -233,12 +298,61 @@ def test_queues_show_their_rate(seeded: Seeded, serve: Serve) -> None:
     # Then the API, the Queues page and the Queue's page say so
     queues = {q["name"]: q for q in dashboard.get("/api/queues").json()}
     assert queues["a"]["rate"] == {"jobs": 100, "per_s": 60.0, "burst": 10,
-                                   "text": "100/1m (burst 10)"}
+                                   "text": "100/1m (burst 10)", "input": "100/1m"}
     assert queues["b"]["rate"] is None
     assert f'class="num rate-cell">{queues["a"]["rate"]["text"]}<' in dashboard.get(
         "/queues").text
     assert f'Rate {queues["a"]["rate"]["text"]}.' in dashboard.get("/queues/a").text
     assert "No rate limit." in dashboard.get("/queues/b").text
+
+
+def test_the_rate_is_set_and_removed_with_the_token(seeded: Seeded, serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock, token=TOKEN)
+    # A form's text with a burst, then JSON without one
+    reply = dashboard.post("/api/queues/a/rate", data={"rate": "100/1m", "burst": "10"},
+                           headers=AUTH)
+    assert reply.status == 200 and reply.json() == {
+        "queue": "a", "paused": False, "limit": None, "rate": {
+            "jobs": 100, "per_s": 60.0, "burst": 10, "text": "100/1m (burst 10)"}}
+    rate = seeded.queue("a").rate  # type: ignore[union-attr]
+    assert rate is not None and (rate.jobs, rate.per, rate.burst) == (
+        100, timedelta(minutes=1), 10)
+    assert dashboard.post("/api/queues/a/rate", body={"rate": "6/30s"}, headers=AUTH) \
+        .json()["rate"]["text"] == "6/30s"
+    # The Queues page's form shows the rate in force, as it is typed
+    assert 'name="rate" size="6" placeholder="none" value="6/30s"' in dashboard.get(
+        "/queues", headers=AUTH).text
+    # Empty, none and null remove it
+    for removal in ({"rate": ""}, {"rate": "none"}):
+        seeded.app.set_queue_rate("a", 1, per=1)
+        assert dashboard.post("/api/queues/a/rate", data=removal, headers=AUTH) \
+            .json()["rate"] is None
+    seeded.app.set_queue_rate("a", 1, per=1)
+    assert dashboard.post("/api/queues/a/rate", body={"rate": None}, headers=AUTH) \
+        .json()["rate"] is None
+    assert seeded.queue("a").rate is None  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("body", "error"), [
+    ({}, "give the rate"),
+    ({"rate": "fast"}, "is not a rate; expected N/PERIOD"),
+    ({"rate": "0/1m"}, "from 1 to"),
+    ({"rate": "5/0s"}, "positive"),
+    ({"rate": 5}, "rate must be text"),
+    ({"rate": "5/1m", "burst": "lots"}, "burst must be a whole number from 1 to"),
+    ({"rate": "5/1m", "burst": True}, "burst must be a whole number"),
+    ({"rate": "5/1m", "burst": 0}, "burst"),
+    ({"rate": None, "burst": 3}, "burst goes with a rate"),
+])
+def test_a_bad_rate_is_refused_naming_the_problem_and_changes_nothing(
+    seeded: Seeded, serve: Serve, body: dict[str, object], error: str
+) -> None:
+    seeded.app.set_queue_rate("b", 7, per=60)
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    reply = dashboard.post("/api/queues/b/rate", body=body)
+    assert reply.status == 400 and error in reply.json()["error"]
+    rate = seeded.queue("b").rate  # type: ignore[union-attr]
+    assert rate is not None and rate.jobs == 7
 
 
 @pytest.mark.parametrize("limit", [-1, "-1", "many", 1.5, True, [], "3x"])
@@ -426,7 +540,7 @@ def test_queue_names_with_slashes_and_form_redirects_stay_on_this_site(
     dashboard = serve(seeded.source, clock=seeded.clock)
     # A Queue name may hold '/': its routes still find it
     assert dashboard.post("/api/queues/team/emails/pause").json() == {
-        "queue": "team/emails", "paused": True, "limit": None}
+        "queue": "team/emails", "paused": True, "limit": None, "rate": None}
     assert dashboard.get("/api/queues/team/emails").json()["paused"] is True
     assert dashboard.get("/queues/team/emails").status == 200
     # A form's `next` may only name a path of this site
@@ -506,6 +620,18 @@ def test_login_sets_a_strict_http_only_cookie_that_is_not_the_token(
     assert dashboard.post("/api/queues/a/pause", headers={"Cookie": value}).status == 200
     wrong = dashboard.post("/login", data={"token": "nope"})
     assert wrong.status == 401 and wrong.headers["Set-Cookie"] is None
+
+
+def test_the_login_page_names_every_action_the_api_offers(seeded: Seeded,
+                                                          serve: Serve) -> None:
+    dashboard = serve(seeded.source, clock=seeded.clock, token=TOKEN)
+    actions = {entry["path"].rsplit("/", 1)[-1] for entry in dashboard.get("/api").json()
+               if entry["method"] == "POST"}
+    assert actions == {"pause", "resume", "limit", "rate", "policy", "cancel", "requeue"}
+    page = dashboard.get("/login").text
+    listed = page[page.index("actions ("):]
+    listed = listed[:listed.index(")")]
+    assert {word.strip() for word in listed.removeprefix("actions (").split(",")} == actions
 
 
 def test_a_body_over_64_kib_is_refused_unread(seeded: Seeded, serve: Serve) -> None:

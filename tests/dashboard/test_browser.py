@@ -105,6 +105,46 @@ def test_queues_page_shows_the_rows_and_pause_pauses_the_queue(
     driver.save_screenshot(str(browser.screenshot_path("queues-after-pause")))
 
 
+def test_the_rate_form_sets_and_removes_a_queues_rate(
+    driver: Any, sqlite_seeded: Seeded, serve: Callable[..., ServedDashboard]
+) -> None:
+    # Given the Queues page of the seeded store
+    dashboard = serve(sqlite_seeded.source, clock=sqlite_seeded.clock)
+    driver.get(f"{dashboard.url}/queues")
+    wait_for(driver, queue_rows)
+
+    def set_rate(rate: str, burst: str) -> Callable[[Any], None]:
+        def do(d: Any) -> None:
+            for name, value in (("rate", rate), ("burst", burst)):
+                field = by_css(d, f"tr[data-queue=b] input[name={name}]")
+                field.clear()
+                if value:
+                    field.send_keys(value)
+            by_css(d, "tr[data-queue=b] button.set-rate").click()
+        return do
+
+    # When a person types a rate and a burst in Queue b's row and sets it
+    act(driver, set_rate("30/1m", "5"))
+    # Then the row shows it, the page says what was done, and the store holds it
+    wait_for(driver, lambda d: by_css(d, "tr[data-queue=b] .rate-cell").text
+             == "30/1m (burst 5)")
+    assert by_css(driver, "p.flash").text.startswith("Set the rate of Queue b to 30/1m")
+    assert by_css(driver, "tr[data-queue=b] input[name=rate]").get_attribute("value") == "30/1m"
+    rate = sqlite_seeded.queue("b").rate  # type: ignore[union-attr]
+    assert rate is not None and (rate.jobs, rate.per.total_seconds(), rate.burst) == (30, 60, 5)
+    driver.save_screenshot(str(browser.screenshot_path("queues-rate")))
+    # When they type a rate that is not one, the error page names the form
+    act(driver, set_rate("fast", ""))
+    wait_for(driver, lambda d: "is not a rate" in d.page_source)
+    assert sqlite_seeded.queue("b").rate == rate  # type: ignore[union-attr]
+    # And emptying the field removes the rate
+    driver.get(f"{dashboard.url}/queues")
+    act(driver, set_rate("", ""))
+    wait_for(driver, lambda d: by_css(d, "p.flash").text.startswith("Removed the rate"))
+    assert sqlite_seeded.queue("b").rate is None  # type: ignore[union-attr]
+    assert by_css(driver, "tr[data-queue=b] .rate-cell").text == ""
+
+
 def group_view(driver: Any, name: str) -> dict[str, Any]:
     """What a Worker Group's section shows, read in one go (retried by `wait_for` if the
     page refreshed itself meanwhile): its heading, its facts, and per Queue of the chart
@@ -145,8 +185,15 @@ def test_worker_groups_page_draws_target_against_served_shares(
     # The worker processes: the live one and the dead one, marked
     states = wait_for(driver, lambda d: {
         by_css(row, "td").text: row.get_attribute("class")
-        for row in all_css(d, "table.workers tbody tr")})
+        for row in all_css(d, "table.workers > tbody > tr:not(.running-row)")})
     assert states == {"host:1:tok": "alive", "host:2:old": "dead"}
+    # What runs now: the live worker holds no lease in the seeded store
+    assert by_css(driver, "tr.running-row.idle").text == "nothing running on host:1:tok now"
+    # The group's chart of attempts over time: the 100 served in the minute of START
+    chart = by_css(driver, "figure.served-chart[data-group=fair]")
+    assert (chart.get_attribute("data-succeeded"), chart.get_attribute("data-failed")) == (
+        "100", "0")
+    assert len(all_css(chart, "rect.ok-bar")) == 2  # the minute's bar and the legend's
     driver.save_screenshot(str(browser.screenshot_path("workers")))
     screenshot(driver, "section.group[data-group=fair]", browser.screenshot_path("fairness"))
 

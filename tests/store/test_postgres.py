@@ -213,6 +213,31 @@ def test_claims_use_the_partial_index_with_many_finished_rows(
     assert [job.id for job in claimed] == due
 
 
+def test_the_jobs_in_flight_are_read_from_the_lease_index_not_the_table(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[tuple[object, ...]]
+) -> None:
+    # Given 100,000 finished jobs and a few leased ones
+    store = make_store()
+    store.migrate()
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
+        "finished_at) SELECT 'old', 'q', 'succeeded', %(t)s, '[]', '{}', %(t)s, %(t)s "
+        "FROM generate_series(1, 100000)", {"t": T0 - timedelta(days=1)},
+    )
+    store.enqueue([new(), new(), new()], T0)
+    leased = store.claim(["q"], 2, now=T0, owner="g@h:1:x", lease_expires_at=T0 + LEASE)
+    admin.execute("ANALYZE rota.jobs")
+    # When the dashboard's read of what runs now is planned
+    plan = "\n".join(str(row[0]) for row in admin.execute(
+        "EXPLAIN " + render_sql("jobs_in_flight", "rota"),
+        {"owners": "{g@h:1:x,g@h:2:y}", "limit": 500},
+    ))
+    # Then it walks the lease index (the leased rows only), never the table
+    assert "jobs_lease_expiry" in plan, plan
+    assert "Seq Scan on jobs" not in plan, plan
+    assert [job.id for job in store.jobs_in_flight(["g@h:1:x"])] == [j.id for j in leased]
+
+
 def _positional(name: str) -> tuple[str, list[str]]:
     """The named statement with $1, $2... for its %(name)s parameters, as psycopg sends
     it, and the parameters' names in that order."""

@@ -12,6 +12,7 @@ from datetime import timedelta as timedelta
 import pytest
 
 import rota
+from rota.core.workers import in_flight_owners
 from rota.store import Store, open_store
 from rota.store.base import StoreError
 from tests.waiting import until
@@ -76,6 +77,10 @@ def test_a_serving_app_registers_refreshes_and_leaves(store: Store) -> None:
                 c.count for c in app.workers()[0].served) == 8, DEADLINE_S)
             assert {(c.queue, c.outcome): c.count for c in app.workers()[0].served} == {
                 ("a", "succeeded"): 6, ("b", "dead_lettered"): 2}
+            # And what it runs now is read from the leases its group's owner id holds
+            [running] = store.jobs_in_flight(in_flight_owners(app.workers()))
+            assert (running.name, running.queue, running.lease_owner) == (
+                "hold", "b", worker.groups[0].owner)
             release.set()
         # And at a graceful stop the row is gone, the history holds every attempt
         assert app.workers() == []

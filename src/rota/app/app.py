@@ -39,9 +39,10 @@ from rota.app.status import Health, check_health, fairness_over, served_since
 from rota.app.waiting import JobWaiters, timeout_seconds
 from rota.core.clock import Clock
 from rota.core.durations import Duration, to_timedelta
+from rota.core.families import is_family
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord
-from rota.core.policy import DispatchPolicy
+from rota.core.policy import DispatchPolicy, served_queues
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.rates import validate_rate
@@ -431,6 +432,21 @@ class App:
             TypeError: if the store keeps no group policies.
         """
         return policy_in_force(self.store, self._groups.code_policy(group), group).policy
+
+    def served_queues(self, group: str) -> list[tuple[str, int | None]]:
+        """The Queues Worker Group `group` serves now, with their weights (None under
+        Strict), in tie-break order: the explicit Queues of its policy in force
+        (`group_policy`) and the members of its families that the store knows (Queues
+        with any job or a setting), each member with its family's weight.
+
+        Raises:
+            ValueError: as `group_policy`.
+            TypeError: if the store keeps no group policies.
+        """
+        policy = self.group_policy(group)
+        known = ([info.name for info in self.store.queue_infos(self.clock.now())]
+                 if any(is_family(entry) for entry in policy.queues) else [])
+        return served_queues(policy, known)
 
     def _start_groups(self, names: Iterable[str] | None = None) -> list[GroupRunner]:
         """The runners of the selected groups, started (policy validated) on first use.

@@ -25,6 +25,7 @@ from rota.core.clock import Clock, ensure_utc
 from rota.core.durations import Duration, due_after, to_timedelta
 from rota.core.jobs import (
     NewJob,
+    PayloadTooLarge,
     check_after_outcome,
     check_parent_ids,
     encode_arguments,
@@ -32,6 +33,7 @@ from rota.core.jobs import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.retry import RetryPolicy
+from rota.core.typed_arguments import typed_arguments
 from rota.store.base import AsyncTransactionalEnqueue, Store
 from rota.worker.tracing import current_trace_context
 
@@ -106,7 +108,10 @@ class ConfiguredJob(Generic[P, R]):
         due_at: datetime | None = None, key: str | None = None,
         trace_context: str | None = None,
     ) -> NewJob:
-        self._definition._check_arguments(args, kwargs)
+        definition = self._definition
+        definition._check_arguments(args, kwargs)
+        if definition.typed is not None:  # dataclass or pydantic parameters, as JSON
+            args, kwargs = definition.typed.to_json(args, kwargs)
         args_json, kwargs_json = encode_arguments(
             args, kwargs, self._definition.app.max_payload_bytes
         )
@@ -127,7 +132,11 @@ class ConfiguredJob(Generic[P, R]):
 
         Raises:
             TypeError: if the arguments do not fit the handler's signature, or naming an
-                argument that is not JSON-serialisable (nothing stored).
+                argument that is not JSON-serialisable (nothing stored); naming a typed
+                argument (a dataclass or pydantic model parameter) that is neither an
+                instance nor a dict, or a dict with unknown or missing dataclass fields.
+            ValueError: naming a typed argument its pydantic model (or its dataclass's
+                `__post_init__`) refuses (nothing stored).
             rota.PayloadTooLarge: (a ValueError) if the arguments encode to more JSON than
                 the App's `max_payload_bytes` (nothing stored).
         """
@@ -204,6 +213,10 @@ class ConfiguredJob(Generic[P, R]):
                 jobs.append(self._new_job(args, kwargs, now, due_at, key, trace_context))
             except TypeError as error:
                 raise TypeError(f"enqueue_many entry {index}: {error}") from None
+            except PayloadTooLarge:
+                raise
+            except ValueError as error:  # a typed argument's validation
+                raise ValueError(f"enqueue_many entry {index}: {error}") from None
         if not jobs:
             return []
         return self._store_jobs(jobs, now)
@@ -292,6 +305,9 @@ class JobDefinition(ConfiguredJob[P, R]):
         self.__wrapped__ = func
         self._signature = _readable_signature(func)
         self._positional_range = _plain_positional_range(self._signature)
+        # Parameters annotated with a dataclass or a pydantic model (None: none): their
+        # arguments are validated and stored as JSON, and given back as instances.
+        self.typed = typed_arguments(name, func)
 
     def _check_arguments(self, args: Sequence[object], kwargs: Mapping[str, object]) -> None:
         """Check that the handler could be called with `args` and `kwargs`.

@@ -103,7 +103,7 @@ class WorkerGroups:
         first started group serving its Queue, else the default."""
         group_policy = next(
             (runner.options.retry for runner in self.runners.values()
-             if job.queue in runner.policy.queues),
+             if runner.serves(job.queue)),
             RetryPolicy(),
         )
         return retry_policy(handler, group_policy)

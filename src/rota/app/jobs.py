@@ -59,7 +59,8 @@ class JobRegistry:
             )
         definition = JobDefinition(host, job_name, func, queue, retry, on_enqueued=on_enqueued)
         self.handlers[job_name] = Handler(
-            job_name, func, retry, timeout=timeout, max_payload_bytes=host.max_payload_bytes
+            job_name, func, retry, timeout=timeout, max_payload_bytes=host.max_payload_bytes,
+            arguments=definition.typed,
         )
         self.definitions[job_name] = definition
         return definition

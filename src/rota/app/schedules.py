@@ -235,6 +235,10 @@ class AppSchedules:
         rule = build_rule(cron, every, timezone)
         args = () if args is None else args
         kwargs = {} if kwargs is None else kwargs
+        if definition.typed is not None and isinstance(args, Sequence) and \
+                isinstance(kwargs, Mapping):  # dataclass / pydantic parameters, as JSON
+            check_arguments_fit(definition.func, definition.name, args, kwargs)
+            args, kwargs = definition.typed.to_json(args, kwargs)
         schedule = build_schedule(
             name, definition.name, definition.queue if queue is None else queue, rule,
             args, kwargs, max_payload_bytes,

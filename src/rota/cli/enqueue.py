@@ -94,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
         job_args = [_parse_arg(a) for a in args.job_args]
         if definition is not None:  # with --app: bind to the handler's signature first
             definition._check_arguments(job_args, kwargs)
+            if definition.typed is not None:  # dataclass / pydantic parameters
+                job_args, kwargs = definition.typed.to_json(job_args, kwargs)
         args_json, kwargs_json = encode_arguments(job_args, kwargs, max_bytes)
         due_after(SystemClock().now(), delay, "--delay")  # checked before opening a store
         key = None if args.key is None else validate_job_key(args.key)

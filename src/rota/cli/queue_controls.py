@@ -21,7 +21,7 @@ from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
 from rota.core.queues import validate_queue_name
 from rota.core.rates import RATE_FORM, QueueRate, describe_period, parse_rate
-from rota.core.serving import served_by
+from rota.core.serving import groups_serving, served_by
 from rota.core.settings_range import setting_range
 from rota.store import Store
 
@@ -214,7 +214,7 @@ def run_queues(args: argparse.Namespace) -> int:
         rows = [info_as_json(info) for info in infos]
         if serving is not None:
             for row, info in zip(rows, infos, strict=True):
-                row["served_by"] = list(serving.get(info.name, ()))
+                row["served_by"] = list(groups_serving(serving, info.name))
         print(json.dumps(rows, indent=2))
         return 0
     # Eleven columns (twelve with --app): in a terminal rich fits them to its width;
@@ -244,7 +244,7 @@ def run_queues(args: argparse.Namespace) -> int:
             str(info.due or ""), waited,
         ]
         if serving is not None:
-            groups = serving.get(info.name, ())
+            groups = groups_serving(serving, info.name)
             if groups:
                 cells.append(user_text(", ".join(groups)))
             else:

@@ -1,8 +1,10 @@
-"""`rota workers --store URL|--app APP [--json]`: the worker registry, read-only.
+"""`rota workers --store URL|--app APP [--jobs] [--json]`: the worker registry, read-only.
 
 One row per worker process (host, pid, version, started, last seen, alive or dead, its
 groups with policy, pool use and served counts). Dead workers (not refreshed for a few
 lease periods: killed, or cut off from the store) are shown as dead until removed.
+`--jobs` adds what the live workers run now: each job in flight (id, name, Queue,
+attempt, running for), read from the leases their groups hold (`Store.jobs_in_flight`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,17 @@ from rich.table import Table
 from rota.cli.common import add_store_options, opened_store, store_now
 from rota.cli.display import line, make_console, print_whole, user_text
 from rota.core.durations import short_duration
-from rota.core.workers import WorkerInfo, worker_to_json
+from rota.core.workers import (
+    RunningJob,
+    WorkerInfo,
+    in_flight_owners,
+    running_jobs,
+    running_to_json,
+    worker_to_json,
+)
+
+# The most jobs in flight `--jobs` lists, all workers together (longest running first).
+MAX_JOBS_SHOWN = 1000
 
 
 def register(subparsers: Any) -> None:
@@ -28,6 +40,10 @@ def register(subparsers: Any) -> None:
         "policy, jobs in flight of its pool and attempts served. A worker not refreshed "
         "for a few lease periods is shown as dead (killed, or cut off from the store).")
     add_store_options(parser, json_help="print JSON instead of a table")
+    parser.add_argument(
+        "--jobs", action="store_true",
+        help="also list each live worker's jobs in flight (id, name, Queue, attempt, "
+        f"running for), longest running first, at most {MAX_JOBS_SHOWN}")
     parser.set_defaults(func=run)
 
 
@@ -51,8 +67,19 @@ def run(args: argparse.Namespace) -> int:
     with opened_store(args.store, args.app, read_only=True) as store:
         now = store_now(store)
         workers = store.list_workers(now)
+        running: list[RunningJob] = []
+        if args.jobs:
+            jobs = store.jobs_in_flight(in_flight_owners(workers), MAX_JOBS_SHOWN)
+            running = running_jobs(workers, jobs, now)
     if args.json:
-        print(json.dumps([worker_to_json(worker) for worker in workers], indent=2))
+        listed = []
+        for worker in workers:
+            shape = worker_to_json(worker)
+            if args.jobs:
+                shape["jobs"] = [running_to_json(one) for one in running
+                                 if one.worker == worker.id]
+            listed.append(shape)
+        print(json.dumps(listed, indent=2))
         return 0
     console = make_console()
     if not workers:
@@ -84,4 +111,23 @@ def run(args: argparse.Namespace) -> int:
                           _ago(now, worker.started_at), _ago(now, worker.last_seen),
                           _offset(worker), "", "", "", "")
     print_whole(console, table)
+    if args.jobs:
+        _print_running(console, running)
     return 0
+
+
+def _print_running(console: Any, running: list[RunningJob]) -> None:
+    if not running:
+        console.print("no jobs in flight")
+        return
+    table = Table(title="Jobs in flight (longest running first)")
+    for column in ("worker", "group", "job", "name", "Queue", "attempt", "running for"):
+        table.add_column(column, justify="right" if column in ("job", "attempt", "running for")
+                         else "left")
+    for one in running:
+        table.add_row(user_text(one.worker), user_text(one.group), str(one.job.id),
+                      user_text(one.job.name), user_text(one.job.queue), str(one.job.attempt),
+                      short_duration(one.running_for.total_seconds()))
+    print_whole(console, table)
+    if len(running) >= MAX_JOBS_SHOWN:
+        console.print(f"(the first {MAX_JOBS_SHOWN} shown)")

@@ -2,21 +2,23 @@
 
 Owns `DispatchPolicy` and its two subtypes, `Strict` and `Weighted`. They are plain,
 immutable, hashable values with value equality. Construction only checks types; the value
-checks (at least one Queue, weights from 1 to 2**31 - 1, no Queue named twice) run when a
-Worker Group starts, through `validate()`, as the specification requires.
+checks (at least one Queue, weights from 1 to 2**31 - 1, no Queue named twice, Queue
+families as rota.core.families says) run when a Worker Group starts, through `validate()`,
+as the specification requires. An entry is a Queue name or a family (`"tenant-*"`): the
+policy keeps its entries as written; the Queues it serves are those entries hold.
 
 The set is closed: after this module has defined `Strict` and `Weighted`, any attempt to
 subclass `DispatchPolicy`, `Strict` or `Weighted` raises `TypeError` at class creation.
 
-Pure: imports only the core (Queue names, the setting range) and does no I/O.
+Pure: imports only the core (Queue names and families, the setting range) and does no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, NoReturn
 
-from rota.core.queues import validate_queue_name
+from rota.core.families import PolicyEntries, validate_entry
 from rota.core.settings_range import checked_setting
 
 WEIGHTED_INVALID = "Weighted dispatch needs at least one queue, all weights >= 1."
@@ -94,18 +96,6 @@ def _check_queue_type(name: object) -> str:
     return name
 
 
-def _check_distinct(queues: Sequence[str]) -> None:
-    if len(set(queues)) == len(queues):
-        return
-    seen: set[str] = set()
-    for queue in queues:
-        if queue in seen:
-            raise ValueError(
-                f"Queue {queue!r} is named twice in one policy; list each Queue once"
-            )
-        seen.add(queue)
-
-
 class Strict(DispatchPolicy):
     """Serve Queues in a fixed priority order, highest priority first.
 
@@ -113,7 +103,8 @@ class Strict(DispatchPolicy):
     every earlier Queue has no due work. A busy head can starve the tail: that is the
     accepted trade-off of strict priority.
 
-    `Strict("critical", "bulk")` and `Strict(["critical", "bulk"])` are equal.
+    `Strict("critical", "bulk")` and `Strict(["critical", "bulk"])` are equal. A family
+    (`Strict("urgent-*", "bulk")`) serves its Queues at its place, in name order.
     """
 
     __slots__ = ("_queues",)
@@ -139,8 +130,8 @@ class Strict(DispatchPolicy):
         if not self._queues:
             raise ValueError(STRICT_EMPTY)
         for queue in self._queues:
-            validate_queue_name(queue)
-        _check_distinct(self._queues)
+            validate_entry(queue)
+        PolicyEntries(self._queues).check()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Strict):
@@ -163,6 +154,8 @@ class Weighted(DispatchPolicy):
 
     Takes exactly one sequence of `(queue, weight)` pairs:
     `Weighted([("a", 6), ("b", 3), ("c", 1)])`. `queues` is derived in declaration order.
+    A family's entry (`("tenant-*", 1)`) gives each of its Queues that weight, as its own
+    Queue with its own credit.
     """
 
     __slots__ = ("_queues", "_weights")
@@ -224,8 +217,8 @@ class Weighted(DispatchPolicy):
             # stores, the CLI and the dashboard then all refuse 10**26 alike.
             checked_setting(weight, f"the weight of Queue {queue!r}", minimum=1)
         for queue in self.queues:
-            validate_queue_name(queue)
-        _check_distinct(self.queues)
+            validate_entry(queue)
+        PolicyEntries(self.queues).check()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Weighted):
@@ -240,6 +233,31 @@ class Weighted(DispatchPolicy):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (Weighted, (self._weights,))
+
+
+def over_members(policy: DispatchPolicy, members: Iterable[str],
+                 entries: PolicyEntries | None = None) -> DispatchPolicy:
+    """`policy` over the Queues it serves, its families' members taken from `members`: the
+    same kind of policy listing them in tie-break order (rota.core.families), each member
+    with its family's weight; `policy` itself when it names no family. Not validated (it
+    may list no Queue yet): `policy` is. `entries`: `policy`'s, if the caller has them."""
+    entries = entries or PolicyEntries(policy.queues)
+    if not entries.families:
+        return policy
+    served = entries.expand(members)
+    if isinstance(policy, Weighted):
+        weights = [weight for _, weight in policy.weights]
+        return Weighted([(queue, weights[index]) for queue, index in served])
+    return Strict(*(queue for queue, _ in served))
+
+
+def served_queues(policy: DispatchPolicy, members: Iterable[str]) -> list[tuple[str, int | None]]:
+    """The Queues `policy` serves, its families' members taken from `members`, each with
+    its weight (None under Strict), in tie-break order (`App.served_queues`)."""
+    expanded = over_members(policy, members)
+    if isinstance(expanded, Weighted):
+        return list(expanded.weights)
+    return [(queue, None) for queue in expanded.queues]
 
 
 DispatchPolicy.Strict = Strict

@@ -2,7 +2,8 @@
 
 Pure: no I/O. Used by policies (when a group starts), by enqueue (before anything is
 stored) and by Worker Group options, so that a bad name is rejected in the same words
-everywhere: a str of 1 to 200 characters, none of them whitespace or control characters.
+everywhere: a str of 1 to 200 characters, none of them whitespace or control characters;
+a Queue name holds no `*` either (a name ending in `*` names a family: rota.core.families).
 """
 
 from __future__ import annotations
@@ -16,16 +17,23 @@ def validate_queue_name(name: object) -> str:
 
     Raises:
         TypeError: if `name` is not a str.
-        ValueError: if it is empty, longer than 200 characters, or holds whitespace or
-            control characters.
+        ValueError: if it is empty, longer than 200 characters, or holds whitespace,
+            control characters or a `*`.
     """
     # The common case in one pass of C: a printable name without a space is valid (every
     # whitespace character but the space is unprintable). A policy of 10,000 tenant Queues
     # is checked when its group starts, and every enqueue checks its Queue's name.
     if type(name) is str and 0 < len(name) <= MAX_QUEUE_NAME_LENGTH and (
-            name.isprintable() and " " not in name):
+            name.isprintable() and " " not in name and "*" not in name):
         return name
-    return validate_name(name, "Queue")
+    checked = validate_name(name, "Queue")
+    if "*" not in checked:  # (a str subclass, say)
+        return checked
+    raise ValueError(
+        f"Queue name must not contain '*'; got {checked!r} (a name ending in '*' names a "
+        "Queue family, which a policy takes: enqueue into one of its Queues, e.g. "
+        "'tenant-1' for 'tenant-*')"
+    )
 
 
 def validate_name(name: object, what: str) -> str:

@@ -36,7 +36,7 @@ from datetime import datetime, timedelta
 
 from rota.core.clock import DEFAULT_VIRTUAL_START
 from rota.core.dispatch import PassPlan, RoundTrip, for_policy
-from rota.core.policy import DispatchPolicy, Weighted
+from rota.core.policy import DispatchPolicy, Weighted, over_members
 from rota.core.queue_controls import QueueSettings, room, validate_queue_limit
 from rota.core.rates import QueueRate, RatedQueue, available, check_rate, next_token_at, take
 
@@ -123,7 +123,8 @@ def simulate(
     """Run `passes` passes of a group with `pool_size` free Workers each pass.
 
     Args:
-        backlog: due jobs per Queue at the start; a Queue left out has unlimited work.
+        backlog: due jobs per Queue at the start; a Queue left out has unlimited work. The
+            members of the policy's families are the Queues these arguments name.
         paused: Queues that are paused (claims take nothing from them).
         limits: per Queue, the most of its jobs leased at once (None: no limit).
         rates: per Queue, its rate limit; each bucket starts full at `start`.
@@ -143,7 +144,11 @@ def simulate(
         raise ValueError(f"passes must be zero or more; got {passes}")
     if pass_every < timedelta(0):
         raise ValueError(f"pass_every must be zero or more; got {pass_every}")
-    dispatcher = for_policy(policy, remember_empty=True)
+    # A family (rota.core.families) serves the members the simulation names.
+    policy.validate()
+    paused = tuple(paused)
+    policy = over_members(policy, {*(backlog or {}), *paused, *(limits or {}), *(rates or {})})
+    dispatcher = for_policy(policy, remember_empty=True, validate=False)
     remaining: dict[str, int | None] = dict.fromkeys(policy.queues)
 
     def served(queue: str, what: str) -> str:

@@ -11,7 +11,12 @@ groups table, so the last hour's served shares can be shown against the weights 
 every worker stopped. A row whose `dead_at` has passed is shown as dead (`alive` False),
 and removed later by any worker's refresh.
 
-Pure: no I/O, no clock. Imports only `rota.core.policy`.
+What runs now (`rota workers --jobs`, the dashboard's worker page) is not in the row: it
+is read from the jobs themselves, the leased ones whose `lease_owner` is one of a live
+worker's groups' owner ids (`Store.jobs_in_flight`, `running_jobs` here), so a claim
+writes nothing more for it.
+
+Pure: no I/O, no clock. Imports only `rota.core.policy` and `rota.core.jobs`.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from rota.core.jobs import JobRecord
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 
 __all__ = [
@@ -29,6 +35,7 @@ __all__ = [
     "SERVED_HISTORY",
     "GroupFairness",
     "QueueShare",
+    "RunningJob",
     "ServedCount",
     "WorkerGroupInfo",
     "WorkerInfo",
@@ -36,9 +43,12 @@ __all__ = [
     "fairness",
     "fairness_to_json",
     "group_to_json",
+    "in_flight_owners",
     "minute_of",
     "policy_from_parts",
     "policy_parts",
+    "running_jobs",
+    "running_to_json",
     "served_to_json",
     "worker_to_json",
 ]
@@ -292,6 +302,46 @@ def fairness(
     return views
 
 
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job a live worker runs now (leased to one of its groups).
+
+    Attributes:
+        worker: the worker's id; group: its Worker Group holding the lease.
+        job: the leased job (`started_at`: its claim).
+        running_for: how long since its claim, at the time of the read (never negative).
+    """
+
+    worker: str
+    group: str
+    job: JobRecord
+    running_for: timedelta
+
+
+def in_flight_owners(workers: Iterable[WorkerInfo]) -> list[str]:
+    """The lease owner ids of the live workers' groups (`Store.jobs_in_flight` takes
+    them); a dead worker holds nothing it can finish, so it is left out."""
+    return [group.owner for worker in workers if worker.alive
+            for group in worker.groups if group.owner]
+
+
+def running_jobs(workers: Iterable[WorkerInfo], jobs: Iterable[JobRecord],
+                 now: datetime) -> list[RunningJob]:
+    """`jobs` (the leased jobs of `in_flight_owners(workers)`) matched to their worker and
+    group, in the order given; a job whose owner is no live worker's group is left out."""
+    owners = {group.owner: (worker.id, group.name) for worker in workers if worker.alive
+              for group in worker.groups if group.owner}
+    running: list[RunningJob] = []
+    for job in jobs:
+        holder = owners.get(job.lease_owner or "")
+        if holder is None:
+            continue
+        started = job.started_at or now
+        running.append(RunningJob(holder[0], holder[1], job,
+                                  max(timedelta(0), now - started)))
+    return running
+
+
 # -- JSON shapes (`rota workers --json`; the dashboard's /api/workers uses the same) ------
 
 
@@ -324,6 +374,14 @@ def worker_to_json(worker: WorkerInfo) -> dict[str, object]:
         "groups": [group_to_json(group) for group in worker.groups],
         "served": [served_to_json(count) for count in worker.served],
     }
+
+
+def running_to_json(running: RunningJob) -> dict[str, object]:
+    job = running.job
+    return {"worker": running.worker, "group": running.group, "id": job.id,
+            "name": job.name, "queue": job.queue, "attempt": job.attempt,
+            "started_at": _time(job.started_at),
+            "running_for_s": running.running_for.total_seconds()}
 
 
 def fairness_to_json(view: GroupFairness) -> dict[str, object]:

@@ -19,6 +19,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, quote, unquote, urlencode
@@ -43,12 +44,14 @@ from rota.core.policy import DispatchPolicy
 from rota.core.policy_text import parse_policy
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
 from rota.core.queues import validate_queue_name
-from rota.core.settings_range import MAX_SETTING
+from rota.core.rates import RATE_FORM, QueueRate, parse_rate
+from rota.core.settings_range import MAX_SETTING, setting_range
 from rota.core.storage_health import StorageHealth
+from rota.core.workers import RunningJob, WorkerInfo, in_flight_owners, running_jobs
 from rota.dashboard import auth, metrics, views
 from rota.dashboard.sources import GroupObservation, Observation, observe
 from rota.store import Store, StoreError, open_store, store_clock_for
-from rota.store.base import GroupPolicyStore, ScheduleStore, StorageReporting
+from rota.store.base import ScheduleStore, StorageReporting
 
 logger = logging.getLogger("rota.dashboard")
 
@@ -60,6 +63,8 @@ MAX_WINDOW_MINUTES = 24 * 60  # the served history is kept 24 hours
 MAX_PAGE_SIZE = 500
 FLASH_COOKIE = "rota_flash"  # the confirmation of an action, shown once after its redirect
 MAX_FLASH_CHARS = 600
+# The most jobs in flight the worker page lists, all workers together (longest running first).
+MAX_RUNNING_SHOWN = 500
 
 T = TypeVar("T")
 
@@ -78,9 +83,11 @@ API_INDEX = (
     ("GET", "/api/queues", "every Queue: counts per state, due backlog, oldest due age, "
      "paused, limit, when a job enqueued now starts"),
     ("GET", "/api/queues/{name}", "one Queue, the same shape"),
-    ("GET", "/api/groups?minutes=N", "the Worker Groups: served shares against their "
+    ("GET", "/api/groups?minutes=N", "the Worker Groups (each with its chart: attempts "
+     "succeeded, failed and cancelled per minute): served shares against their "
      "weights over the last N minutes (1 to 1440)"),
-    ("GET", "/api/workers", "the worker processes registered in the store, alive or dead"),
+    ("GET", "/api/workers", "the worker processes registered in the store, alive or dead, "
+     "each with its jobs in flight (id, name, Queue, attempt, running for)"),
     ("GET", "/api/jobs?queue=&state=&name=&limit=&offset=", "jobs, newest first (limit 1 "
      "to 500)"),
     ("GET", "/api/jobs/{id}", "one job, every field (its parents and children included), "
@@ -89,6 +96,8 @@ API_INDEX = (
     ("POST", "/api/queues/{name}/resume", "resume the Queue (token)"),
     ("POST", "/api/queues/{name}/limit", "set the Queue's limit: form field or JSON key "
      f"'limit', 0 to {MAX_SETTING} or none (token)"),
+    ("POST", "/api/queues/{name}/rate", "set the Queue's rate: form field or JSON key "
+     "'rate', N/PERIOD such as 10/1m or none, and optionally 'burst' (token)"),
     ("POST", "/api/groups/{name}/policy", "store the group's policy, followed by its "
      "running workers at their next pass: field or JSON key 'weighted' (a=5,b=1) or "
      "'strict' (a,b), or 'clear' for the code's policy (token)"),
@@ -303,6 +312,36 @@ def _limit(value: object) -> int | None:
         raise BadInput(str(error)) from None
 
 
+def _rate(value: object, burst: object) -> QueueRate | None:
+    """A rate from a form (text, `10/1m`) or JSON (the same text, or null), with an
+    optional burst (a whole number; empty: the rate's own jobs); none / empty / null: no
+    rate. Checked by the rule every store holds (`parse_rate`) before any store sees it."""
+    no_burst = burst is None or (isinstance(burst, str) and not burst.strip())
+    if value is None or (isinstance(value, str) and value.strip().lower() in {"", "none"}):
+        if not no_burst:
+            raise BadInput("burst goes with a rate: give rate too, or leave burst empty")
+        return None
+    if not isinstance(value, str):
+        raise BadInput(f"rate must be text such as 10/1m (N jobs per period), or none; got "
+                       f"{value!r}")
+    size: int | None = None
+    if not no_burst:
+        text = burst.strip() if isinstance(burst, str) else burst
+        if isinstance(text, str) and text.isascii() and text.isdigit():
+            text = int(text)
+        if isinstance(text, bool) or not isinstance(text, int):
+            raise BadInput(f"burst must be a whole number {setting_range(1)}; got {burst!r}")
+        size = text
+    try:
+        return parse_rate(value, size)
+    except (TypeError, ValueError) as error:
+        raise BadInput(str(error)) from None
+
+
+_BY_QUEUE = attrgetter("queue")  # the served counts' key of a Queue's chart
+_BY_GROUP = attrgetter("group")  # and of a Worker Group's
+
+
 class Dashboard:
     """The routes of one dashboard over one `Source`."""
 
@@ -432,19 +471,20 @@ class Dashboard:
 
     async def queue_page(self, request: Request) -> Response:
         name = _queue(request.path_params["name"])
-        now, infos, groups = await self._snapshot()
+        window = self._window(request)
+        now, infos, seen = await self._observe(window)
         info = next((one for one in infos if one.name == name), None) or QueueInfo(
             name, counts=dict.fromkeys(JobState, 0))
+        chart = views.timelines(seen.served, now, window, _BY_QUEUE).get(name)
         return self._page(request, "queue.html", title=f"Queue {name}", now=now,
-                          queue=views.queue_json(info, now, infos, groups))
+                          queue=views.queue_json(info, now, infos, seen.groups),
+                          chart=chart, window_minutes=round(window.total_seconds() / 60))
 
     async def _stored_policies(self, groups: list[GroupObservation]
                                ) -> dict[str, StoredPolicy]:
-        """The stored policy of each group that has one (none on a store that keeps
-        none, or whose schema predates them: the view shows the code's then)."""
+        """The stored policy of each group that has one (the view shows the code's for
+        the others)."""
         store = self.source.reads
-        if not isinstance(store, GroupPolicyStore):
-            return {}
 
         def read() -> dict[str, StoredPolicy]:
             found = {}
@@ -458,13 +498,30 @@ class Dashboard:
         except StoreError:
             return {}
 
+    async def _running(self, workers: list[WorkerInfo], now: datetime) -> list[RunningJob]:
+        """What the live workers run now: the leased jobs of their groups' owner ids (none
+        when the store cannot say now: the registry still shows)."""
+        owners = in_flight_owners(workers)
+        if not owners:
+            return []
+        try:
+            jobs = await self._call(
+                lambda: self.source.reads.jobs_in_flight(owners, MAX_RUNNING_SHOWN))
+        except StoreError as error:
+            logger.warning("rota dashboard: cannot read the jobs in flight: %s", error)
+            return []
+        return running_jobs(workers, jobs, now)
+
     async def workers_page(self, request: Request) -> Response:
         now, infos, seen = await self._observe(self._window(request))
         stored = await self._stored_policies(seen.groups)
+        running = await self._running(seen.workers, now)
+        groups = self._groups_with_charts(request, seen, infos, now, stored)
         return self._page(request, "workers.html", title="Worker Groups", now=now,
-                          groups=views.groups_json(seen.groups, infos, now, stored),
-                          workers=[views.worker_json(w, now) for w in seen.workers],
-                          note=seen.note)
+                          groups=groups,
+                          workers=[views.worker_json(w, now, running) for w in seen.workers],
+                          running_cap=MAX_RUNNING_SHOWN if len(running) >= MAX_RUNNING_SHOWN
+                          else None, note=seen.note)
 
     async def _schedules(self) -> tuple[datetime, list[dict[str, Any]]]:
         def read() -> tuple[datetime, list[dict[str, Any]]]:
@@ -533,11 +590,23 @@ class Dashboard:
     async def api_groups(self, request: Request) -> Response:
         now, infos, seen = await self._observe(self._window(request))
         stored = await self._stored_policies(seen.groups)
-        return self._json(views.groups_json(seen.groups, infos, now, stored))
+        return self._json(self._groups_with_charts(request, seen, infos, now, stored))
+
+    def _groups_with_charts(self, request: Request, seen: Observation, infos: list[QueueInfo],
+                            now: datetime, stored: dict[str, StoredPolicy]
+                            ) -> list[dict[str, Any]]:
+        """The groups' view, each with its chart of attempts over the window (None: it
+        served nothing in it)."""
+        groups = views.groups_json(seen.groups, infos, now, stored)
+        charts = views.timelines(seen.served, now, self._window(request), _BY_GROUP)
+        for group in groups:
+            group["chart"] = charts.get(group["name"])
+        return groups
 
     async def api_workers(self, request: Request) -> Response:
         now, _infos, seen = await self._observe()
-        return self._json([views.worker_json(w, now) for w in seen.workers])
+        running = await self._running(seen.workers, now)
+        return self._json([views.worker_json(w, now, running) for w in seen.workers])
 
     async def api_jobs(self, request: Request) -> Response:
         listing = await self._jobs(request)
@@ -690,6 +759,24 @@ class Dashboard:
             return change
         return await self._act(request, plan, f"{self._base(request)}/queues")
 
+    async def set_rate(self, request: Request) -> Response:
+        name = _queue(request.path_params["name"])
+        def plan(form: dict[str, Any]) -> Callable[[App], dict[str, Any]]:
+            if "rate" not in form:
+                raise BadInput(f"give the rate: a form field or JSON key 'rate' ({RATE_FORM}; "
+                               "none / null for no rate), and optionally 'burst'")
+            rate = _rate(form["rate"], form.get("burst"))
+            def change(app: App) -> dict[str, Any]:
+                if rate is None:
+                    app.set_queue_rate(name, None)
+                else:
+                    app.set_queue_rate(name, rate.jobs, per=rate.per, burst=rate.burst)
+                return {**self._settings(name), "_done": f"Removed the rate of Queue {name}."
+                        if rate is None else f"Set the rate of Queue {name} to {rate}: "
+                        "claims take its jobs no faster, all workers together."}
+            return change
+        return await self._act(request, plan, f"{self._base(request)}/queues")
+
     async def set_policy(self, request: Request) -> Response:
         name = validate_group_name(request.path_params["name"])
 
@@ -737,8 +824,12 @@ class Dashboard:
         now = self.source.clock.now()
         store = self.source.actions().store
         info = next((one for one in store.queue_infos(now) if one.name == name), None)
+        rate = None if info is None else info.rate
         return {"queue": name, "paused": bool(info and info.paused),
-                "limit": None if info is None else info.limit}
+                "limit": None if info is None else info.limit,
+                "rate": None if rate is None else {
+                    "jobs": rate.jobs, "per_s": rate.per.total_seconds(),
+                    "burst": rate.burst, "text": str(rate)}}
 
     async def cancel(self, request: Request) -> Response:
         job_id = _job_id(request.path_params["id"])
@@ -796,6 +887,7 @@ class Dashboard:
             page("/api/queues/{name:path}/pause", self.pause, ["POST"]),
             page("/api/queues/{name:path}/resume", self.resume, ["POST"]),
             page("/api/queues/{name:path}/limit", self.set_limit, ["POST"]),
+            page("/api/queues/{name:path}/rate", self.set_rate, ["POST"]),
             page("/api/groups", self.api_groups),
             page("/api/groups/{name}/policy", self.set_policy, ["POST"]),
             page("/api/workers", self.api_workers),

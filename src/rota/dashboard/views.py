@@ -10,7 +10,7 @@ Imports rota's public API, the store contract and the pure core only.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,7 +22,14 @@ from rota.core.jobs import JobRecord, JobState
 from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.policy_text import policy_text as policy_input
 from rota.core.queue_controls import QueueInfo, held_back_reason
-from rota.core.workers import WorkerInfo
+from rota.core.rates import describe_period
+from rota.core.workers import (
+    RunningJob,
+    ServedCount,
+    WorkerInfo,
+    minute_of,
+    running_to_json,
+)
 from rota.dashboard.sources import GroupObservation
 from rota.store import Store, related, relative_json
 
@@ -122,7 +129,8 @@ def queue_json(
         "name": info.name, "paused": info.paused, "limit": info.limit,
         "rate": None if info.rate is None else {
             "jobs": info.rate.jobs, "per_s": info.rate.per.total_seconds(),
-            "burst": info.rate.burst, "text": str(info.rate)},
+            "burst": info.rate.burst, "text": str(info.rate),
+            "input": f"{info.rate.jobs}/{describe_period(info.rate.per)}"},
         "counts": {state.value: info.counts.get(state, 0) for state in JobState},
         "due": info.due, "oldest_due_at": _time(info.oldest_due_at),
         "oldest_due_age_s": age,
@@ -205,8 +213,10 @@ def groups_json(
             for group in groups]
 
 
-def worker_json(worker: WorkerInfo, now: datetime) -> JSON:
-    """One worker process of the registry."""
+def worker_json(worker: WorkerInfo, now: datetime,
+                running: Sequence[RunningJob] = ()) -> JSON:
+    """One worker process of the registry, with its jobs in flight among `running` (the
+    live workers' leased jobs, longest running first; none for a dead worker)."""
     return {
         "id": worker.id, "host": worker.host, "pid": worker.pid, "version": worker.version,
         "started_at": worker.started_at.isoformat(), "last_seen": worker.last_seen.isoformat(),
@@ -219,6 +229,7 @@ def worker_json(worker: WorkerInfo, now: datetime) -> JSON:
                     "in_flight": g.in_flight, "owner": g.owner} for g in worker.groups],
         "served": [{"group": c.group, "queue": c.queue, "outcome": c.outcome,
                     "count": c.count} for c in worker.served],
+        "jobs": [running_to_json(one) for one in running if one.worker == worker.id],
     }
 
 
@@ -431,3 +442,49 @@ def ago(seconds: float | None) -> str:
 
 def window_of(minutes: int) -> timedelta:
     return timedelta(minutes=minutes)
+
+
+# -- Throughput and failures over time -------------------------------------------------------
+
+# The outcomes of the served counts a chart shows as failures: attempts that raised (or
+# ran out of time) and were retried, dead-lettered, or quarantined.
+FAILED_OUTCOMES = frozenset({"retried", "dead_lettered", "quarantined"})
+# The most bars a chart draws: a window longer than this many minutes puts several
+# minutes in a bar.
+MAX_BARS = 60
+
+
+def timelines(served: Sequence[ServedCount], now: datetime, window: timedelta,
+              key: Callable[[ServedCount], str]) -> dict[str, JSON]:
+    """Per name `key` gives a history row (its group, or its Queue): its attempts per bar
+    over the window ending with `now`'s minute, split into succeeded, failed (retried,
+    dead-lettered, quarantined) and cancelled, from the store's per-minute served counts.
+
+    Each chart: `bars` (oldest first: `start` ISO time, `succeeded`, `failed`,
+    `cancelled`, `total`), `minutes_per_bar`, `peak` (the largest bar's total), and the
+    window's `succeeded`, `failed` and `cancelled` totals."""
+    minutes = max(1, round(window.total_seconds() / 60))
+    per_bar = -(-minutes // MAX_BARS)  # ceiling
+    count = -(-minutes // per_bar)
+    end = minute_of(now) + timedelta(minutes=1)
+    start = end - timedelta(minutes=per_bar * count)
+    charts: dict[str, list[dict[str, int]]] = {}
+    for row in served:
+        if row.minute is None or not start <= row.minute < end:
+            continue
+        bars = charts.setdefault(key(row), [
+            {"succeeded": 0, "failed": 0, "cancelled": 0} for _ in range(count)])
+        index = int((row.minute - start).total_seconds() // 60) // per_bar
+        kind = ("failed" if row.outcome in FAILED_OUTCOMES else
+                "cancelled" if row.outcome == "cancelled" else "succeeded")
+        bars[index][kind] += row.count
+    return {name: _chart(bars, start, per_bar) for name, bars in sorted(charts.items())}
+
+
+def _chart(bars: list[dict[str, int]], start: datetime, per_bar: int) -> JSON:
+    shaped = [{"start": (start + timedelta(minutes=index * per_bar)).isoformat(), **bar,
+               "total": sum(bar.values())} for index, bar in enumerate(bars)]
+    return {"bars": shaped, "minutes_per_bar": per_bar,
+            "peak": max((sum(bar.values()) for bar in bars), default=0),
+            **{kind: sum(bar[kind] for bar in bars)
+               for kind in ("succeeded", "failed", "cancelled")}}

@@ -303,8 +303,68 @@ class GroupPolicyStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class LeaderLease:
+    """A leader lease as `take_leadership` found or left it: held by `owner` until
+    `expires_at`."""
+
+    owner: str
+    expires_at: datetime
+
+
 @runtime_checkable
-class Store(GroupPolicyStore, Protocol):
+class LeaderStore(Protocol):
+    """Leader leases: which worker process runs the store's maintenance (part of `Store`;
+    the contract suite tests/store/test_contract_leaders.py runs on each store).
+
+    Rules:
+    - One lease per `name`, held by at most one `owner` at a time, until its
+      `expires_at`; a lease with `expires_at <= now` is expired.
+    - `take_leadership(name, owner, now, ttl)` sets the lease to (`owner`, `now + ttl`)
+      when there is no lease, when it expired, or when `owner` holds it (a renewal, also
+      after expiry if nobody took it meanwhile), and returns it; otherwise it changes
+      nothing and returns the live lease of its holder (so the caller knows when to try
+      again), or None if the call lost a race (to create the lease, or to take it once
+      it expired) and could not read the winner's. The caller holds the lease if and
+      only if the returned lease's owner is `owner`. Check and write are one atomic
+      step in one round trip: however many processes try at once, one live lease has
+      one owner. A refused try writes nothing (PostgreSQL:
+      takes no row lock).
+    - `give_up_leadership(name, owner)` deletes the lease if `owner` holds it (live or
+      expired), so that the next take by anyone succeeds at once; never another owner's.
+    - `leader(name, now)` is the owner of the live lease at `now`, or None.
+    - A blank name or owner, a `ttl` that is not positive, or a naive `now` is a
+      `ValueError`, and nothing is written.
+    """
+
+    def take_leadership(self, name: str, owner: str, now: datetime,
+                        ttl: timedelta) -> LeaderLease | None:
+        """Take or renew the lease `name` for `owner` until `now + ttl`; the lease as it
+        stands (see the class)."""
+        ...
+
+    def give_up_leadership(self, name: str, owner: str) -> bool:
+        """Delete the lease `name` if `owner` holds it; True if it did."""
+        ...
+
+    def leader(self, name: str, now: datetime) -> str | None:
+        """The owner of the live lease `name` at `now`, or None."""
+        ...
+
+
+def check_leadership(name: str, owner: str | None = None,
+                     ttl: timedelta | None = None) -> None:
+    """The input checks of `LeaderStore`'s calls (the caller checks `now` as usual)."""
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a leader lease needs a non-blank name; got {name!r}")
+    if owner is not None and (not isinstance(owner, str) or not owner.strip()):
+        raise ValueError(f"a leader lease needs a non-blank owner; got {owner!r}")
+    if ttl is not None and ttl <= timedelta(0):
+        raise ValueError(f"a leader lease's ttl must be positive; got {ttl!r}")
+
+
+@runtime_checkable
+class Store(GroupPolicyStore, LeaderStore, Protocol):
     """Where jobs live. Methods are synchronous and safe to call from several threads.
 
     Internal: this protocol is how rota's own stores (memory, SQLite, PostgreSQL) meet
@@ -471,6 +531,15 @@ class Store(GroupPolicyStore, Protocol):
         """How many jobs each (Queue, state) pair holds; pairs with none are left out."""
         ...
 
+    def due_queues(self, prefixes: Sequence[str], now: datetime, *, after: str = "",
+                   limit: int = 1000) -> list[str]:
+        """The Queues whose names start with one of `prefixes` (a `""` prefix: every
+        Queue) and that hold a scheduled job due at `now`, paused or not; in name order
+        (the store's), those after `after` only, at most `limit`. How a group finds the
+        members of its policy's families that have work (rota.core.families): it reads
+        each Queue holding a scheduled job once, never every member nor every job."""
+        ...
+
     # -- the dashboard's "when will it run?" ---------------------------------------------
 
     def due_position(self, job_id: int, now: datetime) -> int | None:
@@ -586,6 +655,15 @@ class Store(GroupPolicyStore, Protocol):
 
     def list_workers(self, now: datetime) -> list[WorkerInfo]:
         """Every registered worker, by `started_at` then id, `alive` = `now` < `dead_at`."""
+        ...
+
+    def jobs_in_flight(self, owners: Sequence[str], limit: int = 1000) -> list[JobRecord]:
+        """The leased jobs whose `lease_owner` is one of `owners` (a worker's groups'
+        `WorkerGroupInfo.owner`): what those workers run now. Longest running first
+        (`started_at`, then id), at most `limit` (none when `limit` <= 0 or `owners` is
+        empty). Reads only, from the lease columns the claim writes anyway: nothing is
+        written per job to answer it. The SQL stores walk the leased rows only (the
+        lease-expiry index), never the whole jobs table."""
         ...
 
     def served_counts(self, since: datetime) -> list[ServedCount]:
@@ -789,67 +867,3 @@ class ScheduleStore(Protocol):
         the store has no row of that name."""
         ...
 
-
-# -- Leader leases ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LeaderLease:
-    """A leader lease as `take_leadership` found or left it: held by `owner` until
-    `expires_at`."""
-
-    owner: str
-    expires_at: datetime
-
-
-@runtime_checkable
-class LeaderStore(Protocol):
-    """Leader leases: which worker process runs the store's maintenance (every store of
-    rota implements it; the contract suite tests/store/test_contract_leaders.py runs on
-    each). A worker without it (a store written to an older contract) runs the
-    maintenance itself, as if it led.
-
-    Rules:
-    - One lease per `name`, held by at most one `owner` at a time, until its
-      `expires_at`; a lease with `expires_at <= now` is expired.
-    - `take_leadership(name, owner, now, ttl)` sets the lease to (`owner`, `now + ttl`)
-      when there is no lease, when it expired, or when `owner` holds it (a renewal, also
-      after expiry if nobody took it meanwhile), and returns it; otherwise it changes
-      nothing and returns the live lease of its holder (so the caller knows when to try
-      again), or None if the call lost a race (to create the lease, or to take it once
-      it expired) and could not read the winner's. The caller holds the lease if and
-      only if the returned lease's owner is `owner`. Check and write are one atomic
-      step in one round trip: however many processes try at once, one live lease has
-      one owner. A refused try writes nothing (PostgreSQL:
-      takes no row lock).
-    - `give_up_leadership(name, owner)` deletes the lease if `owner` holds it (live or
-      expired), so that the next take by anyone succeeds at once; never another owner's.
-    - `leader(name, now)` is the owner of the live lease at `now`, or None.
-    - A blank name or owner, a `ttl` that is not positive, or a naive `now` is a
-      `ValueError`, and nothing is written.
-    """
-
-    def take_leadership(self, name: str, owner: str, now: datetime,
-                        ttl: timedelta) -> LeaderLease | None:
-        """Take or renew the lease `name` for `owner` until `now + ttl`; the lease as it
-        stands (see the class)."""
-        ...
-
-    def give_up_leadership(self, name: str, owner: str) -> bool:
-        """Delete the lease `name` if `owner` holds it; True if it did."""
-        ...
-
-    def leader(self, name: str, now: datetime) -> str | None:
-        """The owner of the live lease `name` at `now`, or None."""
-        ...
-
-
-def check_leadership(name: str, owner: str | None = None,
-                     ttl: timedelta | None = None) -> None:
-    """The input checks of `LeaderStore`'s calls (the caller checks `now` as usual)."""
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"a leader lease needs a non-blank name; got {name!r}")
-    if owner is not None and (not isinstance(owner, str) or not owner.strip()):
-        raise ValueError(f"a leader lease needs a non-blank owner; got {owner!r}")
-    if ttl is not None and ttl <= timedelta(0):
-        raise ValueError(f"a leader lease's ttl must be positive; got {ttl!r}")

@@ -400,6 +400,11 @@ class MemoryStore:
         settings = self._settings.get(queue)
         if settings is not None and settings.paused:
             return False
+        return self._has_scheduled_due(queue, now)
+
+    def _has_scheduled_due(self, queue: str, now: datetime) -> bool:
+        """Whether `queue` has a due scheduled job (its heap's stale head entries go)."""
+        heap = self._due.get(queue)
         while heap:
             due_at, job_id = heap[0]
             job = self._jobs.get(job_id)
@@ -849,6 +854,15 @@ class MemoryStore:
                 counts[(job.queue, job.state)] += 1
         return dict(counts)
 
+    def due_queues(self, prefixes: Sequence[str], now: datetime, *, after: str = "",
+                   limit: int = 1000) -> list[str]:
+        with self._lock:
+            found = sorted(queue for queue, heap in self._due.items()
+                           if queue > after and heap
+                           and any(queue.startswith(prefix) for prefix in prefixes)
+                           and self._has_scheduled_due(queue, now))
+        return found[:max(limit, 0)]
+
     # -- the dashboard's "when will it run?" ---------------------------------------------
 
     def due_position(self, job_id: int, now: datetime) -> int | None:
@@ -1005,6 +1019,18 @@ class MemoryStore:
             workers = list(self._workers.values())
         workers.sort(key=lambda w: (w.started_at, w.id))
         return [replace(w, alive=now < w.dead_at) for w in workers]
+
+    def jobs_in_flight(self, owners: Sequence[str], limit: int = 1000) -> list[JobRecord]:
+        if limit <= 0 or not owners:
+            return []
+        wanted = set(owners)
+        with self._lock:
+            jobs = [job for job in map(self._jobs.get, self._lease_holders)
+                    if job is not None and job.state is JobState.LEASED
+                    and job.lease_owner in wanted]
+        # A leased job always has started_at (its claim's time); due_at only for the type.
+        jobs.sort(key=lambda job: (job.started_at or job.due_at, job.id))
+        return jobs[:limit]
 
     def served_counts(self, since: datetime) -> list[ServedCount]:
         start = minute_of(since)

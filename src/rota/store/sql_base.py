@@ -313,9 +313,29 @@ class SqlStore(ABC, Generic[Conn]):
             "now": self._to_db_time(now), "limit": limit}, "finding expired leases")
         return [self._record(row) for row in rows]
 
+    def jobs_in_flight(self, owners: Sequence[str], limit: int = 1000) -> list[JobRecord]:
+        if limit <= 0 or not owners:
+            return []
+        rows, _ = self._run("jobs_in_flight", {
+            "owners": self._text_list(owners), "limit": limit}, "reading the jobs in flight")
+        return [self._record(row) for row in rows]
+
+    @abstractmethod
+    def _text_list(self, texts: Sequence[str], /) -> object:
+        """`texts` as one parameter the dialect's statements read as a list of text."""
+
     def count_jobs(self) -> dict[tuple[str, JobState], int]:
         rows, _ = self._run("count_jobs", {}, "counting jobs")
         return {(queue, STATES[state]): count for queue, state, count in rows}
+
+    def due_queues(self, prefixes: Sequence[str], now: datetime, *, after: str = "",
+                   limit: int = 1000) -> list[str]:
+        if limit <= 0 or not prefixes:
+            return []
+        rows, _ = self._run("due_queues", {
+            "prefixes": self._text_list(prefixes), "now": self._to_db_time(now),
+            "after": after, "limit": limit}, "finding the Queue family members with work")
+        return [queue for (queue,) in rows]
 
     def due_position(self, job_id: int, now: datetime) -> int | None:
         rows, _ = self._run("due_position", {"id": job_id, "now": self._to_db_time(now)},

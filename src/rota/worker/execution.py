@@ -31,7 +31,7 @@ import contextvars
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import TypeAlias
 
@@ -86,7 +86,9 @@ async def execute(
     `call_sync`. A job name with no handler is quarantined without running anything. An
     exception from the handler (a timeout, a result that is not JSON or too large
     included) becomes a retry (with backoff) or a dead letter, decided by the job's
-    RetryPolicy, else the group's. A delivered cancel request (`current.cancel_requested`)
+    RetryPolicy, else the group's. Typed arguments (dataclass or pydantic parameters) are
+    built from their stored JSON first: one that no longer fits fails the attempt the
+    same way. A delivered cancel request (`current.cancel_requested`)
     makes it `Cancelled`. Other cancellation is not an outcome: it propagates. A record
     whose stored arguments could not be decoded is quarantined unrun.
 
@@ -112,18 +114,22 @@ async def execute(
     if current is None:
         current = CurrentJob(job)
     timeout = handler.timeout
-    if timeout is None and handler.is_async:
+    if timeout is None and handler.is_async and handler.arguments is None:
         return await execute_async(job, handler, runner, clock, current)
     started_at = clock.now() if timeout is not None and not realtime else None
     token = _CURRENT.set(current)
     try:
+        args: Sequence[object] = job.args
+        kwargs: Mapping[str, object] = job.kwargs
+        if handler.arguments is not None:  # stored JSON back into dataclasses / models
+            args, kwargs = handler.arguments.from_json(args, kwargs)
         if handler.is_async:
-            result = handler.func(*job.args, **job.kwargs)
+            result = handler.func(*args, **kwargs)
             if timeout is not None and realtime and inspect.isawaitable(result):
                 result = await _await_within(result, handler, timeout)
         else:
             call = functools.partial(
-                contextvars.copy_context().run, handler.func, *job.args, **job.kwargs
+                contextvars.copy_context().run, handler.func, *args, **kwargs
             )
             if timeout is not None and realtime:
                 result = await _call_within(call_sync(call), handler, timeout, on_overrun)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Final, assert_never
 
-from rota.core.dispatch import PassPlan, RoundTrip, for_policy, switch
+from rota.core.dispatch import Membership, PassPlan, RoundTrip, for_policy, switch
 from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobEvent, JobRecord
@@ -39,9 +39,14 @@ from rota.core.plurals import counted
 from rota.core.policy import DispatchPolicy, name_in_fault
 from rota.core.retry import Retry, RetryPolicy
 from rota.core.suspects import lease_expired_error
+from rota.core.typed_arguments import ArgumentTypes
 from rota.store.base import Claimed, LeaseOutcome, Store, StoreError
 
 logger = logging.getLogger("rota")
+
+# How many family members with work one survey of the store names at most (its next
+# survey goes on after the last): a bounded read whatever a family's size.
+SURVEY_PAGE = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +58,9 @@ class Handler:
     retry: RetryPolicy | None
     timeout: timedelta | None = None  # an attempt running longer fails (TimeoutError)
     max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES  # the largest result, as JSON
+    # Its dataclass / pydantic parameters: the stored JSON becomes instances before the
+    # call (rota.core.typed_arguments); None: the arguments go in as stored.
+    arguments: ArgumentTypes | None = None
     # Decided once: inspect.iscoroutinefunction per job was ~2 % of a noop drain.
     is_async: bool = field(init=False)
 
@@ -81,11 +89,20 @@ class GroupRunner:
         # passes (rota.core.dispatch.memory); it probes them again at least every poll
         # interval (`_recheck_at`), so work that becomes due by the clock is found.
         try:
-            self.dispatcher = for_policy(options.policy, remember_empty=True)
+            options.policy.validate()
         except ValueError as error:
             # The message may be exact by specification: the group is named in its cause.
             name_in_fault(error, f"in Worker Group {options.name!r}: {options.policy!r}")
             raise
+        # The members of the policy's families this group knows (rota.core.dispatch.members);
+        # the dispatcher runs the policy over them.
+        self.membership = Membership(options.policy)
+        self.dispatcher = for_policy(self.membership.expanded(), remember_empty=True,
+                                     validate=False)
+        # When the next pass surveys the store for family members with work (None: the
+        # first pass does), and the name the last full page of that survey ended at.
+        self._survey_at: datetime | None = None
+        self._survey_after = ""
         self.owner = new_owner_id(options.name)
         # The policy in force: the code's until a stored one is offered and switched to.
         self.policy: DispatchPolicy = options.policy
@@ -109,8 +126,14 @@ class GroupRunner:
         self.next_token_at: datetime | None = None
 
     def note_work(self, queue: str) -> None:
-        """A wake-up hint: jobs were enqueued into `queue` (any thread)."""
+        """A wake-up hint: jobs were enqueued into `queue` (any thread). A Queue that one of
+        the policy's families holds joins at the next pass if it is new."""
         self.dispatcher.note_work(queue)
+        self.membership.hinted(queue)
+
+    def serves(self, queue: str) -> bool:
+        """Whether the policy in force serves `queue` (named, or held by a family)."""
+        return self.membership.entries.entry_of(queue) is not None
 
     def take_hints(self) -> None:
         """Act on the hints noted so far at the next `claim_pass`. Call it before reading
@@ -139,12 +162,16 @@ class GroupRunner:
         self.policy_version = version
         try:
             policy = self.options.policy if stored is None else stored.policy()
+            policy.validate()
         except ValueError as error:
             logger.error("group %s: keeps its policy %r: %s", self.name, self.policy, error)
             return
         if policy == self.policy:
             return
-        self.dispatcher = switch(self.dispatcher, policy, remember_empty=True)
+        self.membership = Membership(policy, known=self.membership.members)
+        self.dispatcher = switch(self.dispatcher, self.membership.expanded(),
+                                 remember_empty=True, validate=False)
+        self._survey_at, self._survey_after = None, ""
         logger.info("group %s: policy switched to %r (%s)", self.name, policy,
                     "the code's" if stored is None else f"stored, version {version}")
         self.policy = policy
@@ -189,6 +216,8 @@ class GroupRunner:
         offered = self._offered
         if offered is not None and offered[0] > self.policy_version:
             self._switch_policy(*offered)
+        if self.membership.has_families:
+            self._join_members(store, now, log_store_errors)
         if self._recheck_at is None:
             self._recheck_at = now + self.options.poll_interval
         plan: PassPlan[JobRecord] = self.dispatcher.begin_pass(
@@ -229,6 +258,26 @@ class GroupRunner:
             self._hand_back(store, claimed, now)
             raise
         return plan, dispatched
+
+    def _join_members(self, store: Store, now: datetime, log_store_errors: bool) -> None:
+        """Family members join: those hinted since the last pass, and, at the first pass and
+        every poll interval after, those the store holds due work for (one page of
+        `SURVEY_PAGE` names a survey, the next survey going on after it)."""
+        joined = self.membership.take_joining()
+        if self._survey_at is None or now >= self._survey_at:
+            self._survey_at = now + self.options.poll_interval
+            try:
+                found = store.due_queues(self.membership.entries.prefixes, now,
+                                         after=self._survey_after, limit=SURVEY_PAGE)
+            except Exception as error:
+                self._claim_failed(self.membership.entries.prefixes, error, log_store_errors)
+                self.last_pass_failed, self.last_error = True, error
+                found = []
+            self._survey_after = found[-1] if len(found) == SURVEY_PAGE else ""
+            joined = self.membership.join(found) or joined
+        if joined:
+            self.dispatcher = switch(self.dispatcher, self.membership.expanded(),
+                                     remember_empty=True, validate=False, joined=True)
 
     def _round_trip(
         self, store: Store, trip: RoundTrip, now: datetime, lease_expires_at: datetime,

@@ -48,7 +48,7 @@ from datetime import timedelta
 from rota.core.clock import Clock
 from rota.core.retention import Retention
 from rota.core.schedules import Schedule
-from rota.store.base import LeaderStore, Store
+from rota.store.base import Store
 from rota.worker.duty import Duty, DutyRuntime
 
 logger = logging.getLogger("rota")
@@ -78,8 +78,7 @@ class Election:
     """Takes and keeps the maintenance lease for one worker process (a `Runtime` duty).
 
     Args:
-        store: the App's store; one without leader leases (`LeaderStore`) makes this
-            worker lead at once, as every worker did before elections.
+        store: the App's store (its leader leases: `LeaderStore`).
         clock: where "now" comes from (the App's clock, the store's time).
         name: the lease's name (`maintenance_lease_name`).
         owner: this worker process's id (the worker registry's).
@@ -126,15 +125,12 @@ class Election:
     async def __call__(self, runtime: DutyRuntime) -> None:
         """Run as a duty of `runtime`: try at once, then on the cadence, until it stops."""
         store = self.store
-        if not isinstance(store, LeaderStore):
-            self._win()
-            return
         while not runtime.stopping:
             delay_s = await self.step(store, runtime)
             await runtime.sleep_unless_stopping(delay_s)
         await self.give_up(runtime)
 
-    async def step(self, store: LeaderStore, runtime: DutyRuntime) -> float:
+    async def step(self, store: Store, runtime: DutyRuntime) -> float:
         """One try to take or renew the lease; returns the seconds until the next."""
         loop = asyncio.get_running_loop()
         sent_at = loop.time()
@@ -176,11 +172,10 @@ class Election:
         was_leading = self.leading
         if was_leading:
             self._lose("the worker is stopping")
-        store = self.store
-        if not was_leading or not isinstance(store, LeaderStore):
+        if not was_leading:
             return
         try:
-            await runtime.store_call(store.give_up_leadership, self.name, self.owner)
+            await runtime.store_call(self.store.give_up_leadership, self.name, self.owner)
         except Exception as error:
             logger.warning("leader election: giving the maintenance lease up failed (%s); "
                            "another worker takes over when it expires", error)

@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from rota.core.clock import Clock
+from rota.core.families import family_prefix, is_family
 from rota.core.jobs import JobRecord
 from rota.core.retry import RetryPolicy
 from rota.store.base import Store, StoreError, WakeupSource
@@ -143,6 +144,7 @@ class Runtime:
         self.health = StoreHealth(self._store_answers_again)
         self.groups = [GroupLoop(self, runner) for runner in runners]
         self._by_queue: dict[str, list[GroupLoop]] = {}
+        self._by_prefix: tuple[tuple[str, GroupLoop], ...] = ()
         self._map_queues()
         # Whether passes write outcomes with claims: yes, unless the store would rather
         # have them written beside its claims (PostgreSQL: rota.store.base, module doc).
@@ -343,14 +345,19 @@ class Runtime:
 
     def _map_queues(self) -> None:
         """Which groups an enqueue into each Queue wakes: those whose policy in force, or
-        the one offered for their next pass, serves it. Replaced whole, never mutated, so
-        `_wake_queue` reads one map or the other."""
+        the one offered for their next pass, serves it (by name, or by a family: its
+        prefix). Replaced whole, never mutated, so `_wake_queue` reads one map or the
+        other."""
         by_queue: dict[str, list[GroupLoop]] = {}
+        by_prefix: list[tuple[str, GroupLoop]] = []
         for group in self.groups:
             runner = group.runner
-            for queue in dict.fromkeys((*runner.policy.queues, *runner.offered_queues)):
-                by_queue.setdefault(queue, []).append(group)
-        self._by_queue = by_queue
+            for entry in dict.fromkeys((*runner.policy.queues, *runner.offered_queues)):
+                if is_family(entry):
+                    by_prefix.append((family_prefix(entry), group))
+                else:
+                    by_queue.setdefault(entry, []).append(group)
+        self._by_queue, self._by_prefix = by_queue, tuple(by_prefix)
 
     def policies_offered(self) -> None:
         """Some groups were offered a new policy (rota.worker.policies): enqueues into its
@@ -368,7 +375,11 @@ class Runtime:
                 group.wake()
 
     def _wake_queue(self, queue: str) -> None:
-        for group in self._by_queue.get(queue, ()):
+        groups = self._by_queue.get(queue, [])
+        if self._by_prefix:
+            groups = list(dict.fromkeys((*groups, *(
+                group for prefix, group in self._by_prefix if queue.startswith(prefix)))))
+        for group in groups:
             group.runner.note_work(queue)
             group.wake()
 

@@ -10,12 +10,14 @@ charging the dispatcher one step per job served.
   per Queue sized by simulating the free slots, reflow within at most 2 x (served Queues)
   claims, charge on issue; and what a group remembers of Queues found empty (`memory`).
 - `switch`: a running group's dispatcher carried over to a new policy between passes.
+- `members`: the Queues a policy that names families serves now (`Membership`).
 
 Pure: no I/O, no clock, no asyncio, no randomness.
 """
 
 from __future__ import annotations
 
+from rota.core.dispatch.members import Membership
 from rota.core.dispatch.plan import ClaimRequest, Dispatcher, PassPlan, RoundTrip
 from rota.core.dispatch.strict import StrictDispatcher
 from rota.core.dispatch.switch import switch
@@ -25,6 +27,7 @@ from rota.core.policy import DispatchPolicy, Strict, Weighted
 __all__ = [
     "ClaimRequest",
     "Dispatcher",
+    "Membership",
     "PassPlan",
     "RoundTrip",
     "StrictDispatcher",
@@ -34,14 +37,18 @@ __all__ = [
 ]
 
 
-def for_policy(policy: DispatchPolicy, *, remember_empty: bool = False) -> Dispatcher:
+def for_policy(policy: DispatchPolicy, *, remember_empty: bool = False,
+               validate: bool = True) -> Dispatcher:
     """The dispatcher for `policy`, after validating it (`remember_empty`: see
-    `rota.core.dispatch.memory`; Strict keeps no state, so it ignores it).
+    `rota.core.dispatch.memory`; Strict keeps no state, so it ignores it). `validate=False`
+    for the expansion of a validated policy (rota.core.dispatch.members), which may serve
+    no Queue yet.
 
     Raises:
         ValueError: if the policy's values are invalid (see `DispatchPolicy.validate`).
     """
-    policy.validate()
+    if validate:
+        policy.validate()
     if isinstance(policy, Strict):
         return StrictDispatcher(policy)
     if isinstance(policy, Weighted):

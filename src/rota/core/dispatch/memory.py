@@ -54,6 +54,14 @@ class EmptyQueueMemory:
         self._pending = True
         self._unprobed = True
 
+    def carry_over(self, old: EmptyQueueMemory) -> None:
+        """Go on from what `old` knew, for the same Queues and more (new family members,
+        which take part): its survey done or not, Queues held since its last probe. Its
+        hints are not carried (their numbers are the old dispatcher's): a switch that
+        finds hints pending has the next pass probe (rota.core.dispatch.switch)."""
+        self._surveyed = old._surveyed
+        self._unprobed = self._unprobed or old._unprobed
+
     def hint(self, index: int) -> None:
         """A wake-up hint named Queue `index` (any thread)."""
         self._hinted.append(index)

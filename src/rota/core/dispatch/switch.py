@@ -32,15 +32,22 @@ from rota.core.policy import DispatchPolicy, Strict, Weighted
 
 
 def switch(dispatcher: Dispatcher, policy: DispatchPolicy, *,
-           remember_empty: bool = False) -> Dispatcher:
+           remember_empty: bool = False, validate: bool = True,
+           joined: bool = False) -> Dispatcher:
     """The dispatcher for `policy`, after validating it, carrying over what `dispatcher`
     (the one running) knows of the Queues the two policies share (module docstring).
+
+    `validate=False`: `policy` expands one already validated (rota.core.dispatch.members),
+    and may serve no Queue yet. `joined`: `policy` is the running one with members of its
+    families added; what the group knows of the Queues it holds for empty carries over
+    whole (no new survey), and the new members take part.
 
     Raises:
         ValueError: if the policy's values are invalid (see `DispatchPolicy.validate`);
             `dispatcher` is left as it was.
     """
-    policy.validate()
+    if validate:
+        policy.validate()
     if isinstance(policy, Strict):
         return StrictDispatcher(policy)
     if not isinstance(policy, Weighted):
@@ -48,6 +55,8 @@ def switch(dispatcher: Dispatcher, policy: DispatchPolicy, *,
     switched = WeightedDispatcher(policy, remember_empty=remember_empty)
     if isinstance(dispatcher, WeightedDispatcher):
         _carry_over(dispatcher, switched)
+        if joined and dispatcher.memory is not None and switched.memory is not None:
+            switched.memory.carry_over(dispatcher.memory)
     return switched
 
 

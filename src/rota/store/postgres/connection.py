@@ -18,7 +18,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, ClassVar, Final, NoReturn, Self
@@ -40,6 +40,7 @@ from rota.store.postgres.schema import (
     advisory_lock_key,
     render,
     render_sql,
+    text_array,
     utc,
 )
 from rota.store.postgres.watchdog import Call, timeout_error, with_keepalives
@@ -174,6 +175,10 @@ class PostgresConnection(SqlStore[Connection]):
 
     def _from_db_parents(self, value: list[int] | None, /) -> tuple[int, ...]:
         return () if value is None else tuple(value)  # bigint[], NULL without parents
+
+    @staticmethod
+    def _text_list(texts: Sequence[str], /) -> str:
+        return text_array(texts)  # a text[] literal, cast in the SQL (decision 0012)
 
     def __init__(
         self,

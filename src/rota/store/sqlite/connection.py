@@ -84,6 +84,10 @@ class SQLiteConnection(SqlStore[sqlite3.Connection]):
         """The `parents` column (migration 14): a JSON array of ids, NULL for none."""
         return () if value is None else tuple(json.loads(value))
 
+    @staticmethod
+    def _text_list(texts: Sequence[str], /) -> str:
+        return json.dumps(list(texts))  # read with json_each
+
     def __init__(
         self,
         path: str | os.PathLike[str],
