@@ -14,6 +14,11 @@ Metrics (this process only; the dashboard's `/metrics` shows the store-wide view
 - `rota_claim_round_trip_seconds{group}` (histogram): a pass's claims, store round trips
   included, for passes that claimed.
 - `rota_pool_in_use{group}` and `rota_pool_size{group}` (gauges): Workers busy / pool size.
+- `rota_queue_unserved_jobs{queue}` (gauge): as this worker's last look for Queues nobody
+  serves found them (rota.worker.unserved: at start, every minute, and soon after a hint
+  for a Queue none of its groups serves), the due jobs of each Queue no live worker
+  serves, 0 for every other Queue of that look; no store read at scrape time. The
+  dashboard's `/metrics` has the same gauge, read at its scrape.
 
 An outer room: imports rota's App and runtime; nothing in core, store or worker imports it.
 """
@@ -27,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from rota.app import App
 from rota.worker.runtime import Runtime
+from rota.worker.unserved import UnservedDuty
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -185,8 +191,20 @@ class _RuntimeCollector:
         yield jobs
         yield self._metrics.durations.family()
         yield self._metrics.claims.family()
+        unserved = GaugeMetricFamily(
+            "rota_queue_unserved_jobs",
+            "Due jobs of the Queue when no live worker serves it (by the policies in force), "
+            "else 0, as this worker last looked.", labels=["queue"])
+        found: dict[str, int] = {}
+        for runtime in self._metrics.runtimes():
+            duty = runtime.duty(UnservedDuty)
+            if duty is not None:
+                found.update(duty.unserved_jobs)
+        for queue, due in sorted(found.items()):
+            unserved.add_metric([queue], due)
         yield in_use
         yield size
+        yield unserved
 
 
 def serve_metrics(app: App, port: int, host: str = "127.0.0.1") -> WorkerMetrics:

@@ -20,10 +20,11 @@ from tests.conftest import START
 
 
 def register_worker(store: rota.Store, policy: rota.DispatchPolicy, *, alive: bool = True,
-                    worker_id: str = "host:1:tok") -> None:
+                    worker_id: str = "host:1:tok", group_name: str = "g") -> None:
     """A worker row running one group with `policy`, alive at START (or dead by then)."""
     dead_at = START + timedelta(minutes=5) if alive else START - timedelta(seconds=1)
-    group = WorkerGroupInfo(name="g", policy=policy, pool_size=2, owner=f"g@{worker_id}")
+    group = WorkerGroupInfo(name=group_name, policy=policy, pool_size=2,
+                            owner=f"{group_name}@{worker_id}")
     store.register_worker(WorkerInfo(
         id=worker_id, host="host", pid=1, version=rota.__version__,
         started_at=START - timedelta(minutes=10), last_seen=START - timedelta(minutes=1),
@@ -168,7 +169,7 @@ def test_app_health_needs_a_live_worker_for_every_queue(
     # Then c is the one unserved
     assert not health.ok and health.unserved == ("c",) and health.queues == ("a", "b", "c")
     # And once a live worker serves c too, it is healthy
-    register_worker(app.store, rota.Strict("c"), worker_id="h:2:tok")
+    register_worker(app.store, rota.Strict("c"), worker_id="h:2:tok", group_name="h")
     health = app.health()
     assert health.ok and health.problems == () and health.unserved == ()
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import closing
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ import pytest
 import rota
 from rota.app import store_location
 from rota.cli import main
+from rota.cli.common import store_now
+from rota.core.workers import WorkerGroupInfo, WorkerInfo
 from rota.store import StoreConfigError, open_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,17 +170,17 @@ def test_worker_logs_the_absolute_store_path_and_warns_of_unserved_queues(
                                             PYTHONPATH=f"{ROOT / 'src'}{os.pathsep}"
                                             f"{worker_project}"))
     try:
-        started, warning = child.wait_for("worker started", "no Worker Group of this worker")
+        started, warning = child.wait_for("worker started", "no live worker serves it")
         # Then it says which file it opened, as an absolute path
         assert f"sqlite:///{db}" in started
-        # And it warns about the Queue with due jobs that none of its groups serves
-        assert "'qq' has 2 due jobs" in warning
+        # And it warns about the Queue with due jobs that no live worker serves
+        assert "'qq' has 2 due jobs" in warning and "this worker runs main" in warning
         assert child.stop() == 0
     finally:
         child.kill()
     text = "".join(child.lines)
     assert f"running main on sqlite:///{db}" in text
-    assert text.count("no Worker Group of this worker") == 1
+    assert text.count("no live worker serves it") == 1
     assert "'q' has" not in text
 
 
@@ -208,6 +212,41 @@ def test_an_unserved_queue_warning_is_logged_by_serve(
     app.close()
     warnings = [r.getMessage() for r in caplog.records if "serves it" in r.getMessage()]
     # Then only "b" is named: "a" is served, and "c" has nothing due yet
+    assert len(warnings) == 1 and "Queue 'b' has 1 due job but" in warnings[0]
+
+
+def test_a_worker_warns_soon_after_a_job_lands_on_a_queue_nobody_serves(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import asyncio
+
+    from rota.worker.unserved import UnservedDuty
+
+    # Given a serving worker whose start look found nothing unserved
+    app = rota.App(f"sqlite:///{tmp_path / 'x.db'}")
+    app.job("j", queue="a")(lambda: None)
+    app.add_worker_group(rota.WorkerGroupOptions(name="g", policy=rota.Strict("a")))
+
+    async def scenario() -> None:
+        async with app.serve() as runtime:
+            [duty] = [d for d in runtime._duties if isinstance(d, UnservedDuty)]
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 30
+            while duty.looks < 1 and loop.time() < deadline:
+                await asyncio.sleep(0.01)
+            assert duty.looks == 1 and not duty.warned
+            # When a job is enqueued on "b", which no group serves
+            app.jobs["j"].configure(queue="b").enqueue()
+            # Then its wake-up hint has the worker look again within seconds, long before
+            # the next survey (a minute)
+            while not duty.warned and loop.time() < deadline:
+                await asyncio.sleep(0.01)
+            assert duty.warned == {"b"} and duty.looks >= 2
+
+    with caplog.at_level("WARNING", logger="rota"):
+        asyncio.run(scenario())
+    app.close()
+    warnings = [r.getMessage() for r in caplog.records if "serves it" in r.getMessage()]
     assert len(warnings) == 1 and "Queue 'b' has 1 due job but" in warnings[0]
 
 
@@ -380,7 +419,8 @@ def test_queues_with_an_app_marks_the_queues_nobody_serves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     no_rota_store: None,
 ) -> None:
-    # Given an App whose groups serve "mail" and "sms", and due jobs on "mail" and "mial"
+    # Given an App whose groups serve "mail" and "sms", live workers running them, and
+    # due jobs on "mail" and "mial"
     (tmp_path / "served_app.py").write_text(
         "import rota\n"
         f"app = rota.App('sqlite:///{tmp_path / 'served.db'}')\n"
@@ -394,15 +434,34 @@ def test_queues_with_an_app_marks_the_queues_nobody_serves(
     for queue_name in ("mail", "mial"):
         assert main(["enqueue", "send", "--queue", queue_name, "--app", "served_app:app"]) == 0
     capsys.readouterr()
-    # When the Queues are listed with the App
+    url = f"sqlite:///{tmp_path / 'served.db'}"
+    # When nobody runs a worker yet, every Queue with due jobs is unserved
     assert main(["queues", "--app", "served_app:app", "--json"]) == 0
-    served = {row["name"]: row["served_by"] for row in json.loads(capsys.readouterr().out)}
-    # Then each Queue names the groups serving it, and the typo none
-    assert served == {"mail": ["fast", "fair"], "mial": []}
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    assert rows["mail"]["served_by"] == [] and rows["mail"]["unserved"] is True
+    # When live workers run the groups
+    with closing(open_store(url)) as store:
+        now = store_now(store)
+        for index, (group, policy) in enumerate((
+                ("fast", rota.Strict("mail")),
+                ("fair", rota.Weighted([("mail", 1), ("sms", 1)])))):
+            store.register_worker(WorkerInfo(
+                id=f"h:{index}:t", host="h", pid=index, version=rota.__version__,
+                started_at=now, last_seen=now, dead_at=now + timedelta(minutes=5),
+                groups=(WorkerGroupInfo(group, policy, 2, owner=f"{group}@h:{index}:t"),)),
+                now)
+    assert main(["queues", "--app", "served_app:app", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    # Then each Queue names the groups serving it (with their weights), and the typo none
+    assert {name: row["served_by"] for name, row in rows.items()} == {
+        "mail": ["fair", "fast"], "mial": []}
+    assert rows["mail"]["weights"] == {"fair": 1, "fast": None}
+    assert (rows["mail"]["unserved"], rows["mial"]["unserved"]) == (False, True)
     assert main(["queues", "--app", "served_app:app"]) == 0
     out = capsys.readouterr().out
-    assert "served by" in out and "nobody" in out and "fast, fair" in out
-    assert "1 Queue with due jobs is served by no Worker Group of served_app:app" in out
-    # And without an App, nothing is claimed about who serves what
-    assert main(["queues", "--store", f"sqlite:///{tmp_path / 'served.db'}", "--json"]) == 0
-    assert all("served_by" not in row for row in json.loads(capsys.readouterr().out))
+    assert "served by" in out and "nobody" in out and "fair, fast" in out
+    assert "1 Queue with due jobs is served by no live worker" in out
+    # And the same without an App: who serves what comes from the store
+    assert main(["queues", "--store", url, "--json"]) == 0
+    assert [row["served_by"] for row in json.loads(capsys.readouterr().out)] == [
+        ["fair", "fast"], []]

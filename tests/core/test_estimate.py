@@ -97,3 +97,24 @@ def test_combine_adds_rates_of_parallel_groups() -> None:
     assert combine([one(None), one(4.0)]) == pytest.approx(4.0)
     assert combine([one(None)]) is None
     assert combine([one(0.0), one(3.0)]) == 0.0
+
+
+@pytest.mark.parametrize(("kwargs", "why"), [
+    ({"paused": ["c"]}, "paused"),
+    ({"limits": {"c": 0}}, "limit 0"),
+    ({"rate_per_s": None}, "history"),
+    # A rate read over the parts of minutes a group has served (its first minute, say)
+    # is far too low: 45,030 s for a job a few seconds away. No number until it has a
+    # fully busy minute on record.
+    ({"settled": False}, "history"),
+    ({}, None),
+])
+def test_an_estimate_says_why_it_has_no_number(kwargs: dict[str, object],
+                                               why: str | None) -> None:
+    arguments: dict[str, object] = {
+        "group": "fair", "policy": FAIR, "pool_size": 10,
+        "backlog": {"a": 100, "b": 100, "c": 100}, "queue": "c", "position": 0,
+        "rate_per_s": 10.0, **kwargs}
+    estimate = estimate_start(**arguments)  # type: ignore[arg-type]
+    assert estimate.why == why
+    assert (estimate.seconds is None) == (why is not None)

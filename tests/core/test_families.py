@@ -101,19 +101,16 @@ def test_a_policy_without_families_is_its_own_expansion() -> None:
 
 
 def test_a_family_member_is_served_by_the_groups_whose_family_holds_it() -> None:
-    from rota.core.groups import WorkerGroupOptions
     from rota.core.queue_controls import QueueInfo
-    from rota.core.serving import groups_serving, served_by, unserved_with_due_jobs
+    from rota.core.serving import entry_for, serving_groups, unserved_with_due_jobs
 
-    serving = served_by([
-        WorkerGroupOptions(name="tenants", policy=Weighted([("t-vip", 3), ("t-*", 1)])),
-        WorkerGroupOptions(name="urgent", policy=Strict("t-vip", "u")),
-        WorkerGroupOptions(name="all", policy=Strict("*")),
-    ])
-    assert groups_serving(serving, "t-vip") == ("tenants", "urgent", "all")
-    assert groups_serving(serving, "t-1") == ("tenants", "all")
-    assert groups_serving(serving, "v") == ("all",)
-    del serving["*"]
+    serving = {"tenants": Weighted([("t-vip", 3), ("t-*", 1)]),
+               "urgent": Strict("t-vip", "u"), "all": Strict("*")}
+    assert serving_groups("t-vip", serving) == {"tenants": 3, "urgent": None, "all": None}
+    assert serving_groups("t-1", serving) == {"tenants": 1, "all": None}
+    assert serving_groups("v", serving) == {"all": None}
+    assert entry_for(serving["tenants"], "t-1") == ("t-*", 1)
+    del serving["all"]
     infos = [QueueInfo(name=name, due=1) for name in ("t-1", "u", "v")]
     assert [info.name for info in unserved_with_due_jobs(infos, serving)] == ["v"]
 

@@ -41,13 +41,26 @@ def test_api_queues_shows_counts_due_backlog_oldest_age_paused_and_limit(
     assert queues["c"]["due"] == 0 and queues["c"]["oldest_due_age_s"] is None
     assert queues["emails"]["counts"]["dead_lettered"] == 1
     assert (queues["paused-q"]["paused"], queues["paused-q"]["limit"]) == (True, 2)
-    # And the estimate of a job enqueued now into a: group fair served 100 jobs in one
-    # busy minute; the replay puts 5 of a and 3 of b before it (8 jobs, 6:3 shares)
+    # And the estimate of a job enqueued now into a: the replay puts 5 of a and 3 of b
+    # before it (8 jobs, 6:3 shares); group fair served 100 jobs in its first minute, too
+    # short a history for a rate (the minute was not fully busy, as far as rota knows)
     estimate = a["estimate"]
     assert a["groups"] == ["fair"]
     assert estimate["groups"][0]["ahead"] == 8
+    assert estimate["seconds"] is None and estimate["groups"][0]["why"] == "history"
+    assert estimate["text"] == "when its turn comes: not enough history yet to say how soon"
+    assert "no fully busy minute on record yet" in estimate["basis"]
+    # Once the minutes around that one were busy too, it was fully busy: 100 jobs a minute
+    served = [ServedCount("fair", "a", "succeeded", 1)]
+    for at in (START - timedelta(seconds=30), START + timedelta(seconds=75)):
+        seeded.app.store.refresh_worker("host:1:tok", at, dead_at=START + timedelta(hours=1),
+                                        in_flight={"fair": 2}, served=served, new=served)
+    estimate = {q["name"]: q for q in dashboard.get("/api/queues").json()}["a"]["estimate"]
     assert estimate["seconds"] == pytest.approx(8 / (100 / 60))
-    assert estimate["text"] == "about 5 s" and "Weighted 6:3:1" in estimate["basis"]
+    assert estimate["text"] == "in about 5 s" and "Weighted 6:3:1" in estimate["basis"]
+    # And a Queue no live worker serves says so
+    assert queues["paused-q"]["estimate"]["text"] == (
+        "when a worker serving it runs: none does now")
 
 
 def test_api_groups_shows_target_and_served_shares(seeded: Seeded, serve: Serve) -> None:
@@ -224,6 +237,9 @@ def test_api_job_detail_and_its_estimate(seeded: Seeded, serve: Serve) -> None:
     assert dashboard.get(f"/api/jobs/{keyed}").json()["key"] == "day-9"
     assert "day-9" in dashboard.get(f"/jobs/{keyed}").text
     # A due job: its place among its Queue's due jobs, then the policy's replay
+    # (the first is next, and group fair has a Worker free: it starts at once)
+    first = dashboard.get(f"/api/jobs/{seeded.ids['a'][0]}").json()["estimate"]
+    assert (first["text"], first["seconds"]) == ("at once: a Worker is free", 0.0)
     third = dashboard.get(f"/api/jobs/{seeded.ids['a'][2]}").json()["estimate"]
     assert third["basis"].startswith("due now, number 3 of the 5 due job(s) of Queue a")
     assert third["groups"][0]["position"] == 2 and third["groups"][0]["ahead"] == 3
@@ -231,7 +247,11 @@ def test_api_job_detail_and_its_estimate(seeded: Seeded, serve: Serve) -> None:
     later = dashboard.get(f"/api/jobs/{seeded.ids['c'][0]}").json()
     assert later["kwargs"] == {}
     assert later["estimate"]["basis"].startswith("due in 3510 s (58 min); then")
-    assert later["estimate"]["seconds"] >= 3600 - 90
+    # then its turn, which the group's one busy minute on record is too short to time
+    assert later["estimate"]["seconds"] is None
+    assert later["estimate"]["text"] == (
+        "in 3510 s (58 min) when it is due, then when its turn comes: not enough history "
+        "yet to say how soon")
 
 
 @pytest.mark.parametrize(("job_id", "status"), [

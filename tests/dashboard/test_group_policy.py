@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import rota
+from tests.conftest import START
 from tests.dashboard.conftest import Seeded, ServedDashboard
 
 TOKEN = "s3cret-token"
@@ -142,3 +143,46 @@ def test_a_weight_above_the_range_is_refused(
     assert reply.status == 400
     assert f"from 1 to 2147483647; got {weight}" in reply.json()["error"]
     assert fair(dashboard)["policy_source"] == "code"
+
+
+# -- every view shows the policy in force ----------------------------------------------------
+
+
+def test_a_stored_policy_is_what_every_view_shows(seeded: Seeded, serve: Serve) -> None:
+    # Given the live "fair" worker (a=6, b=3, c=1 in its code), which served a, b, c in
+    # the minute START, and a dead-lettered job on "emails" requeued: due, served by nobody
+    seeded.app.requeue(seeded.ids["failed"][0])
+    dashboard = serve(seeded.source, clock=seeded.clock, token=TOKEN)
+    queues = {q["name"]: q for q in dashboard.get("/api/queues").json()}
+    assert (queues["emails"]["groups"], queues["emails"]["unserved"]) == ([], True)
+    assert "rota_queue_unserved_jobs{queue=\"emails\"} 1.0" in dashboard.get("/metrics").text
+    assert queues["a"]["weights"] == {"fair": 6} and queues["a"]["unserved"] is False
+    # When its policy is set to serve "emails" first
+    seeded.app.set_group_policy("fair", rota.Strict("emails", "a"))
+    # Then the Queue view names it as served, weightless under Strict, and the gauge is 0
+    queues = {q["name"]: q for q in dashboard.get("/api/queues").json()}
+    assert (queues["emails"]["groups"], queues["emails"]["unserved"]) == (["fair"], False)
+    assert queues["emails"]["weights"] == {"fair": None}
+    assert queues["b"]["groups"] == [] and queues["b"]["unserved"] is True
+    metrics = dashboard.get("/metrics").text
+    assert "rota_queue_unserved_jobs{queue=\"emails\"} 0.0" in metrics
+    assert "rota_queue_unserved_jobs{queue=\"b\"} 3.0" in metrics
+    # And the estimate replays the stored policy (Strict: emails first)
+    estimate = dashboard.get("/api/queues/emails").json()["estimate"]
+    assert [g["group"] for g in estimate["groups"]] == ["fair"]
+    assert "Strict emails > a" in estimate["groups"][0]["basis"]
+    assert dashboard.get("/api/queues/b").json()["estimate"]["groups"] == []
+    # And the fairness view marks the change and counts from its minute on: what was
+    # served under the code's policy is not compared against the new one
+    group = fair(dashboard)
+    assert group["policy_changed_at"] == (seeded.clock.now()).isoformat()
+    assert group["shares_since"] == (START + timedelta(minutes=1)).isoformat()
+    assert group["served_total"] == 0
+    assert [q["queue"] for q in group["queues"]] == ["emails", "a"]
+    page = dashboard.get("/workers").text
+    assert "The policy changed at" in page
+    # And the worker list shows the policy in force
+    [worker] = [w for w in dashboard.get("/api/workers").json() if w["alive"]]
+    assert worker["groups"][0]["policy_text"] == "Strict emails > a"
+    queues_page = dashboard.get("/queues").text
+    assert "nobody: no live worker serves it" in queues_page

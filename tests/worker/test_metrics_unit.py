@@ -27,6 +27,7 @@ def test_a_serving_app_is_measured() -> None:
         name="g", policy=rota.Strict("default"), pool_size=3, poll_interval=0.05))
     metrics = WorkerMetrics(app)
     app.jobs["quick"].enqueue_many([()] * 4)
+    app.jobs["quick"].configure(queue="typo").enqueue_many([()] * 2)
 
     async def scenario() -> None:
         async with app.serve() as runtime:
@@ -38,6 +39,11 @@ def test_a_serving_app_is_measured() -> None:
             assert 'rota_job_duration_seconds_bucket{group="g",le="+Inf",queue="default"} 4.0' \
                 in page
             assert 'rota_pool_size{group="g"} 3.0' in page
+            # The Queue nobody serves: its due jobs, as the worker's start look found them
+            await until(lambda: 'rota_queue_unserved_jobs{queue="typo"} 2.0' in generate_latest(
+                metrics.registry).decode(), 10, off_loop=False)
+            page = generate_latest(metrics.registry).decode()
+            assert 'rota_queue_unserved_jobs{queue="default"} 0.0' in page
 
     asyncio.run(scenario())
     app.close()

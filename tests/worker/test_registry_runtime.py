@@ -6,8 +6,11 @@ for a fixed time, asserts no duration."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import Iterator
 from datetime import timedelta as timedelta
+from typing import Any
 
 import pytest
 
@@ -15,6 +18,7 @@ import rota
 from rota.core.workers import in_flight_owners
 from rota.store import Store, open_store
 from rota.store.base import StoreError
+from rota.worker.registry import RegistryDuty
 from tests.waiting import until
 from tests.worker.conftest import FaultyStore
 
@@ -195,3 +199,61 @@ def test_a_new_worker_reports_its_first_work_at_once_not_a_heartbeat_later(
 
     asyncio.run(scenario())
     app.close()
+
+
+class _Group:
+    """What the registry duty reads of a group loop."""
+
+    def __init__(self) -> None:
+        self.name = "fair"
+        self.options = rota.WorkerGroupOptions(name="fair", policy=rota.Strict("a"),
+                                               heartbeat_interval=0.1)
+        self.in_flight = 0
+        self.served = {("a", "succeeded"): 3}
+        self.runner = type("Runner", (), {"owner": "fair@host:1:tok"})()
+
+
+class _Runtime:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.clock = rota.VirtualClock()
+        self.groups = [_Group()]
+        self.stopping = False
+
+    async def store_call(self, call: Any, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(call, *args, **kwargs)
+
+
+def test_a_refresh_in_flight_at_the_stop_is_not_counted_twice(store: Store) -> None:
+    """The duty is cancelled while its refresh, carrying 3 new outcomes, is in flight;
+    that refresh still lands, and the last refresh at the stop must not add them again."""
+    entered, gate = threading.Event(), threading.Event()
+
+    class Held:
+        def __init__(self, inner: Store) -> None:
+            self.inner = inner
+
+        def refresh_worker(self, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("new") and not gate.is_set():
+                entered.set()
+                gate.wait(DEADLINE_S)
+            return self.inner.refresh_worker(*args, **kwargs)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+    runtime = _Runtime(Held(store))  # type: ignore[arg-type]
+    duty = RegistryDuty(runtime.store)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(duty(runtime))  # type: ignore[arg-type]
+        await asyncio.to_thread(entered.wait, DEADLINE_S)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        gate.set()  # the refresh lands after its duty was cancelled
+        await duty.at_stop(runtime)  # type: ignore[arg-type]
+
+    asyncio.run(scenario())
+    since = runtime.clock.now() - timedelta(hours=1)
+    assert sum(count.count for count in store.served_counts(since)) == 3

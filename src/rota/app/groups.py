@@ -12,7 +12,7 @@ A policy set here (`set_group_policy`: `App.set_group_policy`, the `rota policy`
 and the dashboard) is stored (`GroupPolicyStore`); every worker running the group follows
 it at its next pass (rota.worker.policies), this App's own runners at once
 (`WorkerGroups.policy_set`). The policy in force is the stored one a worker can use, else
-the one in the code (`policy_in_force`).
+the one in the code (`policy_in_force`, rota.core.serving's rule for one group).
 Imports the core, the store contract and the worker's group runner.
 """
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from rota.core.group_policies import StoredPolicy, check_known_group
@@ -28,6 +27,7 @@ from rota.core.groups import WorkerGroupOptions, validate_group_name
 from rota.core.jobs import JobRecord
 from rota.core.policy import DispatchPolicy
 from rota.core.retry import RetryPolicy
+from rota.core.serving import PolicyInForce, in_force
 from rota.core.workers import policy_parts
 from rota.store.base import Store
 from rota.worker.group import GroupRunner, Handler, retry_policy
@@ -185,20 +185,9 @@ def check_group_known(store: Store, defined: Iterable[str], group: str,
     check_known_group(group, known, how_to_force)
 
 
-@dataclass(frozen=True, slots=True)
-class PolicyInForce:
-    """A group's policy in force and where it comes from: `stored` (the row, which a
-    worker can use) or the code (`stored` None). `unusable` says why a stored row is not
-    in force, when there is one a worker cannot use."""
-
-    policy: DispatchPolicy
-    stored: StoredPolicy | None
-    unusable: str | None = None
-
-
 def policy_in_force(store: Store, code: DispatchPolicy | None, group: str) -> PolicyInForce:
     """`group`'s policy in force: stored, else `code` (the App's; None if it defines no
-    such group).
+    such group): rota.core.serving's rule, for one group.
 
     Raises:
         ValueError: if neither exists (the message says how to set one), or the group
@@ -206,15 +195,12 @@ def policy_in_force(store: Store, code: DispatchPolicy | None, group: str) -> Po
     """
     validate_group_name(group)
     row = store.group_policy(group)
-    unusable = None
+    found = in_force(code, row)
+    if found is not None:
+        return found
     if row is not None:
-        try:
-            return PolicyInForce(row.policy(), row)
-        except ValueError as error:
-            unusable = str(error)
-    if code is not None:
-        return PolicyInForce(code, None, unusable)
+        row.policy()  # a row no worker can use, and no code: raises, saying why
     raise ValueError(
-        unusable or f"no policy is stored for Worker Group {group!r}, and no App defines "
+        f"no policy is stored for Worker Group {group!r}, and no App defines "
         "it here; store one with app.set_group_policy(group, policy) or "
         f"`rota policy {group} --weighted a=5,b=1`")

@@ -5,8 +5,8 @@ beside them: the leader election (rota.worker.leadership) and, while this worker
 the store's maintenance: the lease sweeper (the runtime's own), retention (unless the App
 keeps everything), the SQLite WAL checkpoint (for a store that keeps a WAL) and the
 schedule duty (when the App has schedules); then, in every worker, the worker registry,
-the stored group policies and the one-shot warning about Queues with due jobs that none of
-its groups serves (each about this worker alone). `run_until_signal` is `App.run`: serve
+the stored group policies and the warning about Queues with due jobs that no live worker
+serves (rota.worker.unserved). `run_until_signal` is `App.run`: serve
 until SIGINT/SIGTERM, stop gracefully on the first signal, exit at once on the second.
 
 `run_until_idle()` runs none of these duties: retention deletes by the clock, and that
@@ -41,7 +41,7 @@ from rota.worker.registry import RegistryDuty
 from rota.worker.retention import RetentionDuty
 from rota.worker.runtime import Runtime, RuntimeObserver
 from rota.worker.signals import install_stop_handlers, stop_signals
-from rota.worker.unserved import unserved_queues_duty
+from rota.worker.unserved import UnservedDuty
 
 logger = logging.getLogger("rota")
 
@@ -65,8 +65,8 @@ def worker_duties(store: Store, clock: Clock, retention: Retention | None,
         duties.append(election.while_leading(firing))
     duties.append(registry)
     duties.append(PolicyDuty())
-    # One-shot, as the worker starts.
-    duties.append(unserved_queues_duty([runner.options for runner in runners], clock))
+    # At start, every survey, and after a hint for a Queue none of its groups serves.
+    duties.append(UnservedDuty(clock))
     return duties
 
 

@@ -4,7 +4,8 @@ workers did (served counts and fairness).
 
 The health check asks three questions, in order, each only when the one before it was
 answered yes: the store answers; its schema is the one this rota's migrations reach; and,
-for an App's Worker Groups, a live worker serves every Queue of their policies. It never
+for an App's Worker Groups, a live worker serves every Queue of their policies in force
+(the stored one of a group, else the code's; who serves: rota.core.serving). It never
 creates or migrates a store: the schema version is read on its own, before any other
 call (a PostgreSQL store migrates on its first other call, so that call waits for a
 current schema, when it is a no-op).
@@ -24,17 +25,34 @@ store and still answer after they all stopped; the arithmetic is the core's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from rota.core.clock import Clock
 from rota.core.durations import Duration, to_timedelta
+from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions
+from rota.core.serving import (
+    ServingIndex,
+    fairness_in_force,
+    in_force,
+    policies_of,
+    serving_groups,
+)
 from rota.core.storage_health import StorageLimits, storage_warnings
-from rota.core.workers import GroupFairness, ServedCount, fairness, minute_of
-from rota.store import Store, StoreClock, StoreConfigError, StoreError, mask_url, open_store
+from rota.core.workers import GroupFairness, ServedCount, minute_of
+from rota.store import (
+    Store,
+    StoreClock,
+    StoreConfigError,
+    StoreError,
+    mask_url,
+    open_store,
+    policies_in_force,
+    stored_policies,
+)
 from rota.store.base import Migratable, StorageReporting
 
 
@@ -49,7 +67,8 @@ class Health:
         schema_version: the store's schema version; None for a store without one
             (memory://) or one that did not answer.
         known_schema_version: the version this rota's migrations reach (None likewise).
-        queues: the Queues of the checked Worker Groups, in declaration order.
+        queues: the Queues of the checked Worker Groups' policies in force (the stored
+            one of a group, else the code's), in declaration order.
         unserved: those of `queues` that no live worker serves.
         warnings: what will slow the store down if left alone, one sentence each, naming
             the cause and the remedy (a held xmin horizon, dead rows, a large WAL); they
@@ -89,9 +108,13 @@ def _schema_problem(store: Store, version: int, known: int) -> str | None:
         f"({known}): upgrade rota"
 
 
-def _served_queues(store: Store, now: datetime) -> set[str]:
-    return {queue for worker in store.list_workers(now) if worker.alive
-            for group in worker.groups for queue in group.policy.queues}
+def app_queues(groups: Sequence[WorkerGroupOptions],
+               stored: Mapping[str, StoredPolicy]) -> tuple[str, ...]:
+    """The Queues of `groups`' policies in force (`stored`: the stored policies, by
+    group), in declaration order."""
+    found = (in_force(group.policy, stored.get(group.name)) for group in groups)
+    return tuple(dict.fromkeys(q for one in found if one is not None
+                               for q in one.policy.queues))
 
 
 def store_warnings(store: Store, limits: StorageLimits | None = None) -> tuple[str, ...]:
@@ -125,14 +148,15 @@ def check_health(
         problem = _schema_problem(store, version, known)
         if problem is not None:
             return Health(False, store.url, (problem,), version, known)
-    queues = tuple(dict.fromkeys(q for group in groups for q in group.policy.queues))
     try:
         # Also the question "does it answer" for a store without a schema.
-        served = _served_queues(store, clock.now())
+        live = ServingIndex(policies_of(policies_in_force(store, clock.now())))
+        stored = stored_policies(store) if groups else {}
     except StoreError as error:
         return Health(False, store.url, (f"the store does not answer: {error}",),
-                      version, known, queues)
-    unserved = tuple(queue for queue in queues if queue not in served)
+                      version, known, app_queues(groups, {}))
+    queues = app_queues(groups, stored)
+    unserved = tuple(queue for queue in queues if not serving_groups(queue, live))
     problems: tuple[str, ...] = ()
     if unserved:
         names = ", ".join(repr(queue) for queue in unserved)
@@ -166,10 +190,12 @@ def served_since(store: Store, clock: Clock, since: datetime | None) -> list[Ser
 
 def fairness_over(store: Store, clock: Clock, window: Duration) -> list[GroupFairness]:
     """`App.fairness`: served against target shares over whole minutes since the minute
-    boundary at or before now - `window`, the minute in progress included."""
+    boundary at or before now - `window`, the minute in progress included; against each
+    group's policy in force, since its change if it changed within the window."""
     span = to_timedelta(window, "window")
     now = clock.now()
     since = minute_of(now - span)
-    return fairness(
+    return fairness_in_force(
         store.worker_groups(), store.list_workers(now), store.served_counts(since), since,
+        stored_policies(store),
     )

@@ -13,11 +13,12 @@ import json
 from collections.abc import Iterable
 from typing import TypeAlias
 
-from rota.app.groups import PolicyInForce, check_group_known, policy_in_force
+from rota.app.groups import check_group_known, policy_in_force
 from rota.cli.common import UsageError, add_store_options, load_app, opened_store, store_now
 from rota.cli.simulate import parse_policy
 from rota.core.groups import WorkerGroupOptions, validate_group_name
 from rota.core.policy import DispatchPolicy, PolicyFault, Weighted
+from rota.core.serving import PolicyInForce
 from rota.store.base import Store
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"

@@ -14,16 +14,16 @@ from typing import TypeAlias
 
 from rich.table import Table
 
-from rota.cli.common import UsageError, add_store_options, load_app, opened_store, store_now
-from rota.cli.display import line, make_console, print_whole, user_text
+from rota.cli.common import UsageError, add_store_options, opened_store, store_now
+from rota.cli.display import make_console, print_whole, user_text
 from rota.core.durations import short_duration
 from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
 from rota.core.queues import validate_queue_name
 from rota.core.rates import RATE_FORM, QueueRate, describe_period, parse_rate
-from rota.core.serving import groups_serving, served_by
+from rota.core.serving import ServingIndex, policies_of, serving_groups
 from rota.core.settings_range import setting_range
-from rota.store import Store
+from rota.store import Store, policies_in_force
 
 Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 JSON_HELP = "print the Queue's settings as JSON"
@@ -73,11 +73,13 @@ def register_queues(subparsers: Subparsers) -> None:
         "queues", help="every Queue: paused, limit, jobs per state, due now",
         description="Every Queue that has jobs or settings: paused, limit, jobs per state "
         "(waiting: workflow jobs whose parents have not all finished; they are not due), "
-        "jobs due now and how long the oldest has waited. With --app, also which of the "
-        "App's Worker Groups serve each Queue ('nobody' marks a Queue none serves).")
-    add_store_options(parser, json_help="print JSON instead of a table",
-                      app_help="use this App's store, and show which of its Worker Groups "
-                      "serve each Queue")
+        "jobs due now, how long the oldest has waited, and which Worker Groups of live "
+        "workers serve it now, by their policies in force (a policy set with `rota "
+        "policy` counts from when it is set; 'nobody' marks a Queue no live worker "
+        "serves, in red when it has due jobs).")
+    add_store_options(parser, json_help="print JSON instead of a table (served_by, "
+                      "weights per group, unserved: due jobs and no live worker serves it)",
+                      app_help="use this App's store")
     parser.set_defaults(func=run_queues)
 
 
@@ -197,28 +199,23 @@ def info_as_json(info: QueueInfo) -> dict[str, object]:
     }
 
 
-def _serving(app_spec: str | None) -> dict[str, tuple[str, ...]] | None:
-    """With --app: Queue -> the App's groups serving it. Without: None (unknown until the
-    worker registry tells which live workers serve what)."""
-    if not app_spec:
-        return None
-    return served_by(load_app(app_spec, read_only=True).worker_groups)
-
-
 def run_queues(args: argparse.Namespace) -> int:
-    serving = _serving(args.app)
     with opened_store(args.store, args.app, read_only=True) as store:
         now = store_now(store)
         infos = store.queue_infos(now)
+        live = policies_of(policies_in_force(store, now))
+    index = ServingIndex(live)
+    serving = {info.name: serving_groups(info.name, index) for info in infos}
     if args.json:
         rows = [info_as_json(info) for info in infos]
-        if serving is not None:
-            for row, info in zip(rows, infos, strict=True):
-                row["served_by"] = list(groups_serving(serving, info.name))
+        for row, info in zip(rows, infos, strict=True):
+            row["served_by"] = list(serving[info.name])
+            row["weights"] = serving[info.name]
+            row["unserved"] = info.due > 0 and not serving[info.name]
         print(json.dumps(rows, indent=2))
         return 0
-    # Eleven columns (twelve with --app): in a terminal rich fits them to its width;
-    # piped, make_console prints them in full.
+    # Twelve columns: in a terminal rich fits them to its width; piped, make_console
+    # prints them in full.
     console = make_console()
     if not infos:
         console.print("no Queues: no jobs and no settings")
@@ -232,31 +229,28 @@ def run_queues(args: argparse.Namespace) -> int:
         table.add_column(state.value, justify="right")
     table.add_column("due", justify="right")
     table.add_column("oldest due", justify="right")
-    if serving is not None:
-        table.add_column("served by")
+    table.add_column("served by")
     unserved = 0
     for info in infos:
         waited = "" if info.oldest_due_at is None else _ago(now - info.oldest_due_at)
-        cells = [
+        groups = serving[info.name]
+        if groups:
+            served_by = user_text(", ".join(groups))
+        else:
+            unserved += info.due > 0
+            served_by = user_text("nobody", "bold red" if info.due else "")
+        table.add_row(
             user_text(info.name), "paused" if info.paused else "", "" if info.limit is None
             else str(info.limit), "" if info.rate is None else str(info.rate),
             *(str(info.counts[s] or "") for s in JobState),
-            str(info.due or ""), waited,
-        ]
-        if serving is not None:
-            groups = groups_serving(serving, info.name)
-            if groups:
-                cells.append(user_text(", ".join(groups)))
-            else:
-                unserved += info.due > 0
-                cells.append(user_text("nobody", "bold red" if info.due else ""))
-        table.add_row(*cells)
+            str(info.due or ""), waited, served_by,
+        )
     print_whole(console, table)
     if unserved:
         what = ("1 Queue with due jobs is" if unserved == 1
                 else f"{unserved} Queues with due jobs are")
-        console.print(line(f"{what} served by no Worker Group of ", user_text(args.app),
-                           ": such jobs wait until a worker serving their Queue runs."))
+        console.print(f"{what} served by no live worker: such jobs wait until a worker "
+                      "whose group's policy in force serves their Queue runs.")
     return 0
 
 

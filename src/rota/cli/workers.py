@@ -1,7 +1,8 @@
 """`rota workers --store URL|--app APP [--jobs] [--json]`: the worker registry, read-only.
 
 One row per worker process (host, pid, version, started, last seen, alive or dead, its
-groups with policy, pool use and served counts). Dead workers (not refreshed for a few
+groups with the policy in force (a stored one, `rota policy`, marked with its version;
+else the code's), pool use and served counts). Dead workers (not refreshed for a few
 lease periods: killed, or cut off from the store) are shown as dead until removed.
 `--jobs` adds what the live workers run now: each job in flight (id, name, Queue,
 attempt, running for), read from the leases their groups hold (`Store.jobs_in_flight`).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
@@ -19,6 +21,8 @@ from rich.table import Table
 from rota.cli.common import add_store_options, opened_store, store_now
 from rota.cli.display import line, make_console, print_whole, user_text
 from rota.core.durations import short_duration
+from rota.core.group_policies import StoredPolicy
+from rota.core.serving import in_force, workers_in_force
 from rota.core.workers import (
     RunningJob,
     WorkerInfo,
@@ -27,6 +31,7 @@ from rota.core.workers import (
     running_to_json,
     worker_to_json,
 )
+from rota.store import stored_policies
 
 # The most jobs in flight `--jobs` lists, all workers together (longest running first).
 MAX_JOBS_SHOWN = 1000
@@ -37,7 +42,8 @@ def register(subparsers: Any) -> None:
         "workers", help="the worker processes registered in the store, alive or dead",
         description="Every worker process registered in the store: host, pid, version, "
         "when it started and was last seen, whether it is alive, and per Worker Group its "
-        "policy, jobs in flight of its pool and attempts served. A worker not refreshed "
+        "policy in force (a policy set with `rota policy` shows as 'stored vN'; else the "
+        "code's), jobs in flight of its pool and attempts served. A worker not refreshed "
         "for a few lease periods is shown as dead (killed, or cut off from the store).")
     add_store_options(parser, json_help="print JSON instead of a table")
     parser.add_argument(
@@ -56,21 +62,29 @@ def _offset(worker: WorkerInfo) -> str:
     return f"{worker.clock_offset.total_seconds():+.1f} s"
 
 
-def _policy(worker: WorkerInfo, index: int) -> str:
+def _policy(worker: WorkerInfo, index: int, stored: Mapping[str, StoredPolicy]) -> str:
     group = worker.groups[index]
     if group.kind == "weighted":
-        return "Weighted " + ", ".join(f"{queue}={weight}" for queue, weight in group.weights)
-    return "Strict " + " > ".join(group.policy.queues)
+        text = "Weighted " + ", ".join(f"{queue}={weight}" for queue, weight in group.weights)
+    else:
+        text = "Strict " + " > ".join(group.policy.queues)
+    row = stored.get(group.name)
+    if row is not None and in_force(None, row) is not None:
+        text += f" (stored v{row.version})"
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
     with opened_store(args.store, args.app, read_only=True) as store:
         now = store_now(store)
-        workers = store.list_workers(now)
+        registered = store.list_workers(now)
+        stored = stored_policies(store)
         running: list[RunningJob] = []
         if args.jobs:
-            jobs = store.jobs_in_flight(in_flight_owners(workers), MAX_JOBS_SHOWN)
-            running = running_jobs(workers, jobs, now)
+            jobs = store.jobs_in_flight(in_flight_owners(registered), MAX_JOBS_SHOWN)
+            running = running_jobs(registered, jobs, now)
+    # Each group's policy in force: the stored one if any, else the code's it registered.
+    workers = workers_in_force(registered, stored)
     if args.json:
         listed = []
         for worker in workers:
@@ -101,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
                 _ago(now, worker.started_at) if first else "",
                 _ago(now, worker.last_seen) if first else "",
                 _offset(worker) if first else "",
-                user_text(group.name), user_text(_policy(worker, index)),
+                user_text(group.name), user_text(_policy(worker, index, stored)),
                 # A dead worker holds nothing it can finish: its jobs wait for the sweep.
                 f"{group.in_flight if worker.alive else '-'}/{group.pool_size}", str(served),
             )

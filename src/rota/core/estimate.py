@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.serving import entry_for
 from rota.core.simulation import simulate
 
 __all__ = ["MAX_REPLAYED_JOBS", "StartEstimate", "combine", "estimate_start"]
@@ -44,6 +45,9 @@ class StartEstimate:
         rate_per_s: the group's served rate (jobs per second); None if unknown.
         seconds: `ahead / rate_per_s`; None when there is no estimate (see `basis`).
         basis: one sentence saying what the estimate rests on, for people.
+        why: why there is no estimate, when there is none: "paused", "limit 0", or
+            "history" (the group has no fully busy minute on record yet, so no rate to
+            divide by that would not mislead); None when `seconds` is set.
     """
 
     group: str
@@ -53,6 +57,7 @@ class StartEstimate:
     rate_per_s: float | None
     seconds: float | None
     basis: str
+    why: str | None = None
 
 
 def _describe(policy: DispatchPolicy) -> str:
@@ -103,6 +108,7 @@ def estimate_start(
     paused: Sequence[str] = (),
     limits: Mapping[str, int | None] | None = None,
     rate_note: str = "while busy",
+    settled: bool = True,
 ) -> StartEstimate:
     """Estimate when `group` starts the job at `position` among `queue`'s due jobs.
 
@@ -114,12 +120,15 @@ def estimate_start(
         paused, limits: the Queues' controls, applied as the stores apply them.
         rate_note: how the rate was measured, for the basis (e.g. "over its 12 fully
             busy minutes").
+        settled: whether the rate comes from fully busy minutes; a rate read over the
+            parts of minutes a group has served so far is far too low, so there is then
+            no estimate yet (`why` "history").
 
     Raises:
         ValueError: if the group does not serve `queue`, or for a negative position or a
             pool size below 1.
     """
-    if queue not in policy.queues:
+    if entry_for(policy, queue) is None:
         raise ValueError(f"group {group!r} does not serve Queue {queue!r}")
     if position < 0:
         raise ValueError(f"position must be >= 0; got {position}")
@@ -129,10 +138,12 @@ def estimate_start(
     how = f"{_describe(policy)}, pool {pool_size}"
     if queue in paused:
         return StartEstimate(group, queue, position, None, rate_per_s, None,
-                             f"Queue {queue} is paused: nothing starts until it is resumed")
+                             f"Queue {queue} is paused: nothing starts until it is resumed",
+                             "paused")
     if limits.get(queue) == 0:
         return StartEstimate(group, queue, position, None, rate_per_s, None,
-                             f"Queue {queue} has limit 0: nothing starts until it is raised")
+                             f"Queue {queue} has limit 0: nothing starts until it is raised",
+                             "limit 0")
     total = sum(max(0, backlog.get(q, 0)) for q in policy.queues if q != queue) + position + 1
     scale = min(1.0, MAX_REPLAYED_JOBS / total)
     scaled = {q: math.ceil(max(0, backlog.get(q, 0)) * scale) for q in policy.queues}
@@ -149,7 +160,14 @@ def estimate_start(
     if rate_per_s is None or rate_per_s <= 0:
         return StartEstimate(
             group, queue, position, ahead, None, None,
-            f"{replay}; no served history for group {group} yet, so no rate to divide by")
+            f"{replay}; no served history for group {group} yet, so no rate to divide by",
+            "history")
+    if not settled and ahead > 0:
+        return StartEstimate(
+            group, queue, position, ahead, rate_per_s, None,
+            f"{replay}; group {group} has no fully busy minute on record yet, and its rate "
+            f"over the parts of minutes it served ({rate_per_s:.1f} job(s)/s) would put "
+            f"the start far too late", "history")
     seconds = ahead / rate_per_s
     return StartEstimate(
         group, queue, position, ahead, rate_per_s, seconds,

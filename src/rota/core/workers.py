@@ -104,7 +104,9 @@ class WorkerGroupInfo:
 
     Attributes:
         name: the group's name.
-        policy: its Dispatch Policy (`rota.Strict` or `rota.Weighted`).
+        policy: its Dispatch Policy in the worker's code (`rota.Strict` or
+            `rota.Weighted`); a policy stored for the group (`App.set_group_policy`)
+            overrides it while stored: `rota.core.serving.in_force`.
         pool_size: its Workers.
         in_flight: jobs it holds now (running, or finished with the outcome unwritten);
             0 in `worker_groups()`.
@@ -223,6 +225,9 @@ class GroupFairness:
         since: the start of the window (a minute boundary).
         queues: per Queue, in the policy's order (Queues it served outside the current
             policy last).
+        policy_changed_at: when the stored policy in force was set, if that was after
+            the window's start: `since` is then the minute of that change, and the
+            shares count what was served under it (`rota.core.serving.fairness_in_force`).
     """
 
     group: str
@@ -233,6 +238,7 @@ class GroupFairness:
     served: int
     since: datetime
     queues: tuple[QueueShare, ...]
+    policy_changed_at: datetime | None = None
 
 
 def fairness(
@@ -391,7 +397,7 @@ def fairness_to_json(view: GroupFairness) -> dict[str, object]:
     return {
         "group": view.group, "policy": kind, "pool_size": view.pool_size,
         "workers": view.workers, "in_flight": view.in_flight, "served": view.served,
-        "since": _time(view.since),
+        "since": _time(view.since), "policy_changed_at": _time(view.policy_changed_at),
         "queues": [
             {"queue": q.queue, "weight": q.weight, "target_share": q.target_share,
              "served": q.served, "served_share": q.served_share, "outcomes": q.outcomes}

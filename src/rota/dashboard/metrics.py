@@ -7,6 +7,10 @@ Gauges from the store (`queue_infos` at the scrape's `now`):
   waited (0 when none is due, so an alert on "> N" stays quiet for an idle Queue).
 - `rota_queue_paused{queue}`: 1 if paused, else 0; `rota_queue_limit{queue}`: the limit,
   for Queues that have one.
+- `rota_queue_unserved_jobs{queue}`: the due jobs of a Queue that no live worker serves
+  (by the groups' policies in force, rota.core.serving), 0 for every other Queue (served,
+  or nothing due): present for every Queue, so `> 0` alerts and a missing series means a
+  missing scrape.
 From the worker registry (`sources.observe`): `rota_group_workers{group}`,
 `rota_group_in_flight{group}`, and the counter `rota_jobs_total{group,queue,outcome}`.
 
@@ -46,9 +50,10 @@ from prometheus_client.registry import Collector
 
 from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo
+from rota.core.serving import ServingIndex, serving_groups
 from rota.core.storage_health import StorageHealth
 from rota.core.workers import minute_of
-from rota.dashboard.sources import GroupObservation
+from rota.dashboard.sources import GroupObservation, policies
 from rota.store import Store
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -108,7 +113,14 @@ class StoreCollector(Collector):
         limit = GaugeMetricFamily("rota_queue_limit",
                                   "The Queue's concurrency limit (Queues with one only).",
                                   labels=["queue"])
+        unserved = GaugeMetricFamily(
+            "rota_queue_unserved_jobs",
+            "Due jobs of the Queue when no live worker serves it (by the policies in force), "
+            "else 0.", labels=["queue"])
+        live = ServingIndex(policies(groups, live=True))
         for info in infos:
+            unserved.add_metric(
+                [info.name], 0 if serving_groups(info.name, live) else info.due)
             for state in JobState:
                 jobs.add_metric([info.name, state.value], info.counts.get(state, 0))
             due.add_metric([info.name], info.due)
@@ -131,7 +143,7 @@ class StoreCollector(Collector):
             "worker registry's served history).", labels=["group", "queue", "outcome"])
         for group_name, queue, outcome, count in served:
             total.add_metric([group_name, queue, outcome], count)
-        yield from (jobs, due, age, paused, limit, workers, in_flight, total)
+        yield from (jobs, due, age, paused, limit, unserved, workers, in_flight, total)
 
 
 class StorageCollector(Collector):

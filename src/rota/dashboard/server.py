@@ -37,7 +37,6 @@ from rota.app import App
 from rota.app.schedules import row_info
 from rota.app.status import store_warnings
 from rota.core.clock import Clock
-from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions, validate_group_name
 from rota.core.jobs import MAX_JOB_ID, JobState
 from rota.core.policy import DispatchPolicy
@@ -480,24 +479,6 @@ class Dashboard:
                           queue=views.queue_json(info, now, infos, seen.groups),
                           chart=chart, window_minutes=round(window.total_seconds() / 60))
 
-    async def _stored_policies(self, groups: list[GroupObservation]
-                               ) -> dict[str, StoredPolicy]:
-        """The stored policy of each group that has one (the view shows the code's for
-        the others)."""
-        store = self.source.reads
-
-        def read() -> dict[str, StoredPolicy]:
-            found = {}
-            for group in groups:
-                row = store.group_policy(group.name)
-                if row is not None:
-                    found[group.name] = row
-            return found
-        try:
-            return await self._call(read)
-        except StoreError:
-            return {}
-
     async def _running(self, workers: list[WorkerInfo], now: datetime) -> list[RunningJob]:
         """What the live workers run now: the leased jobs of their groups' owner ids (none
         when the store cannot say now: the registry still shows)."""
@@ -514,9 +495,8 @@ class Dashboard:
 
     async def workers_page(self, request: Request) -> Response:
         now, infos, seen = await self._observe(self._window(request))
-        stored = await self._stored_policies(seen.groups)
         running = await self._running(seen.workers, now)
-        groups = self._groups_with_charts(request, seen, infos, now, stored)
+        groups = self._groups_with_charts(request, seen, infos, now)
         return self._page(request, "workers.html", title="Worker Groups", now=now,
                           groups=groups,
                           workers=[views.worker_json(w, now, running) for w in seen.workers],
@@ -589,15 +569,13 @@ class Dashboard:
 
     async def api_groups(self, request: Request) -> Response:
         now, infos, seen = await self._observe(self._window(request))
-        stored = await self._stored_policies(seen.groups)
-        return self._json(self._groups_with_charts(request, seen, infos, now, stored))
+        return self._json(self._groups_with_charts(request, seen, infos, now))
 
     def _groups_with_charts(self, request: Request, seen: Observation, infos: list[QueueInfo],
-                            now: datetime, stored: dict[str, StoredPolicy]
-                            ) -> list[dict[str, Any]]:
+                            now: datetime) -> list[dict[str, Any]]:
         """The groups' view, each with its chart of attempts over the window (None: it
         served nothing in it)."""
-        groups = views.groups_json(seen.groups, infos, now, stored)
+        groups = views.groups_json(seen.groups, infos, now)
         charts = views.timelines(seen.served, now, self._window(request), _BY_GROUP)
         for group in groups:
             group["chart"] = charts.get(group["name"])

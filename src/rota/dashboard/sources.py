@@ -4,8 +4,10 @@ the source changes.
 `observe_groups(...)` answers, for every Worker Group known, its policy, pool size, live
 workers, jobs in flight and the jobs it served per Queue over the last minutes. Groups
 come from the worker registry in the store (every group a live or recently stopped worker
-ran, with the policy it ran), and from `--app` when given (groups defined but never run
-show with nothing served). Nothing else in the dashboard knows where these facts live.
+ran), and from `--app` when given (groups defined but never run show with nothing
+served); each shows its policy in force: the stored one (`App.set_group_policy`), else
+the code's (rota.core.serving). Nothing else in the dashboard knows where these facts
+live.
 
 Imports rota's public API and the store contract only.
 """
@@ -18,12 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions
 from rota.core.policy import DispatchPolicy
-from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, fairness, minute_of
-from rota.store import Store, StoreError
+from rota.core.serving import fairness_in_force, workers_in_force
+from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
+from rota.store import Store, StoreError, stored_policies
 
-__all__ = ["GroupObservation", "Observation", "observe"]
+__all__ = ["GroupObservation", "Observation", "observe", "policies"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,8 +38,9 @@ class GroupObservation:
 
     Attributes:
         name: the group's name.
-        policy: its Dispatch Policy (as a worker last registered it, or as `--app`
-            defines it); None when only served history names the group.
+        policy: its Dispatch Policy in force: the stored one (`App.set_group_policy`)
+            when a worker can use it, else the code's (as a worker last registered it,
+            or as `--app` defines it); None when only served history names the group.
         pool_size: Workers per process running it.
         workers: live worker processes running it now.
         in_flight: its jobs running now, all those processes together.
@@ -46,6 +51,11 @@ class GroupObservation:
             (a busy minute before and after, and not the minute in progress), and what
             the group served in them: the rate's best evidence.
         window: how far back `served` looks.
+        stored: the stored policy in force (`App.set_group_policy`), None when the
+            code's is in force; `unusable`: why a stored row is not in force, if so.
+        since: where the served shares start: the window's start, or the minute of the
+            stored policy's change when it changed within the window
+            (`policy_changed_at`): the shares compare against the policy since then.
     """
 
     name: str
@@ -58,6 +68,15 @@ class GroupObservation:
     full_minutes: int = 0
     full_served: int = 0
     window: timedelta = timedelta(minutes=60)
+    stored: StoredPolicy | None = None
+    unusable: str | None = None
+    since: datetime | None = None
+    policy_changed_at: datetime | None = None
+
+    @property
+    def live(self) -> bool:
+        """Whether a live worker runs the group now."""
+        return self.workers > 0
 
     @property
     def served_total(self) -> int:
@@ -127,11 +146,12 @@ def observe(
         registered = store.worker_groups()
         workers = store.list_workers(now)
         served = store.served_counts(since)
+        stored = stored_policies(store)
     except StoreError as error:
         # A store whose schema predates the registry, opened read-only, cannot be
         # migrated by the dashboard: show what the App defines, and say why.
         logger.warning("rota dashboard: cannot read the worker registry: %s", error)
-        registered, workers, served = [], [], []
+        registered, workers, served, stored = [], [], [], {}
         note = f"the worker registry cannot be read: {error}"
     known = {g.name: WorkerGroupInfo(g.name, g.policy, g.pool_size) for g in defined}
     known.update({g.name: g for g in registered})
@@ -141,12 +161,33 @@ def observe(
         if row.minute is not None and row.minute >= since:
             per_minute[row.group][row.minute] += row.count
     groups = []
-    for view in fairness(known.values(), workers, served, since):
+    for view in fairness_in_force(known.values(), workers, served, since, stored):
         busy, full, full_served = busy_minutes(per_minute[view.group], now)
+        stored_row = stored.get(view.group)
+        unusable = None if stored_row is None else _unusable(stored_row)
         groups.append(GroupObservation(
             name=view.group, policy=view.policy, pool_size=view.pool_size,
             workers=view.workers, in_flight=view.in_flight,
             served={share.queue: share.served for share in view.queues},
             busy_minutes=busy, full_minutes=full, full_served=full_served, window=window,
+            stored=stored_row if unusable is None else None, unusable=unusable,
+            since=view.since, policy_changed_at=view.policy_changed_at,
         ))
-    return Observation(groups, workers, served, note)
+    return Observation(groups, workers_in_force(workers, stored), served, note)
+
+
+def _unusable(row: StoredPolicy) -> str | None:
+    """Why no worker can use the stored row (None: they can)."""
+    try:
+        row.policy()
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def policies(groups: Sequence[GroupObservation], *, live: bool) -> dict[str, DispatchPolicy]:
+    """Group -> policy in force, the shape `rota.core.serving.serving_groups` takes: of the
+    groups live workers run (`live`: who serves a Queue now), or of every group known
+    (the start estimates, which also show a group `--app` defines before it runs)."""
+    return {group.name: group.policy for group in groups
+            if group.policy is not None and (group.live or not live)}

@@ -9,20 +9,19 @@ Imports rota's public API, the store contract and the pure core only.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from rota import ScheduleInfo
 from rota.core.durations import short_duration
 from rota.core.estimate import StartEstimate, combine, estimate_start
-from rota.core.group_policies import StoredPolicy
 from rota.core.jobs import JobRecord, JobState
-from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.policy import DispatchPolicy, Strict, Weighted, over_members
 from rota.core.policy_text import policy_text as policy_input
 from rota.core.queue_controls import QueueInfo, held_back_reason
 from rota.core.rates import describe_period
+from rota.core.serving import ServingIndex, serving_groups
 from rota.core.workers import (
     RunningJob,
     ServedCount,
@@ -30,7 +29,7 @@ from rota.core.workers import (
     minute_of,
     running_to_json,
 )
-from rota.dashboard.sources import GroupObservation
+from rota.dashboard.sources import GroupObservation, policies
 from rota.store import Store, related, relative_json
 
 JSON = dict[str, Any]
@@ -74,31 +73,61 @@ def policy_text(policy: DispatchPolicy) -> str:
 
 def estimates_for(
     info: QueueInfo, infos: Sequence[QueueInfo], groups: Sequence[GroupObservation],
-    position: int | None = None,
+    position: int | None = None, known: ServingIndex | None = None,
 ) -> list[StartEstimate]:
     """Each group's estimate for a job of `info`'s Queue at `position` among its due jobs
-    (default: after all of them, a job enqueued now)."""
+    (default: after all of them, a job enqueued now); `known`: the policies of `groups`,
+    indexed (`policies(groups, live=False)`), when the caller asks for many Queues."""
     by_name = {one.name: one for one in infos}
     estimates: list[StartEstimate] = []
+    if known is None:
+        known = ServingIndex(policies(groups, live=False))
+    serving = serving_groups(info.name, known)
     for group in groups:
-        if group.policy is None or info.name not in group.policy.queues \
-                or group.pool_size < 1:
+        if group.name not in serving or group.policy is None or group.pool_size < 1:
             continue
-        backlog = {q: by_name[q].due for q in group.policy.queues if q in by_name}
-        paused = [q for q in group.policy.queues if q in by_name and by_name[q].paused]
-        limits = {q: by_name[q].limit for q in group.policy.queues
+        # A family replays as the Queues it holds (their backlogs), each with its weight.
+        policy = over_members(group.policy, by_name)
+        backlog = {q: by_name[q].due for q in policy.queues if q in by_name}
+        paused = [q for q in policy.queues if q in by_name and by_name[q].paused]
+        limits = {q: by_name[q].limit for q in policy.queues
                   if q in by_name and by_name[q].limit is not None}
         estimates.append(estimate_start(
-            group=group.name, policy=group.policy, pool_size=group.pool_size,
+            group=group.name, policy=policy, pool_size=group.pool_size,
             backlog=backlog, queue=info.name,
             position=info.due if position is None else position,
             rate_per_s=group.rate_per_s, paused=paused, limits=limits,
-            rate_note=group.rate_note,
+            rate_note=group.rate_note, settled=group.full_minutes > 0,
         ))
     return estimates
 
 
-def estimate_json(estimates: Sequence[StartEstimate]) -> JSON:
+def has_free_worker(group: GroupObservation) -> bool:
+    """Whether a live worker of `group` has a Worker free now."""
+    return group.workers > 0 and group.in_flight < group.pool_size * group.workers
+
+
+# Why no estimate, for people: what follows "starts" on a page (a number reads "in about").
+_NO_ESTIMATE = {
+    "paused": "when the Queue is resumed (it is paused)",
+    "limit 0": "when its limit is raised (it is 0)",
+    "history": "when its turn comes: not enough history yet to say how soon",
+}
+
+
+def estimate_json(estimates: Sequence[StartEstimate],
+                  groups: Sequence[GroupObservation] = ()) -> JSON:
+    """The estimates of the groups serving a Queue, together. `text` follows "starts" on
+    a page: "in about 5 s", "at once: a Worker is free" (nothing ahead of it and a live
+    worker of its group has a Worker free), or why there is no number."""
+    free = {group.name for group in groups if has_free_worker(group)}
+    if any(one.ahead == 0 and one.group in free for one in estimates):
+        return {"seconds": 0.0, "text": "at once: a Worker is free",
+                "basis": "nothing of its group goes before it, and a Worker of "
+                + ", ".join(sorted({one.group for one in estimates
+                                    if one.ahead == 0 and one.group in free}))
+                + " is free now",
+                "groups": [_group_estimate(one) for one in estimates]}
     seconds = combine(estimates)
     if not estimates:
         basis = "no Worker Group known to serve this Queue (start a worker, or pass --app)"
@@ -109,22 +138,38 @@ def estimate_json(estimates: Sequence[StartEstimate]) -> JSON:
     else:
         basis = "groups together (their rates add): " + "; ".join(
             f"{one.group}: {about(one.seconds)}" for one in estimates)
-    return {
-        "seconds": seconds, "text": about(seconds), "basis": basis,
-        "groups": [{
-            "group": one.group, "position": one.position, "ahead": one.ahead,
-            "rate_per_s": one.rate_per_s, "seconds": one.seconds, "text": about(one.seconds),
-            "basis": one.basis,
-        } for one in estimates],
-    }
+    return {"seconds": seconds, "text": _text(seconds, estimates), "basis": basis,
+            "groups": [_group_estimate(one) for one in estimates]}
+
+
+def _text(seconds: float | None, estimates: Sequence[StartEstimate]) -> str:
+    if seconds is not None:
+        return "in " + about(seconds)
+    if not estimates:
+        return "when a worker serving it runs: none does now"
+    reasons = {one.why for one in estimates}
+    reason = reasons.pop() if len(reasons) == 1 else "history"
+    return _NO_ESTIMATE.get(reason or "history", _NO_ESTIMATE["history"])
+
+
+def _group_estimate(one: StartEstimate) -> JSON:
+    return {"group": one.group, "position": one.position, "ahead": one.ahead,
+            "rate_per_s": one.rate_per_s, "seconds": one.seconds,
+            "text": _text(one.seconds, [one]), "basis": one.basis, "why": one.why}
 
 
 def queue_json(
     info: QueueInfo, now: datetime, infos: Sequence[QueueInfo],
     groups: Sequence[GroupObservation],
+    indexes: tuple[ServingIndex, ServingIndex] | None = None,
 ) -> JSON:
+    """One Queue; `indexes`: the live and the known groups' policies, indexed (`serving`),
+    when the caller shows many Queues."""
     age = None if info.oldest_due_at is None else \
         max(0.0, (now - info.oldest_due_at).total_seconds())
+    live, known = indexes or serving(groups)
+    # Who serves it now: the groups live workers run, under their policies in force.
+    serving_now = serving_groups(info.name, live)
     return {
         "name": info.name, "paused": info.paused, "limit": info.limit,
         "rate": None if info.rate is None else {
@@ -134,35 +179,39 @@ def queue_json(
         "counts": {state.value: info.counts.get(state, 0) for state in JobState},
         "due": info.due, "oldest_due_at": _time(info.oldest_due_at),
         "oldest_due_age_s": age,
-        "groups": sorted(g.name for g in groups
-                         if g.policy is not None and info.name in g.policy.queues),
-        "estimate": estimate_json(estimates_for(info, infos, groups)),
+        "groups": sorted(serving_now),
+        "weights": serving_now,
+        "unserved": info.due > 0 and not serving_now,
+        "estimate": estimate_json(estimates_for(info, infos, groups, known=known), groups),
     }
+
+
+def serving(groups: Sequence[GroupObservation]) -> tuple[ServingIndex, ServingIndex]:
+    """The policies in force of the groups live workers run (who serves a Queue now), and
+    of every group known (the start estimates), indexed."""
+    return (ServingIndex(policies(groups, live=True)),
+            ServingIndex(policies(groups, live=False)))
 
 
 def queues_json(
     infos: Sequence[QueueInfo], now: datetime, groups: Sequence[GroupObservation],
 ) -> list[JSON]:
-    return [queue_json(info, now, infos, groups) for info in infos]
+    indexes = serving(groups)
+    return [queue_json(info, now, infos, groups, indexes) for info in infos]
 
 
 # -- Worker Groups (the fairness view) ----------------------------------------------------------
 
 
-def group_json(
-    group: GroupObservation, infos: Sequence[QueueInfo], now: datetime,
-    stored: StoredPolicy | None = None,
-) -> JSON:
-    """One group of the fairness view. Its policy is the one in force: `stored` (the row
-    `App.set_group_policy` wrote) if a worker can use it, else the code's as a worker
-    registered it (or `--app` defines it)."""
+def group_json(group: GroupObservation, infos: Sequence[QueueInfo], now: datetime) -> JSON:
+    """One group of the fairness view. Its policy is the one in force (`group.stored`,
+    the row `App.set_group_policy` wrote, if a worker can use it, else the code's as a
+    worker registered it or `--app` defines it); when that stored policy was set within
+    the window, the shares count from its minute on (`policy_changed_at`)."""
     by_name = {one.name: one for one in infos}
     policy = group.policy
-    source = None if policy is None else "code"
-    if stored is not None:
-        # A row workers cannot use is not in force: they keep theirs, and so does this view.
-        with contextlib.suppress(ValueError):
-            policy, source = stored.policy(), "stored"
+    stored = group.stored
+    source = None if policy is None else "code" if stored is None else "stored"
     total_weight = sum(w for _, w in policy.weights) if isinstance(policy, Weighted) else 0
     weights = dict(policy.weights) if isinstance(policy, Weighted) else {}
     served_total = group.served_total
@@ -192,7 +241,11 @@ def group_json(
         "policy": None if policy is None else policy_json(policy),
         "policy_text": "policy unknown" if policy is None else policy_text(policy),
         "policy_source": source,
-        "policy_version": None if source != "stored" or stored is None else stored.version,
+        "policy_version": None if stored is None else stored.version,
+        "policy_set_at": None if stored is None else stored.updated_at.isoformat(),
+        "policy_changed_at": _time(group.policy_changed_at),
+        "policy_unusable": group.unusable,
+        "shares_since": _time(group.since),
         "policy_input": None if policy is None else policy_input(policy),
         "pool_size": group.pool_size,
         "workers": group.workers, "in_flight": group.in_flight,
@@ -206,11 +259,9 @@ def group_json(
 
 def groups_json(
     groups: Sequence[GroupObservation], infos: Sequence[QueueInfo], now: datetime,
-    stored: Mapping[str, StoredPolicy] | None = None,
 ) -> list[JSON]:
-    """Every group of the fairness view; `stored`: the stored policies, by group."""
-    return [group_json(group, infos, now, (stored or {}).get(group.name))
-            for group in groups]
+    """Every group of the fairness view."""
+    return [group_json(group, infos, now) for group in groups]
 
 
 def worker_json(worker: WorkerInfo, now: datetime,
@@ -407,20 +458,20 @@ def job_estimate_json(
         queue_part = estimate_json(estimates_for(info, infos, groups))
         seconds = None if queue_part["seconds"] is None else wait + queue_part["seconds"]
         return {
-            "seconds": seconds, "text": about(seconds) if seconds is not None
-            else f"due in {duration(wait)}, then unknown",
+            "seconds": seconds, "text": "in " + about(seconds) if seconds is not None
+            else f"in {duration(wait)} when it is due, then {queue_part['text']}",
             "basis": f"due in {duration(wait)}; then, if its Queue's due backlog is the "
             f"same as now: {queue_part['text']} ({queue_part['basis']})",
             "groups": queue_part["groups"],
         }
     if position is not None:
-        part = estimate_json(estimates_for(info, infos, groups, position=position))
+        part = estimate_json(estimates_for(info, infos, groups, position=position), groups)
         return {**part, "basis": f"due now, number {position + 1} of the {info.due} due "
                 f"job(s) of Queue {info.name} in claim order. {part['basis']}"}
     position = max(0, info.due - 1)
-    part = estimate_json(estimates_for(info, infos, groups, position=position))
-    return {**part, "text": "at most " + part["text"] if part["seconds"] is not None
-            else part["text"],
+    part = estimate_json(estimates_for(info, infos, groups, position=position), groups)
+    return {**part, "text": "in at most " + about(part["seconds"])
+            if part["seconds"] else part["text"],
             "basis": f"due now, one of the {info.due} due job(s) of Queue {info.name}: "
             f"at most the time the whole due backlog takes. {part['basis']}"}
 

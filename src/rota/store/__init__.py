@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rota.store.base import SchemaTooNew, Store, StoreConfigError, StoreError
 from rota.store.clock import StoreClock, store_clock_for
+from rota.store.serving_view import policies_in_force, stored_policies
 from rota.store.urls import mask_url
 from rota.store.workflow_view import Related, related, relative_json
 
@@ -73,7 +74,9 @@ __all__ = [
     "StoreError",
     "mask_url",
     "open_store",
+    "policies_in_force",
     "related",
     "relative_json",
     "store_clock_for",
+    "stored_policies",
 ]

@@ -67,3 +67,13 @@ class StoppingDuty(Protocol):
     def __call__(self, runtime: DutyRuntime, /) -> Coroutine[Any, Any, None]: ...
 
     async def at_stop(self, runtime: DutyRuntime, /) -> None: ...
+
+
+@runtime_checkable
+class HintedDuty(Protocol):
+    """A duty told of the wake-up hints that name a Queue none of the runtime's groups
+    serves (`queue_hinted`, on the loop thread; it must return at once)."""
+
+    def __call__(self, runtime: DutyRuntime, /) -> Coroutine[Any, Any, None]: ...
+
+    def queue_hinted(self, queue: str, /) -> None: ...

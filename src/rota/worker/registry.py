@@ -2,7 +2,8 @@
 
 Theory of operation: `RegistryDuty` runs beside the groups (a `Duty`, one per runtime).
 It registers the process first thing (id `host:pid:token`, host, pid, rota version,
-start time, each group's policy, pool size and lease owner), refreshes the row as soon as
+start time, each group's policy in its code, pool size and lease owner: a stored
+policy overrides it for every reader, rota.core.serving), refreshes the row as soon as
 the groups have jobs in flight and again at their first outcomes written (so a new worker
 does not read "0 in flight, served 0" for a whole interval), then every heartbeat
 interval (the shortest of its groups'): liveness (`dead_at` = now + 2.5 intervals,
@@ -74,6 +75,9 @@ class RegistryDuty:
         # The call in flight (register or refresh), shielded from the duty's cancellation
         # so that at_stop can wait for it instead of racing it.
         self._pending: asyncio.Future[Any] | None = None
+        # The totals a refresh in flight sends: the store has seen them once it succeeded,
+        # even when the duty was cancelled before it could note so (`_settle_pending`).
+        self._sending: dict[tuple[str, str, str], int] | None = None
         self._sent: dict[tuple[str, str, str], int] = {}  # totals the store has seen
         self._refreshes = 0
         self._reported: tuple[bool, bool] = (False, False)  # (jobs in flight, outcomes)
@@ -113,7 +117,9 @@ class RegistryDuty:
             started_at=self._started_at, last_seen=now, dead_at=now + self._dead_after(runtime),
             groups=tuple(
                 WorkerGroupInfo(
-                    name=group.name, policy=group.runner.policy,
+                    # The code's: a stored policy overrides it for every reader
+                    # (rota.core.serving), also after it is cleared.
+                    name=group.name, policy=group.options.policy,
                     pool_size=group.options.pool_size, in_flight=group.in_flight,
                     owner=group.runner.owner,
                 )
@@ -158,13 +164,18 @@ class RegistryDuty:
             for (group, queue, outcome), count in totals.items()
             if count != self._sent.get((group, queue, outcome), 0)
         ]
-        refreshed = await self._call(
-            runtime, self.store.refresh_worker, self.worker_id, now,
-            dead_at=now + self._dead_after(runtime),
-            in_flight={group.name: group.in_flight for group in runtime.groups},
-            served=[ServedCount(g, q, o, n) for (g, q, o), n in totals.items()],
-            new=new, clock_offset=self._clock_offset,
-        )
+        self._sending = totals
+        try:
+            refreshed = await self._call(
+                runtime, self.store.refresh_worker, self.worker_id, now,
+                dead_at=now + self._dead_after(runtime),
+                in_flight={group.name: group.in_flight for group in runtime.groups},
+                served=[ServedCount(g, q, o, n) for (g, q, o), n in totals.items()],
+                new=new, clock_offset=self._clock_offset,
+            )
+        finally:
+            if self._pending is None:  # it ended (a cancellation leaves it in flight)
+                self._sending = None
         if not refreshed:
             # Removed as dead meanwhile (this process was cut off for long): register
             # again; what was served meanwhile goes into the history now.
@@ -176,6 +187,20 @@ class RegistryDuty:
         self._refreshes += 1
         if self._refreshes % PRUNE_EVERY == 0:
             await self._clean_up(runtime, now)
+
+    async def _settle_pending(self) -> None:
+        """Wait for the call a cancelled run of the duty left in flight, if any; a refresh
+        that succeeded counts as sent, so its counts are not added to the history twice.
+        Raises what the call raised."""
+        pending, sending = self._pending, self._sending
+        if pending is None:
+            return
+        try:
+            result = await asyncio.shield(pending)
+        finally:
+            self._pending = self._sending = None
+        if sending is not None and result:
+            self._sent = sending
 
     async def _clean_up(self, runtime: DutyRuntime, now: datetime) -> None:
         await self._call(runtime, self.store.remove_dead_workers, now - REMOVE_DEAD_AFTER)
@@ -204,9 +229,7 @@ class RegistryDuty:
             if delay_s:
                 await self._wait(runtime, delay_s)
             try:
-                if self._pending is not None:  # restarted while a call was in flight
-                    await asyncio.shield(self._pending)
-                    self._pending = None
+                await self._settle_pending()  # restarted while a call was in flight
                 work = self._work(runtime)
                 if self._registered:
                     await self._refresh(runtime)
@@ -228,10 +251,8 @@ class RegistryDuty:
     async def at_stop(self, runtime: DutyRuntime) -> None:
         """Graceful stop (after the groups wrote their outcomes): a last refresh so the
         history holds every served job, then the row is removed."""
-        if self._pending is not None:
-            with contextlib.suppress(Exception):  # its failure is handled below
-                await asyncio.shield(self._pending)
-            self._pending = None
+        with contextlib.suppress(Exception):  # its failure is handled below
+            await self._settle_pending()
         try:
             if not self._registered:
                 await self._register(runtime)  # a short life still leaves its history

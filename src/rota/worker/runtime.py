@@ -55,7 +55,7 @@ from rota.core.retry import RetryPolicy
 from rota.store.base import Store, StoreError, WakeupSource
 from rota.store.deadlines import StoreTimeout, call_deadline
 from rota.worker.deadlines import DUTY_DEADLINE_S, CallKind, backstop_s, call_deadline_s
-from rota.worker.duty import Duty, DutyRuntime, StoppingDuty
+from rota.worker.duty import Duty, DutyRuntime, HintedDuty, StoppingDuty
 from rota.worker.events import OutcomeCallback
 from rota.worker.group import GroupRunner, Handler
 from rota.worker.held import Held
@@ -75,6 +75,7 @@ __all__ = ["Duty", "GroupLoop", "Runtime", "RuntimeObserver", "StoppingDuty"]
 logger = logging.getLogger("rota")
 
 T = TypeVar("T")
+D = TypeVar("D")
 
 
 class RuntimeObserver(JobObserver, Protocol):
@@ -137,6 +138,8 @@ class Runtime:
         self._sweeper = LeaseSweeper(store, clock, retry_for)
         # With an election among its duties, the sweeper runs only while this worker leads.
         self._election = next((d for d in self._duties if isinstance(d, Election)), None)
+        # Told of hints that name a Queue none of the groups serves (loop thread).
+        self._hinted_duties = [d for d in self._duties if isinstance(d, HintedDuty)]
         # Three store threads per group (claims, heartbeats, outcomes), the sweeper's, the
         # probe's, one per duty (a duty has at most one store call in flight) and a spare.
         self._store_threads = DaemonPool(3 * len(runners) + 3 + len(self._duties), "rota-store")
@@ -316,6 +319,11 @@ class Runtime:
         self._stopped.set()
         logger.debug("runtime stopped")
 
+    def duty(self, kind: type[D]) -> D | None:
+        """The runtime's first duty of type `kind`, if any (rota.metrics reads what the
+        unserved-Queue duty last found)."""
+        return next((duty for duty in self._duties if isinstance(duty, kind)), None)
+
     @property
     def election(self) -> Election | None:
         """The election among its duties (None: this worker runs the sweeper always)."""
@@ -379,6 +387,10 @@ class Runtime:
         if self._by_prefix:
             groups = list(dict.fromkeys((*groups, *(
                 group for prefix, group in self._by_prefix if queue.startswith(prefix)))))
+        if not groups:
+            for duty in self._hinted_duties:  # the unserved-Queue warning
+                duty.queue_hinted(queue)
+            return
         for group in groups:
             group.runner.note_work(queue)
             group.wake()
