@@ -16,6 +16,7 @@ from rota.core.queue_controls import QueueInfo
 from rota.core.rates import QueueRate
 from rota.core.retention import Retention
 from rota.core.retry import Retry, RetryPolicy
+from rota.core.schedules import ScheduleInfo
 from rota.core.workers import (
     GroupFairness,
     QueueShare,
@@ -48,6 +49,7 @@ __all__ = [
     "Retention",
     "Retry",
     "RetryPolicy",
+    "ScheduleInfo",
     "SchemaTooNew",
     "ServedCount",
     "Store",

@@ -223,7 +223,8 @@ def test_piped_workers_table_shows_every_column_whole(tmp_path: Path) -> None:
 
 # -- read commands never create a store, however it is named -------------------------------
 
-READ_COMMANDS = [["queues"], ["jobs"], ["job", "1"], ["workers"], ["schedules"]]
+READ_COMMANDS = [["queues"], ["jobs"], ["job", "1"], ["workers"], ["schedules"],
+                 ["schedule", "list"]]
 
 
 @pytest.mark.parametrize("command", READ_COMMANDS, ids=lambda argv: argv[0])

@@ -108,7 +108,7 @@ def test_schedules_of_a_store_alone(
     assert main(["schedules", "--store", url, "--json"]) == 0
     lines = out_json(capsys)
     assert [(line["name"], line["status"]) for line in lines] == [
-        ("nightly", "stored"), ("tick", "stored")]
+        ("nightly", "in code"), ("tick", "in code")]
     assert all(line["next_fire_at"] is not None for line in lines)
 
 

@@ -188,3 +188,147 @@ def test_concurrent_processes_fire_each_instant_once(durable_store_url: str) -> 
         assert due == [T0 + timedelta(minutes=m) for m in range(1, 26)]
     finally:
         store.close()
+
+
+# -- stored schedules (managed at run time) and pauses ------------------------------------
+
+
+def stored(name: str = "hourly", definition: str = "s1", *, rule: str = "0 * * * *",
+           args_json: str = '["hourly"]', queue: str = "reports") -> ScheduleRegistration:
+    return ScheduleRegistration(name, definition, rule, "UTC", "build-report", queue,
+                                args_json, '{"fmt": "pdf"}')
+
+
+def test_a_stored_schedule_keeps_everything_a_worker_needs(store: Store) -> None:
+    # Given a stored schedule set at T0
+    schedules = schedules_of(store)
+    schedules.set_stored_schedule(stored(), T0)
+    # Then its row holds its rule, job, Queue and arguments, flagged stored, not paused
+    (row,) = schedules.list_schedules()
+    assert (row.name, row.definition, row.rule, row.timezone, row.job_name, row.queue,
+            row.args_json, row.kwargs_json, row.stored, row.paused) == (
+        "hourly", "s1", "0 * * * *", "UTC", "build-report", "reports", '["hourly"]',
+        '{"fmt": "pdf"}', True, False)
+    assert (row.registered_at, row.updated_at, row.last_fire_at) == (T0, T0, None)
+    # and it fires like any schedule
+    instant = T0 + timedelta(hours=1)
+    outcome = schedules.fire_schedule("hourly", "s1", fire_job(instant, args_json='["hourly"]'),
+                                      instant)
+    assert outcome.fired
+
+
+def test_setting_a_stored_schedule_again_replaces_it_and_keeps_its_history(
+    store: Store,
+) -> None:
+    # Given a stored schedule that fired once, then paused
+    schedules = schedules_of(store)
+    schedules.set_stored_schedule(stored(), T0)
+    instant = T0 + timedelta(hours=1)
+    assert schedules.fire_schedule("hourly", "s1", fire_job(instant), instant).fired
+    assert schedules.set_schedule_paused("hourly", True, instant)
+    # When it is set again with another rule, Queue and arguments
+    later = T0 + timedelta(hours=2)
+    schedules.set_stored_schedule(
+        stored(definition="s2", rule="every 60s", args_json='["x"]', queue="other"), later)
+    # Then the row is the new one, with the same registration, last fire and pause
+    (row,) = schedules.list_schedules()
+    assert (row.definition, row.rule, row.queue, row.args_json, row.stored, row.paused) == (
+        "s2", "every 60s", "other", '["x"]', True, True)
+    assert (row.registered_at, row.updated_at, row.last_fire_at) == (T0, later, instant)
+    # and the old definition no longer fires
+    after = later + timedelta(hours=1)
+    assert not schedules.fire_schedule("hourly", "s1", fire_job(after), after).current
+
+
+def test_a_stored_schedule_cannot_take_the_name_of_one_in_code(store: Store) -> None:
+    schedules = schedules_of(store)
+    schedules.register_schedules([registration("nightly")], T0)
+    with pytest.raises(ValueError, match=r"defined in code.*choose another name"):
+        schedules.set_stored_schedule(stored("nightly"), T0 + timedelta(hours=1))
+    (row,) = schedules.list_schedules()
+    assert (row.definition, row.stored, row.updated_at) == ("d1", False, T0)
+
+
+def test_a_stored_schedule_with_arguments_not_json_stores_nothing(store: Store) -> None:
+    schedules = schedules_of(store)
+    with pytest.raises(ValueError):
+        schedules.set_stored_schedule(stored(args_json="[not json"), T0)
+    assert schedules.list_schedules() == []
+
+
+def test_code_registered_over_a_stored_schedule_takes_the_name(store: Store) -> None:
+    # Given a stored schedule, paused
+    schedules = schedules_of(store)
+    schedules.set_stored_schedule(stored("nightly"), T0)
+    schedules.set_schedule_paused("nightly", True, T0)
+    # When code registers a schedule of that name
+    later = T0 + timedelta(hours=1)
+    schedules.register_schedules([registration("nightly")], later)
+    # Then the row is the code's (its arguments too), still paused, registered at T0
+    (row,) = schedules.list_schedules()
+    assert (row.definition, row.rule, row.args_json, row.kwargs_json, row.stored,
+            row.paused, row.registered_at) == ("d1", "0 3 * * *", "[]", "{}", False, True, T0)
+
+
+def test_only_stored_schedules_are_deleted(store: Store) -> None:
+    schedules = schedules_of(store)
+    schedules.register_schedules([registration("nightly")], T0)
+    schedules.set_stored_schedule(stored("hourly"), T0)
+    assert not schedules.delete_stored_schedule("nightly")  # in code: kept
+    assert not schedules.delete_stored_schedule("missing")
+    assert schedules.delete_stored_schedule("hourly")
+    assert not schedules.delete_stored_schedule("hourly")
+    assert [row.name for row in schedules.list_schedules()] == ["nightly"]
+
+
+def test_a_paused_schedule_fires_nothing_and_resumes_after_now(store: Store) -> None:
+    # Given a code schedule and a stored one, both paused at T0 + 30 min
+    schedules = schedules_of(store)
+    schedules.register_schedules([registration("nightly", rule="every 3600s")], T0)
+    schedules.set_stored_schedule(stored("hourly"), T0)
+    paused_at = T0 + timedelta(minutes=30)
+    assert schedules.set_schedule_paused("nightly", True, paused_at)
+    assert schedules.set_schedule_paused("hourly", True, paused_at)
+    assert not schedules.set_schedule_paused("missing", True, paused_at)
+    assert [row.paused for row in schedules.list_schedules()] == [True, True]
+    # When their instant comes, a fire does nothing (the definition is still current)
+    instant = T0 + timedelta(hours=1)
+    for name, definition in (("nightly", "d1"), ("hourly", "s1")):
+        outcome = schedules.fire_schedule(name, definition, fire_job(instant), instant)
+        assert not outcome.fired and outcome.current
+    assert store.count_jobs() == {}
+    # When they are resumed at T0 + 90 min
+    resumed_at = T0 + timedelta(minutes=90)
+    assert schedules.set_schedule_paused("nightly", False, resumed_at)
+    assert schedules.set_schedule_paused("hourly", False, resumed_at)
+    # Then the instant passed while paused never fires: the lower bound is the resume
+    rows = schedules.list_schedules()
+    assert [(row.paused, row.registered_at, row.lower) for row in rows] == [
+        (False, resumed_at, resumed_at)] * 2
+    assert not schedules.fire_schedule("hourly", "s1", fire_job(instant), resumed_at).fired
+    # and the next one does
+    following = T0 + timedelta(hours=2)
+    assert schedules.fire_schedule("hourly", "s1", fire_job(following), following).fired
+    # Resuming what is not paused changes nothing
+    assert schedules.set_schedule_paused("hourly", False, following + timedelta(hours=1))
+    assert schedules.list_schedules()[0].registered_at == resumed_at
+
+
+def test_concurrent_firers_fire_a_stored_schedule_once_per_instant(
+    open_stores: Callable[[int], list[Store]],
+) -> None:
+    # Given two firers (two drives, own connections) and a stored schedule
+    stores = open_stores(2)
+    schedules_of(stores[0]).set_stored_schedule(stored(), T0)
+    fired: list[int] = []
+    for hour in range(1, 11):
+        instant = T0 + timedelta(hours=hour)
+        outcomes = run_together([
+            (lambda s=s, at=instant: schedules_of(s).fire_schedule(
+                "hourly", "s1", fire_job(at), at))
+            for s in stores
+        ])
+        fired.append(sum(outcome.fired for outcome in outcomes))
+    # Then each instant was fired exactly once
+    assert fired == [1] * 10
+    assert len(stores[0].list_jobs(limit=100)) == 10

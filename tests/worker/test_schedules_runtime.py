@@ -220,3 +220,127 @@ def test_a_fire_that_commits_while_the_duty_is_cancelled_is_still_logged(
     (job,) = store.list_jobs()
     fired = [r.getMessage() for r in caplog.records if "fired job" in r.getMessage()]
     assert fired == [f"schedule 'h' fired job {job.id} for 2026-01-01T01:00:00+00:00"]
+
+
+def test_a_running_worker_fires_a_schedule_stored_after_it_started(
+    make_worker_app: Callable[..., rota.App],
+) -> None:
+    # Given a running worker whose App defines a job "tick" but no schedule, polling every
+    # 0.2 s
+    app = make_worker_app()
+    app.job("tick")(lambda: None)
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Strict("default"), pool_size=2, poll_interval=0.2))
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+
+    async def scenario() -> None:
+        async with app.serve():
+            # When a schedule every second is stored (no restart)
+            app.set_schedule("tick", "tick", every=1)
+            await outcomes.count(2, timeout_s=30)
+            # and then paused: no fire after the pause is seen
+            app.pause_schedule("tick")
+
+    asyncio.run(scenario())
+    # Then the worker fired it, one job per instant
+    due = [app.get_job(e.job_id).due_at for e in outcomes.events]  # type: ignore[union-attr]
+    assert len(set(due)) == len(due) >= 2
+    (info,) = app.list_schedules()
+    assert info.stored and info.paused and info.next_fire_at is None
+
+
+def test_the_duty_follows_stored_schedules_step_by_step(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given a duty with no schedule in code, in an App that defines the job "report", and
+    # a stored schedule every hour set at 00:00 (virtual time)
+    from datetime import UTC, datetime
+
+    clock = rota.VirtualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    app = rota.App("memory://", clock=clock)
+    app.job("report")(lambda kind: None)
+    app.set_schedule("hourly", "report", every=3600, args=("v1",))
+    duty = app._schedules.duty(app.store, clock)
+    assert duty is not None
+
+    async def call(function: Callable[..., Any], *args: Any) -> Any:
+        return function(*args)
+
+    hints: list[str] = []
+
+    def step() -> float:
+        return asyncio.run(duty.step(call, hints.append))
+
+    def jobs() -> list[tuple[object, ...]]:
+        return [(job.args, job.due_at.hour) for job in app.store.list_jobs()]
+
+    try:
+        # When it steps before and at 01:00, it fires once, for 01:00
+        assert step() == 3600.0
+        clock.advance(3600)
+        assert step() == 3600.0
+        assert jobs() == [(("v1",), 1)] and hints == ["default"]
+        # When the schedule is replaced (another interval and arguments) at 01:30
+        clock.advance(1800)
+        app.set_schedule("hourly", "report", every=7200, args=("v2",))
+        assert step() == 1800.0  # 02:00 is an instant of both rules
+        clock.advance(1800)
+        step()
+        assert jobs()[-1] == (("v2",), 2)
+        # When it is paused over 04:00 and resumed at 04:30
+        app.pause_schedule("hourly")
+        assert step() == float("inf")
+        clock.advance(9000)
+        step()
+        app.resume_schedule("hourly")
+        assert step() == 5400.0  # to 06:00: 04:00 was skipped
+        clock.advance(5400)
+        step()
+        assert jobs() == [(("v1",), 1), (("v2",), 2), (("v2",), 6)]
+        # When it is removed, nothing fires at 08:00
+        app.remove_schedule("hourly")
+        clock.advance(7200)
+        assert step() == float("inf")
+        assert len(jobs()) == 3
+    finally:
+        app.close()
+
+
+def test_a_fire_refused_because_the_row_changed_is_tried_again_with_the_new_row() -> None:
+    # Given a duty about to fire a stored schedule at 01:00, whose row is replaced by
+    # another definition between the duty's read and its fire
+    from datetime import UTC, datetime
+
+    clock = rota.VirtualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    app = rota.App("memory://", clock=clock)
+    app.job("report")(lambda kind: None)
+    app.set_schedule("hourly", "report", every=3600, args=("v1",))
+    duty = app._schedules.duty(app.store, clock)
+    assert duty is not None
+    store = app.store
+    fire = store.fire_schedule  # type: ignore[attr-defined]
+    replaced: list[bool] = []
+
+    def replace_then_fire(*args: Any) -> Any:
+        if not replaced:
+            replaced.append(True)
+            app.set_schedule("hourly", "report", every=3600, args=("v2",))
+        return fire(*args)
+
+    store.fire_schedule = replace_then_fire  # type: ignore[attr-defined]
+
+    async def call(function: Callable[..., Any], *args: Any) -> Any:
+        return function(*args)
+
+    try:
+        asyncio.run(duty.step(call, lambda _queue: None))
+        clock.advance(3600)
+        # When it steps at 01:00: the old definition's fire is refused
+        asyncio.run(duty.step(call, lambda _queue: None))
+        assert store.list_jobs() == []
+        # Then the next step fires 01:00 with the new row
+        asyncio.run(duty.step(call, lambda _queue: None))
+        assert [job.args for job in store.list_jobs()] == [("v2",)]
+    finally:
+        app.close()

@@ -49,7 +49,7 @@ from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
 from rota.core.rates import validate_rate
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
-from rota.core.schedules import Schedule
+from rota.core.schedules import Schedule, ScheduleInfo
 from rota.core.workers import GroupFairness, ServedCount, WorkerInfo
 from rota.store import Store, bulk, store_clock_for
 from rota.store.bulk import refuse_empty
@@ -119,7 +119,7 @@ class App:
         self._groups = WorkerGroups()
         # Replaced, never mutated, so enqueuing threads may iterate it without a lock.
         self._outcome_callbacks: tuple[OutcomeCallback, ...] = ()
-        self._schedules = AppSchedules()
+        self._schedules = AppSchedules(self._definitions)
         # Told of every real-time runtime's start, stop and claims (rota.metrics).
         self._runtime_observers: tuple[RuntimeObserver, ...] = ()
         # Internal attempt hooks for both drives (rota.worker.hooks; `_hook_attempts`).
@@ -704,15 +704,79 @@ class App:
                 do not fit the handler's signature, or a store without schedules.
         """
         return self._schedules.define(
-            name, job, owner=self, definitions=self._definitions, store=self.store,
+            name, job, owner=self, store=self.store,
             max_payload_bytes=self.max_payload_bytes, cron=cron, every=every,
             timezone=timezone, args=args, kwargs=kwargs, queue=queue,
         )
 
     @property
     def schedules(self) -> dict[str, Schedule]:
-        """The App's schedules by name."""
+        """The App's schedules in code, by name (stored ones: `list_schedules`)."""
         return dict(self._schedules.by_name)
+
+    def set_schedule(
+        self, name: str, job_name: JobDefinition[Any, Any] | str, *, cron: str | None = None,
+        every: Duration | None = None, timezone: str = "UTC", args: Sequence[Any] = (),
+        kwargs: Mapping[str, Any] | None = None, queue: str | None = None,
+    ) -> None:
+        """Store a schedule managed at run time, beside those in code, or replace the
+        stored one of that name (its last fire and pause are kept).
+
+        It takes effect without a restart: every worker reads the stored schedules at
+        its next poll, and any worker whose App defines `job_name` fires it, once per
+        fire instant across all of them (a worker whose App does not define the job logs
+        it once and leaves it to the others). It first fires for an instant after this
+        call. The same checks as `app.schedule`, and the same arguments; nothing is
+        stored when one fails. See docs/schedules.md.
+
+        Raises:
+            ValueError: a name of a schedule in this App's code (choose another, or
+                `pause_schedule` the code's), a job this App does not define, bad cron
+                text, an unknown time zone, both or neither of `cron` and `every`, a bad
+                name or Queue name, an interval under a second, or `timezone` with `every`.
+            TypeError: arguments that are not JSON or do not fit the handler's signature.
+        """
+        self._schedules.set_stored(
+            name, job_name, owner=self, store=self.store, now=self.clock.now(),
+            max_payload_bytes=self.max_payload_bytes, cron=cron, every=every,
+            timezone=timezone, args=args, kwargs=kwargs, queue=queue,
+        )
+
+    def remove_schedule(self, name: str) -> None:
+        """Delete the stored schedule `name`: no worker fires it from its next poll on
+        (jobs it enqueued stay).
+
+        Raises:
+            KeyError: no stored schedule has that name.
+            ValueError: `name` is a schedule in this App's code: remove it from the code
+                (or `pause_schedule` it).
+        """
+        self._schedules.remove_stored(name, self.store)
+
+    def pause_schedule(self, name: str) -> None:
+        """Pause the schedule `name`, stored or in this App's code: no worker fires it from
+        its next poll on, until `resume_schedule`. The pause is kept in the store, across
+        restarts and deploys.
+
+        Raises:
+            KeyError: no schedule of that name, in this App's code or stored.
+        """
+        self._schedules.set_paused(name, True, self.store, self.clock.now())
+
+    def resume_schedule(self, name: str) -> None:
+        """Resume a paused schedule: it fires at its next instant after now; the instants
+        that passed while it was paused are skipped (resuming one not paused does
+        nothing).
+
+        Raises:
+            KeyError: no schedule of that name, in this App's code or stored.
+        """
+        self._schedules.set_paused(name, False, self.store, self.clock.now())
+
+    def list_schedules(self) -> list[ScheduleInfo]:
+        """Every schedule, by name: this App's schedules in code and every stored one, each
+        with its rule, Queue, pause, next fire and last fire."""
+        return self._schedules.infos(self.store, self.clock.now())
 
     # -- observability --------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ SUBCOMMANDS = (
     "purge",
     "pause", "resume", "limit", "rate",
     "policy",
-    "schedules",
+    "schedule", "schedules",
     "workers",
     "dashboard",
     "health",

@@ -293,12 +293,15 @@ class Schedule:
         return ScheduleRegistration(
             name=self.name, definition=self.definition, rule=self.rule.text,
             timezone=self.rule.timezone, job_name=self.job_name, queue=self.queue,
+            args_json=self.args_json, kwargs_json=self.kwargs_json,
         )
 
 
 @dataclass(frozen=True, slots=True)
 class ScheduleRegistration:
-    """What `ScheduleStore.register_schedules` writes for one schedule."""
+    """What `ScheduleStore.register_schedules` (a schedule in code) or
+    `ScheduleStore.set_stored_schedule` (one managed at run time) writes for one
+    schedule."""
 
     name: str
     definition: str
@@ -306,15 +309,21 @@ class ScheduleRegistration:
     timezone: str
     job_name: str
     queue: str
+    args_json: str = "[]"
+    kwargs_json: str = "{}"
 
 
 @dataclass(frozen=True, slots=True)
 class ScheduleRow:
     """A schedule as the store keeps it.
 
-    `registered_at`: when it was first registered (it never fires for earlier instants);
-    `updated_at`: when an App last registered it; `last_fire_at`: the last instant fired
-    (None: never fired); the other fields are those of the App that registered it last."""
+    `registered_at`: when it was first registered, or last resumed after a pause (it
+    never fires for earlier instants); `updated_at`: when an App last registered it (or
+    it was last set); `last_fire_at`: the last instant fired (None: never fired); the
+    other fields are those of the App that registered it last. `stored`: a schedule
+    managed at run time (`app.set_schedule`), fired by any worker whose App defines its
+    job; False: a schedule in code, fired by the Apps that define it. `paused`: nothing
+    fires it until it is resumed (instants passed while paused are skipped)."""
 
     name: str
     definition: str
@@ -325,6 +334,10 @@ class ScheduleRow:
     registered_at: datetime
     updated_at: datetime
     last_fire_at: datetime | None = None
+    args_json: str = "[]"
+    kwargs_json: str = "{}"
+    paused: bool = False
+    stored: bool = False
 
     @property
     def lower(self) -> datetime:
@@ -348,3 +361,33 @@ class FireOutcome:
     @property
     def fired(self) -> bool:
         return self.job_id is not None
+
+
+def code_schedule_clash(name: str) -> ValueError:
+    """The error of a stored schedule named like a schedule in code."""
+    return ValueError(
+        f"a schedule named {name!r} is defined in code (app.schedule); a stored schedule "
+        "cannot take its name: choose another name, or pause the code's schedule with "
+        "pause_schedule"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleInfo:
+    """One schedule as `app.list_schedules()` shows it: a schedule in the App's code or
+    one stored at run time (`app.set_schedule`).
+
+    `rule`: the rule's text (`0 3 * * *`, `every 300s`), read in `timezone`; `stored`:
+    True for a schedule managed at run time; `paused`: nothing fires it until it is
+    resumed; `next_fire_at`: the instant it fires next (None while paused, or if it never
+    will); `last_fire_at`: the last instant fired (None: never)."""
+
+    name: str
+    job: str
+    rule: str
+    queue: str
+    stored: bool
+    paused: bool
+    next_fire_at: datetime | None
+    last_fire_at: datetime | None
+    timezone: str = "UTC"

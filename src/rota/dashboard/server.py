@@ -32,8 +32,9 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from rota import Health
+from rota import Health, ScheduleInfo
 from rota.app import App
+from rota.app.schedules import row_info
 from rota.app.status import store_warnings
 from rota.core.clock import Clock
 from rota.core.groups import WorkerGroupOptions, validate_group_name
@@ -52,7 +53,7 @@ from rota.core.workers import RunningJob, WorkerInfo, in_flight_owners, running_
 from rota.dashboard import auth, metrics, views
 from rota.dashboard.sources import GroupObservation, Observation, observe
 from rota.store import Store, StoreError, open_store, store_clock_for
-from rota.store.base import StorageReporting
+from rota.store.base import ScheduleStore, StorageReporting
 
 logger = logging.getLogger("rota.dashboard")
 
@@ -103,6 +104,12 @@ API_INDEX = (
     ("POST", "/api/groups/{name}/policy", "store the group's policy, followed by its "
      "running workers at their next pass: field or JSON key 'weighted' (a=5,b=1) or "
      "'strict' (a,b), or 'clear' for the code's policy (token)"),
+    ("GET", "/api/schedules", "every schedule: in the App's code (with --app) and stored at "
+     "run time, with its rule, Queue, pause, next and last fire"),
+    ("POST", "/api/schedules/{name}/pause", "pause the schedule: no worker fires it until "
+     "it is resumed (token)"),
+    ("POST", "/api/schedules/{name}/resume", "resume the schedule at its next instant "
+     "(token)"),
     ("POST", "/api/jobs/{id}/cancel", "cancel the job, or ask its worker to (token)"),
     ("POST", "/api/jobs/{id}/requeue", "requeue a dead-lettered, quarantined or cancelled "
      "job (token)"),
@@ -141,6 +148,7 @@ class Source:
         self._url: str | None = None
         self._actions: App | None = None
         self.defined: list[WorkerGroupOptions] = []
+        self.app: App | None = source if isinstance(source, App) else None
         if isinstance(source, App):
             self.reads: Store = source.store
             self._actions = source
@@ -199,6 +207,17 @@ class Source:
     def storage_warnings(self) -> tuple[str, ...]:
         """The warnings of `rota health` about the store's storage, for the pages."""
         return store_warnings(self.reads)
+
+    def schedules(self, now: datetime) -> list[ScheduleInfo]:
+        """With an App, its schedules in code and the stored ones (`list_schedules`);
+        with a store alone, every row: schedules in code as the App that registered each
+        last defines it, and the stored ones."""
+        if self.app is not None:
+            return self.app.list_schedules()
+        store = self.reads
+        if not isinstance(store, ScheduleStore):
+            return []
+        return [row_info(row, now) for row in store.list_schedules()]
 
     def observe(self, now: datetime, window: timedelta | None = None) -> Observation:
         return observe(self.reads, now, window or self.window, self.defined)
@@ -530,6 +549,21 @@ class Dashboard:
                           running_cap=MAX_RUNNING_SHOWN if len(running) >= MAX_RUNNING_SHOWN
                           else None, note=seen.note)
 
+    async def _schedules(self) -> tuple[datetime, list[dict[str, Any]]]:
+        def read() -> tuple[datetime, list[dict[str, Any]]]:
+            now = self.source.clock.now()
+            return now, [views.schedule_json(info, now) for info in self.source.schedules(now)]
+        return await self._call(read)
+
+    async def schedules_page(self, request: Request) -> Response:
+        now, schedules = await self._schedules()
+        return self._page(request, "schedules.html", title="Schedules", now=now,
+                          schedules=schedules, with_app=self.source.app is not None)
+
+    async def api_schedules(self, request: Request) -> Response:
+        _, schedules = await self._schedules()
+        return self._json(schedules)
+
     async def jobs_page(self, request: Request) -> Response:
         listing = await self._jobs(request)
         return self._page(request, "jobs.html", title="Jobs", states=[s.value for s in JobState],
@@ -808,6 +842,27 @@ class Dashboard:
             return change
         return await self._act(request, plan, f"{self._base(request)}/workers")
 
+    async def pause_schedule(self, request: Request) -> Response:
+        return await self._schedule_action(request, paused=True)
+
+    async def resume_schedule(self, request: Request) -> Response:
+        return await self._schedule_action(request, paused=False)
+
+    async def _schedule_action(self, request: Request, *, paused: bool) -> Response:
+        name = request.path_params["name"]  # the App checks it (a bad one: 400)
+
+        def change(app: App) -> dict[str, Any]:
+            try:
+                (app.pause_schedule if paused else app.resume_schedule)(name)
+            except KeyError as error:
+                return {"_status": 404, "error": str(error.args[0])}
+            return {"schedule": name, "paused": paused,
+                    "_done": f"Paused schedule {name}: no worker fires it until it is "
+                    "resumed." if paused else f"Resumed schedule {name}: it fires at its "
+                    "next instant (those missed while paused are skipped)."}
+        return await self._act(request, lambda form: change,
+                               f"{self._base(request)}/schedules")
+
     def _settings(self, name: str) -> dict[str, Any]:
         now = self.source.clock.now()
         store = self.source.actions().store
@@ -890,6 +945,7 @@ class Dashboard:
             page("/queues", self.queues_page),
             page("/queues/{name:path}", self.queue_page),
             page("/workers", self.workers_page),
+            page("/schedules", self.schedules_page),
             page("/jobs", self.jobs_page),
             page("/jobs/{id}", self.job_page),
             page("/login", self.login_page, ["GET", "POST"]),
@@ -903,6 +959,9 @@ class Dashboard:
             page("/api/groups", self.api_groups),
             page("/api/groups/{name}/policy", self.set_policy, ["POST"]),
             page("/api/workers", self.api_workers),
+            page("/api/schedules", self.api_schedules),
+            page("/api/schedules/{name:path}/pause", self.pause_schedule, ["POST"]),
+            page("/api/schedules/{name:path}/resume", self.resume_schedule, ["POST"]),
             page("/api/jobs", self.api_jobs),
             page("/api/jobs/cancel", self.bulk, ["POST"]),
             page("/api/jobs/requeue", self.bulk, ["POST"]),

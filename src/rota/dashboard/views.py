@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from rota import ScheduleInfo
 from rota.core.durations import short_duration
 from rota.core.estimate import StartEstimate, combine, estimate_start
 from rota.core.jobs import JobRecord, JobState
@@ -474,6 +475,17 @@ def job_estimate_json(
             if part["seconds"] else part["text"],
             "basis": f"due now, one of the {info.due} due job(s) of Queue {info.name}: "
             f"at most the time the whole due backlog takes. {part['basis']}"}
+
+
+def schedule_json(info: ScheduleInfo, now: datetime) -> JSON:
+    """One schedule (`rota.ScheduleInfo`), with how long until its next fire."""
+    return {
+        "name": info.name, "job": info.job, "rule": info.rule, "timezone": info.timezone,
+        "queue": info.queue, "stored": info.stored, "paused": info.paused,
+        "next_fire_at": _time(info.next_fire_at), "last_fire_at": _time(info.last_fire_at),
+        "next_fire_in_s": None if info.next_fire_at is None
+        else max(0.0, (info.next_fire_at - now).total_seconds()),
+    }
 
 
 def ago(seconds: float | None) -> str:

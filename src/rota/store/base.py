@@ -840,8 +840,19 @@ class ScheduleStore(Protocol):
       atomic step: however many processes and machines fire at once, an instant is fired
       at most once, and `last_fire_at` only ever moves forward (so no earlier instant can
       fire after a later one). The job goes through `check_new_jobs` like every enqueue.
-    - Rows are never deleted by rota: a schedule removed from the code keeps its row,
-      which nothing fires (firing is driven by the Apps that define the schedule).
+    - Rows of schedules in code are never deleted by rota: a schedule removed from the
+      code keeps its row, which nothing fires (firing is driven by the Apps that define
+      the schedule).
+    - Stored schedules (managed at run time, `stored = True`): `set_stored_schedule`
+      creates one (registered now) or replaces the stored one of that name (keeping its
+      registration, last fire and pause); it refuses, with ValueError, a name whose row is
+      a schedule in code. `register_schedules` over a stored row turns it into the code's
+      schedule (the code deployed takes the name). `delete_stored_schedule` deletes a
+      stored row only. Any worker fires a stored row (with the row's own definition).
+    - Pause: `set_schedule_paused` flags any row; `fire_schedule` of a paused row fires
+      nothing (`current` stays True). Resuming a paused row moves `registered_at` to `now`
+      if it was earlier, so instants that passed while paused are skipped, on every
+      worker. Registering keeps the flag: a pause survives deploys and restarts.
     """
 
     def register_schedules(self, schedules: Sequence[ScheduleRegistration],
@@ -858,3 +869,25 @@ class ScheduleStore(Protocol):
     def list_schedules(self) -> list[ScheduleRow]:
         """Every schedule row, sorted by name."""
         ...
+
+    def set_stored_schedule(self, schedule: ScheduleRegistration, now: datetime) -> None:
+        """Create the stored schedule `schedule` (registered at `now`), or replace the
+        stored one of its name (its rule, job, Queue, arguments and definition; its
+        registration, last fire and pause are kept). Its arguments were checked by the
+        caller.
+
+        Raises:
+            ValueError: if the name belongs to a schedule in code (nothing is written).
+        """
+        ...
+
+    def delete_stored_schedule(self, name: str) -> bool:
+        """Delete the stored schedule `name`; False if there is no stored one of that name
+        (a schedule in code is never deleted)."""
+        ...
+
+    def set_schedule_paused(self, name: str, paused: bool, now: datetime) -> bool:
+        """Pause or resume the schedule `name`, stored or in code (see the class); False if
+        the store has no row of that name."""
+        ...
+

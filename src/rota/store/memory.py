@@ -51,7 +51,12 @@ from rota.core.queue_controls import (
 from rota.core.queues import validate_queue_name
 from rota.core.rates import Bucket, QueueRate, available, check_rate, next_token_at, take
 from rota.core.retention import purgeable_states
-from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
+from rota.core.schedules import (
+    FireOutcome,
+    ScheduleRegistration,
+    ScheduleRow,
+    code_schedule_clash,
+)
 from rota.core.workers import (
     ServedCount,
     WorkerGroupInfo,
@@ -920,6 +925,8 @@ class MemoryStore:
                     registered_at=now if old is None else old.registered_at,
                     updated_at=now,
                     last_fire_at=None if old is None else old.last_fire_at,
+                    args_json=s.args_json, kwargs_json=s.kwargs_json,
+                    paused=old is not None and old.paused, stored=False,
                 )
 
     def fire_schedule(self, name: str, definition: str, job: NewJob,
@@ -930,7 +937,7 @@ class MemoryStore:
             row = self._schedules.get(name)
             if row is None or row.definition != definition:
                 return FireOutcome(None, current=False)
-            if row.registered_at >= job.due_at or (
+            if row.paused or row.registered_at >= job.due_at or (
                     row.last_fire_at is not None and row.last_fire_at >= job.due_at):
                 return FireOutcome(None)
             self._schedules[name] = replace(row, last_fire_at=job.due_at)
@@ -946,6 +953,40 @@ class MemoryStore:
     def list_schedules(self) -> list[ScheduleRow]:
         with self._lock:
             return [self._schedules[name] for name in sorted(self._schedules)]
+
+    def set_stored_schedule(self, schedule: ScheduleRegistration, now: datetime) -> None:
+        decode_arguments(schedule.args_json, schedule.kwargs_json)  # JSON, before writing
+        s = schedule
+        with self._lock:
+            old = self._schedules.get(s.name)
+            if old is not None and not old.stored:
+                raise code_schedule_clash(s.name)
+            self._schedules[s.name] = ScheduleRow(
+                s.name, s.definition, s.rule, s.timezone, s.job_name, s.queue,
+                registered_at=now if old is None else old.registered_at, updated_at=now,
+                last_fire_at=None if old is None else old.last_fire_at,
+                args_json=s.args_json, kwargs_json=s.kwargs_json,
+                paused=old is not None and old.paused, stored=True,
+            )
+
+    def delete_stored_schedule(self, name: str) -> bool:
+        with self._lock:
+            row = self._schedules.get(name)
+            if row is None or not row.stored:
+                return False
+            del self._schedules[name]
+            return True
+
+    def set_schedule_paused(self, name: str, paused: bool, now: datetime) -> bool:
+        with self._lock:
+            row = self._schedules.get(name)
+            if row is None:
+                return False
+            registered_at = row.registered_at
+            if row.paused and not paused and registered_at < now:
+                registered_at = now  # instants passed while paused never fire
+            self._schedules[name] = replace(row, paused=paused, registered_at=registered_at)
+            return True
 
     # -- worker registry -------------------------------------------------------------------
 

@@ -41,6 +41,7 @@ from rota.core.jobs import (
     Lease,
     NewJob,
     check_new_jobs,
+    decode_arguments,
     decode_result,
     decode_stored_arguments,
 )
@@ -55,7 +56,7 @@ from rota.core.queue_controls import (
 )
 from rota.core.queues import validate_queue_name
 from rota.core.rates import QueueRate, RatedQueue, check_rate, stored_rate
-from rota.core.schedules import ScheduleRow
+from rota.core.schedules import ScheduleRegistration, ScheduleRow, code_schedule_clash
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import (
     LeaderLease,
@@ -536,10 +537,31 @@ class SqlStore(ABC, Generic[Conn]):
         at = self._from_db_time
         return [
             ScheduleRow(name, definition, rule, timezone, job_name, queue, at(registered_at),
-                        at(updated_at), None if last_fire_at is None else at(last_fire_at))
+                        at(updated_at), None if last_fire_at is None else at(last_fire_at),
+                        args, kwargs, bool(paused), bool(stored))
             for (name, definition, rule, timezone, job_name, queue, registered_at,
-                 updated_at, last_fire_at) in rows
+                 updated_at, last_fire_at, args, kwargs, paused, stored) in rows
         ]
+
+    def set_stored_schedule(self, schedule: ScheduleRegistration, now: datetime) -> None:
+        decode_arguments(schedule.args_json, schedule.kwargs_json)  # JSON, before writing
+        _, changed = self._run("set_stored_schedule", {
+            "name": schedule.name, "definition": schedule.definition, "rule": schedule.rule,
+            "timezone": schedule.timezone, "job_name": schedule.job_name,
+            "queue": schedule.queue, "args": schedule.args_json,
+            "kwargs": schedule.kwargs_json, "now": self._to_db_time(now),
+        }, "storing a schedule", write=True)
+        if changed != 1:
+            raise code_schedule_clash(schedule.name)
+
+    def delete_stored_schedule(self, name: str) -> bool:
+        return self._run("delete_stored_schedule", {"name": name}, "removing a schedule",
+                         write=True)[1] == 1
+
+    def set_schedule_paused(self, name: str, paused: bool, now: datetime) -> bool:
+        return self._run("set_schedule_paused", {
+            "name": name, "paused": paused, "now": self._to_db_time(now),
+        }, "pausing a schedule" if paused else "resuming a schedule", write=True)[1] == 1
 
     def unregister_worker(self, worker_id: str) -> bool:
         return self._run("unregister_worker", {"id": worker_id}, "unregistering a worker",

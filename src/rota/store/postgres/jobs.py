@@ -403,6 +403,8 @@ class PostgresJobs(PostgresConnection):
             "timezones": [s.timezone for s in schedules],
             "job_names": [s.job_name for s in schedules],
             "queues": [s.queue for s in schedules],
+            "args": [s.args_json for s in schedules],
+            "kwargs": [s.kwargs_json for s in schedules],
         })
 
     def fire_schedule(self, name: str, definition: str, job: NewJob,

@@ -284,7 +284,8 @@ class SQLiteJobs(SQLiteConnection):
         moment = us(now)
         rows = [
             {"name": s.name, "definition": s.definition, "rule": s.rule,
-             "timezone": s.timezone, "job_name": s.job_name, "queue": s.queue, "now": moment}
+             "timezone": s.timezone, "job_name": s.job_name, "queue": s.queue,
+             "args": s.args_json, "kwargs": s.kwargs_json, "now": moment}
             for s in schedules
         ]
         with self._write("registering schedules") as conn:

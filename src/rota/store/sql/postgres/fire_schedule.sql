@@ -1,7 +1,7 @@
 -- One fire, in one statement (one round trip): move last_fire_at forward if this instant
--- is after the registration and the last fire and the caller holds the current
--- definition, and insert the job (due at the instant) only if that row was changed; send
--- the wake-up hint for its Queue. Concurrent fires of one instant: the first takes the
+-- is after the registration and the last fire, the caller holds the current definition
+-- and the schedule is not paused, and insert the job (due at the instant) only if that
+-- row was changed; send the wake-up hint for its Queue. Concurrent fires of one instant: the first takes the
 -- row lock, the others wait for it, re-check the WHERE clause against the row it wrote
 -- (READ COMMITTED), find last_fire_at no longer earlier, and insert nothing.
 -- Returns the new job's id (NULL: nothing fired) and the definition the store held when
@@ -12,6 +12,7 @@ WITH fired AS (
     SET last_fire_at = %(fire_at)s
     WHERE name = %(name)s
       AND definition = %(definition)s
+      AND NOT paused
       AND registered_at < %(fire_at)s
       AND (last_fire_at IS NULL OR last_fire_at < %(fire_at)s)
     RETURNING name

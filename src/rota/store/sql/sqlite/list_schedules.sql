@@ -1,4 +1,4 @@
 SELECT name, definition, rule, timezone, job_name, queue, registered_at, updated_at,
-       last_fire_at
+       last_fire_at, args, kwargs, paused, stored
 FROM rota_schedules
 ORDER BY name;
