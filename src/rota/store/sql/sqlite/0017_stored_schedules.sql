@@ -9,4 +9,4 @@ ALTER TABLE rota_schedules ADD COLUMN kwargs TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE rota_schedules ADD COLUMN paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1));
 ALTER TABLE rota_schedules ADD COLUMN stored INTEGER NOT NULL DEFAULT 0 CHECK (stored IN (0, 1));
 
-PRAGMA user_version = 16;
+PRAGMA user_version = 17;
