@@ -46,9 +46,21 @@ def enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, ..
             (job.name, job.queue, us(job.due_at, "due_at"), job.args_json, job.kwargs_json,
              created_at)
         )
-    if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
+    expiring = any(job.expires_at is not None for job in jobs)
+    if expiring or any(job.trace_context is not None for job in jobs):  # inside a span
         rows = [(*row, job.trace_context) for row, job in zip(rows, jobs, strict=True)]
+    if expiring:  # configure(expires=...)
+        rows = [(*row, _expires_us(job)) for row, job in zip(rows, jobs, strict=True)]
     return rows
+
+
+def _expires_us(job: NewJob) -> int | None:
+    """`job.expires_at` as stored (None: never expires)."""
+    return None if job.expires_at is None else us(job.expires_at, "expires_at")
+
+
+# insert_jobs's statement by the width of its rows (enqueue_rows).
+_INSERT_BY_WIDTH: Final = {6: "enqueue", 7: "enqueue_traced", 8: "enqueue_expiring"}
 
 
 def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[object, ...]],
@@ -56,12 +68,11 @@ def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obje
     """Insert `rows` (of `jobs`) inside the caller's write transaction; their ids in
     order. A keyed job whose name and key a live job holds is not inserted: its id is that
     job's (an earlier job of the same batch included). Rows with a 7th column (a trace
-    context) go through enqueue_traced.sql."""
+    context) go through enqueue_traced.sql, with an 8th (an expiry) enqueue_expiring.sql."""
     if any(map(_parents_of, jobs)):
         return _insert_with_children(conn, rows, jobs)
     if all(job.key is None for job in jobs):
-        traced = bool(rows) and len(rows[0]) == 7
-        conn.executemany(sql("enqueue_traced" if traced else "enqueue"), rows)
+        conn.executemany(sql(_INSERT_BY_WIDTH[len(rows[0]) if rows else 6]), rows)
         count_jobs(conn, {(queue, "scheduled"): count
                           for queue, count in Counter(map(_queue_of, jobs)).items()})
         (last_id,) = conn.execute(sql("last_insert_id")).fetchone()
@@ -74,7 +85,7 @@ def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obje
         name, queue, due_at, args, kwargs, created_at = row[:6]
         params = {"name": name, "queue": queue, "due_at": due_at, "args": args,
                   "kwargs": kwargs, "created_at": created_at, "key": job.key,
-                  "trace_context": job.trace_context}
+                  "trace_context": job.trace_context, "expires_at": _expires_us(job)}
         if job.debounced:
             job_id, new = _enqueue_debounced(conn, params, job.max_wait)
             if new:
@@ -106,7 +117,8 @@ def _insert_with_children(conn: sqlite3.Connection | sqlite3.Cursor,
         name, queue, due_at, args, kwargs, created_at = row[:6]
         params: dict[str, object] = {
             "name": name, "queue": queue, "due_at": due_at, "args": args, "kwargs": kwargs,
-            "created_at": created_at, "key": job.key, "trace_context": job.trace_context}
+            "created_at": created_at, "key": job.key, "trace_context": job.trace_context,
+            "expires_at": _expires_us(job)}
         if not job.parents:
             if job.debounced:
                 job_id, new = _enqueue_debounced(conn, params, job.max_wait)

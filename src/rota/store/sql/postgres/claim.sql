@@ -22,10 +22,10 @@ WITH
 {completed}
 {wanted}
 picked AS (
-    SELECT due.id, wanted.position
+    SELECT due.id, wanted.position, due.expired
     FROM wanted
     CROSS JOIN LATERAL (
-        SELECT jobs.id
+        SELECT jobs.id, jobs.expires_at < %(now)s AS expired
         FROM {schema}.jobs
         WHERE jobs.queue = wanted.queue
           AND jobs.state = 'scheduled'
@@ -49,21 +49,46 @@ leased AS (
     -- plan_cache_mode = force_generic_plan): it makes the row lookup a primary-key index
     -- scan whatever the unknown limit; with the join alone, the generic plan hashed a
     -- sequential scan of the whole table (35-45 ms a claim instead of ~1 ms).
-    WHERE jobs.id = ANY (ARRAY(SELECT picked.id FROM picked))
+    WHERE jobs.id = ANY (ARRAY(SELECT picked.id FROM picked
+                               WHERE picked.expired IS NOT TRUE))
       AND jobs.id = picked.id
     -- state, lease_owner, lease_expires_at and started_at are what this statement set: the
     -- caller knows them, so they are not sent back (nor result and cancel_requested: a
     -- scheduled job has neither).
     RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.attempt, jobs.due_at,
               jobs.args::text AS args, jobs.kwargs::text AS kwargs, jobs.last_error,
-              jobs.created_at, jobs.trace_context, jobs.parents
+              jobs.created_at, jobs.trace_context, jobs.parents, jobs.expires_at
+),
+-- Expiry: a due job picked past its expires_at (before `now`) is ended cancelled here
+-- instead of leased (docs/decisions/0071), in the same statement; the caller tells it by
+-- its expires_at (before `now`: never so for a leased row) and reports it. No job with
+-- an expiry: the array is empty, and this costs no row lookup. Finishing sends the
+-- finish hint (retry.sql says how); the settle trigger (migration 14) settles children.
+expired AS (
+    UPDATE {schema}.jobs AS jobs
+    SET state = 'cancelled',
+        last_error = 'Expired: not started by '
+            || to_char(jobs.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC',
+        last_traceback = NULL,
+        finished_at = (SELECT %(now)s::timestamptz
+                       FROM (SELECT pg_notify({finished_channel}, '')) AS hint)
+    FROM picked
+    WHERE jobs.id = ANY (ARRAY(SELECT picked.id FROM picked WHERE picked.expired))
+      AND jobs.id = picked.id
+    RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.attempt, jobs.due_at,
+              jobs.args::text AS args, jobs.kwargs::text AS kwargs, jobs.last_error,
+              jobs.created_at, jobs.trace_context, jobs.parents, jobs.expires_at
 )
 SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, trace_context,
-       parents
+       parents, expires_at
 FROM (
     SELECT position, id, name, queue, attempt, due_at, args, kwargs, last_error, created_at,
-           trace_context, parents
+           trace_context, parents, expires_at
     FROM leased
+    UNION ALL
+    SELECT position, id, name, queue, attempt, due_at, args, kwargs, last_error, created_at,
+           trace_context, parents, expires_at
+    FROM expired
 {limited_row}
 {completed_row}
 ) AS claimed
@@ -115,7 +140,7 @@ wanted AS (
 -- @part limited_row
     -- The signal "a Queue has a limit": id NULL (leased is empty then).
     UNION ALL
-    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM limited
 
 -- @part room
@@ -193,5 +218,5 @@ completed AS (
 -- completed job has children (the claim then leased nothing).
     UNION ALL
     SELECT -1, CASE WHEN bool_or(has_children) THEN {completed_parents} ELSE -1 END, NULL,
-           NULL, count(*)::int, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+           NULL, count(*)::int, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM completed

@@ -5,13 +5,15 @@
 -- Ids are drawn in input order, so the rows sorted by id follow the input order.
 WITH new_jobs AS (
     INSERT INTO {schema}.jobs (name, queue, due_at, args, kwargs, created_at, key,
-                               trace_context)
+                               trace_context, expires_at)
     SELECT j.name, j.queue, j.due_at, j.args::json, j.kwargs::json, %(now)s, j.key,
-           j.trace_context
+           j.trace_context, j.expires_at
     FROM unnest(
         %(names)b::text[], %(queues)b::text[], %(due_ats)b::timestamptz[],
-        %(args)b::text[], %(kwargs)b::text[], %(keys)s::text[], %(trace_contexts)s::text[]
-    ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, key, trace_context, position)
+        %(args)b::text[], %(kwargs)b::text[], %(keys)s::text[], %(trace_contexts)s::text[],
+        %(expires_ats)s::timestamptz[]
+    ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, key, trace_context, expires_at,
+                           position)
     ORDER BY j.position
     ON CONFLICT (name, key) WHERE key IS NOT NULL AND state IN ('scheduled', 'leased')
     DO NOTHING
