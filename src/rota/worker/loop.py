@@ -275,7 +275,8 @@ class GroupLoop:
     async def _pass(self, free: int, stopping: threading.Event) -> int:
         """One pass: claim up to `free` jobs, handing the claim the outcomes waiting to be
         written when the store's claim takes them, then dispatch what it claimed.
-        Returns how many jobs it claimed."""
+        Returns how many jobs it claimed, and ended past their expiry (those count as
+        claimed for the next pass: their Queues may have more)."""
         runtime = self.runtime
         runner = self.runner
         self.runner.take_hints()  # before the pass's time is read
@@ -333,7 +334,8 @@ class GroupLoop:
             self._claiming = 0
             if carried:
                 writer.carried_written(carried, applied)
-        if runner.expired:  # ended by its claims, not run: only reported and counted
+        expired = len(runner.expired)
+        if expired:  # ended by its claims, not run: only reported and counted
             self._report_expired(list(runner.expired), now)
         if observers:
             round_trip_s = time.perf_counter() - began
@@ -345,7 +347,7 @@ class GroupLoop:
             await self._hand_back_late(plan, jobs, lease_end)
             return 0
         await self._dispatch(plan, jobs, now, lease_end)
-        return len(jobs)
+        return len(jobs) + expired
 
     def _report_expired(self, jobs: list[JobRecord], now: datetime) -> None:
         """The jobs a pass's claims ended past their `expires_at`: logged, counted among
