@@ -285,6 +285,8 @@ CLAIM_TWO: dict[str, object] = {**CLAIM_VALUES, **floors(2), "queues": ["q", "r"
         ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e",
                    "now": T0, "cancelled_error": "c", "traceback": "t", "channel": "c"},
          "jobs_pkey"),
+        ("snooze", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "now": T0,
+                    "cancelled_error": "c", "channel": "c"}, "jobs_pkey"),
         # Retention: the purge finds its batch through the finished-rows index...
         ("purge_lock", {"states": ["succeeded", "cancelled"], "finished_before": T0,
                         "limit": 1000}, "jobs_finished"),

@@ -53,6 +53,8 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
         "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
         **({"key": job.key} if job.key is not None else {}),
+        **({"snoozes": job.snoozes} if job.snoozes else {}),
+        **({"expires_at": _time(job.expires_at)} if job.expires_at is not None else {}),
         # Last: it may run to 16 KiB of lines, the rest should not scroll away behind it.
         "last_traceback": job.last_traceback,
     }

@@ -239,6 +239,8 @@ def job_json(job: JobRecord) -> JSON:
         "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
         **({"key": job.key} if job.key is not None else {}),
+        **({"snoozes": job.snoozes} if job.snoozes else {}),
+        **({"expires_at": _time(job.expires_at)} if job.expires_at is not None else {}),
         "last_traceback": job.last_traceback,
     }
 
