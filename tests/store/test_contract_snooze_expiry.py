@@ -206,3 +206,26 @@ def test_an_expiry_must_be_timezone_aware(store: Store) -> None:
         store.enqueue([NewJob("job", "q", T0),
                        NewJob("job", "q", T0, expires_at=datetime(2026, 1, 1))], T0)
     assert store.count_jobs() == {}
+
+
+@pytest.mark.parametrize("limits", [[1, 1, 1], [2, 2, 1]], ids=["ones", "many"])
+def test_a_batched_claim_reports_expired_jobs_of_every_queue_it_walks(
+    store: Store, limits: list[int],
+) -> None:
+    # Given three Queues, the first two with an expired job ahead of a live one
+    past = T0 - timedelta(seconds=1)
+    ids = store.enqueue([NewJob("job", "a", T0, expires_at=past), NewJob("job", "a", T0),
+                         NewJob("job", "b", T0, expires_at=past), NewJob("job", "b", T0),
+                         NewJob("job", "c", T0)], T0)
+    # When one batched claim (a planner's round, with its probe) walks them
+    answer = store.claim(["a", "b", "c"], 5, now=T0, owner="w1", lease_expires_at=T0 + LEASE,
+                         limits=limits, probe=["a", "b", "c"])
+    # Then the expired ones are reported, never leased; the rest is leased in order
+    assert sorted(job.id for job in answer.expired) == [ids[0], ids[2]]
+    assert all(job.state is JobState.CANCELLED for job in answer.expired)
+    expected = [ids[4]] if limits == [1, 1, 1] else [ids[1], ids[3], ids[4]]
+    assert [job.id for job in answer] == expected
+    assert all(job.state is JobState.LEASED for job in answer)
+    for job_id in (ids[0], ids[2]):
+        stored = store.get_job(job_id)
+        assert stored is not None and stored.state is JobState.CANCELLED
