@@ -82,13 +82,10 @@ expired AS (
 SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, trace_context,
        parents, expires_at
 FROM (
-    SELECT position, id, name, queue, attempt, due_at, args, kwargs, last_error, created_at,
-           trace_context, parents, expires_at
-    FROM leased
+    -- (leased and expired return the same columns, in the same order)
+    SELECT * FROM leased
     UNION ALL
-    SELECT position, id, name, queue, attempt, due_at, args, kwargs, last_error, created_at,
-           trace_context, parents, expires_at
-    FROM expired
+    SELECT * FROM expired
 {limited_row}
 {completed_row}
 ) AS claimed
