@@ -12,9 +12,11 @@ Imports the core, the store contract, the PostgreSQL modules and psycopg.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from datetime import datetime
+from typing import Final
 
 import psycopg
 
@@ -59,6 +61,10 @@ def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at:
         created_at, None, owner, lease_expires_at, started_at, None, False, arguments_error,
         None, trace_context, None, () if parents is None else tuple(parents), 0, expires_at,
     )
+
+
+# A row of claim.sql's expires_at (a datetime, or None: never expires).
+_EXPIRES_AT: Final = operator.itemgetter(11)
 
 
 def _expired_row(row: Row, now: datetime) -> bool:
@@ -138,7 +144,7 @@ class PostgresClaims(PostgresConnection):
             raise
         wanted = set(probe)
         expired: list[JobRecord] = []
-        if any(row[11] is not None for row in rows):  # jobs with an expiry among them
+        if any(map(_EXPIRES_AT, rows)):  # jobs with an expiry among them (in C: per job)
             expired = [_expired_record(row, now) for row in rows if _expired_row(row, now)]
             rows = [row for row in rows if not _expired_row(row, now)]
         return Claimed(

@@ -111,6 +111,16 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
     )
 
 
+# A row of claim.sql's expires_at (microseconds, or None: never expires).
+_EXPIRES_AT: Final = operator.itemgetter(14)
+
+
+def _with_expiry(rows: Sequence[Row]) -> bool:
+    """Whether any of claim.sql's `rows` has an expires_at (checked in C: no Python call
+    per job)."""
+    return list(map(_EXPIRES_AT, rows)).count(None) < len(rows)
+
+
 def _expired(row: Row, now_us: int) -> bool:
     """Whether a row of claim.sql is a job the claim ended past its expires_at rather
     than leased: only those have an expires_at before the claim's `now`."""
@@ -119,7 +129,9 @@ def _expired(row: Row, now_us: int) -> bool:
 
 def _leased(rows: Sequence[Row], now_us: int) -> int:
     """How many of claim.sql's `rows` the claim leased (the others it ended, expired)."""
-    return len(rows) - sum(1 for row in rows if row[14] is not None and row[14] < now_us)
+    if not _with_expiry(rows):
+        return len(rows)
+    return len(rows) - sum(1 for row in rows if _expired(row, now_us))
 
 
 def _expired_record(row: Row) -> JobRecord:
@@ -250,7 +262,7 @@ class SQLiteClaims(SQLiteConnection):
             if probe:
                 due = self._probe(conn, probe, now)
         expired: list[JobRecord] = []
-        if any(row[14] is not None for row in claimed):  # jobs with an expiry among them
+        if _with_expiry(claimed):  # jobs with an expiry among them
             expired = [_expired_record(row) for row in claimed if _expired(row, now_us)]
             claimed = [row for row in claimed if not _expired(row, now_us)]
         if released:
