@@ -284,3 +284,28 @@ def test_an_expiry_past_the_year_9999_is_refused_at_enqueue(make_app: MakeApp) -
 
 def test_snooze_is_exported() -> None:
     assert "Snooze" in rota.__all__ and rota.Snooze is not rota.Retry
+
+
+def test_a_weighted_group_runs_every_live_job_behind_expired_ones(
+    make_app: MakeApp, clock: rota.VirtualClock,
+) -> None:
+    # Given two Queues under a Weighted group, each with expired jobs ahead of live ones
+    app = make_app()
+    runs: list[str] = []
+
+    @app.job("n")
+    def n(tag: str) -> None:
+        runs.append(tag)
+
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=rota.Weighted([("a", 1), ("b", 1)]), pool_size=2))
+    events = recorded(app)
+    past = clock.now() - timedelta(seconds=1)
+    for queue in ("a", "b"):
+        n.configure(queue=queue, expires=past).enqueue_many([(f"{queue}-x",)] * 3)
+        n.configure(queue=queue).enqueue_many([(f"{queue}-{i}",) for i in range(2)])
+    # When the group drains them
+    assert app.run_until_idle() == 4
+    # Then every live job ran, and every expired one was reported, never run
+    assert sorted(runs) == ["a-0", "a-1", "b-0", "b-1"]
+    assert [event.kind for event in events].count(OutcomeKind.EXPIRED) == 6

@@ -227,10 +227,12 @@ class GroupRunner:
                 claimed.extend(answer)
                 controlled = answer.controlled
                 if answer.expired:
-                    # A Queue that gave fewer jobs than asked because some had expired may
-                    # have more: not held for empty, like a Queue under a control.
+                    # The expired jobs took room of the claim without being leased, so any
+                    # of its Queues that gave fewer jobs than asked (those after them in a
+                    # sweep too) may have more: none is held for empty after this pass,
+                    # like a Queue under a control.
                     self.expired.extend(answer.expired)
-                    controlled = controlled | {job.queue for job in answer.expired}
+                    controlled = controlled | set(trip.queues)
                 plan.record_round(requests, answer, due=answer.due, controlled=controlled)
                 if answer.next_token_at is not None and (
                         self.next_token_at is None
