@@ -249,6 +249,10 @@ class SQLiteClaims(SQLiteConnection):
                 move(changes, queue, _leased(rows, now_us), "scheduled", "leased")
                 if len(rows) < asked:
                     came_short(queue)
+            if _with_expiry(claimed):  # the children its expired jobs released, if any
+                ended = [row[0] for row in claimed if _expired(row, now_us)]
+                if ended:
+                    released += self._released_queues(conn, ended, now_us)
             count_jobs(conn, changes)
             next_token_at = None
             if rated:
