@@ -15,7 +15,7 @@ from rota.core.policy import DispatchPolicy, Strict, Weighted
 from rota.core.queue_controls import QueueInfo
 from rota.core.rates import QueueRate
 from rota.core.retention import Retention
-from rota.core.retry import Retry, RetryPolicy
+from rota.core.retry import Retry, RetryPolicy, Snooze
 from rota.core.schedules import ScheduleInfo
 from rota.core.workers import (
     GroupFairness,
@@ -52,6 +52,7 @@ __all__ = [
     "ScheduleInfo",
     "SchemaTooNew",
     "ServedCount",
+    "Snooze",
     "Store",
     "StoreConfigError",
     "StoreError",

@@ -86,6 +86,23 @@ def test_job_shows_every_field(store: Store, capsys: pytest.CaptureFixture[str])
     assert rows["finished_at"] == finished.isoformat() and rows["duration"] == "1.5 s"
 
 
+def test_job_shows_snoozes_and_the_expiry_of_a_job_that_has_them(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job with an expiry that snoozed once
+    expires = T0 + timedelta(hours=1)
+    (job_id,) = store.enqueue([NewJob("poll", "q", T0, expires_at=expires)], T0)
+    (job,) = store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + timedelta(minutes=1))
+    assert store.snooze(job.lease, T0, T0 + timedelta(minutes=5))
+    # When it is shown, Then both are there (a job without them shows neither)
+    assert main(["job", str(job_id), "--store", store.url, "--json"]) == 0
+    shown = out_json(capsys)
+    assert (shown["snoozes"], shown["expires_at"]) == (1, expires.isoformat())
+    assert main(["jobs", "--store", store.url, "--json"]) == 0
+    (listed,) = out_json(capsys)
+    assert (listed["snoozes"], listed["expires_at"]) == (1, expires.isoformat())
+
+
 def test_job_shows_the_traceback_of_the_last_failed_attempt(
     store: Store, capsys: pytest.CaptureFixture[str]
 ) -> None:

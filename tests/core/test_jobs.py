@@ -39,9 +39,11 @@ LEGAL = {
     (S.WAITING, E.CANCEL): S.CANCELLED,  # cancelled, or a parent it needed failed
     (S.SCHEDULED, E.CLAIM): S.LEASED,
     (S.SCHEDULED, E.CANCEL): S.CANCELLED,
+    (S.SCHEDULED, E.EXPIRE): S.CANCELLED,  # due after its expires_at: ended by the claim
     (S.LEASED, E.COMPLETE): S.SUCCEEDED,
     (S.LEASED, E.RETRY): S.SCHEDULED,
     (S.LEASED, E.RELEASE): S.SCHEDULED,
+    (S.LEASED, E.SNOOZE): S.SCHEDULED,  # rota.Snooze: the attempt does not count
     (S.LEASED, E.DEAD_LETTER): S.DEAD_LETTERED,
     (S.LEASED, E.QUARANTINE): S.QUARANTINED,
     (S.LEASED, E.CANCEL): S.CANCELLED,  # a cancel request acted on
@@ -303,7 +305,7 @@ def test_new_record_is_an_ordinary_frozen_job_record() -> None:
     at = datetime(2026, 1, 2, tzinfo=UTC)
     values = (7, "email", "mail", JobState.LEASED, 2, at, (1, "a"), {"k": [1]}, "boom", at,
               None, "owner", at, at, {"r": 1}, True, None, "key", '{"tp": "x"}',
-              "Traceback (most recent call last): ...", (3, 5), {"tenant": "acme"})
+              "Traceback (most recent call last): ...", (3, 5), {"tenant": "acme"}, 4, at)
     built = new_record(*values)
     assert type(built) is JobRecord
     assert built == JobRecord(*values)
@@ -336,3 +338,20 @@ def test_the_last_attempt_duration_runs_from_its_claim_to_its_finish() -> None:
     assert waiting.last_attempt_duration is None
     running = dataclasses.replace(waiting, cancel_requested=True)
     assert running.last_attempt_duration == timedelta(seconds=2.5)
+
+
+# -- expiry --------------------------------------------------------------------------------
+
+
+def test_an_attempt_at_the_expiry_still_starts_and_one_after_it_does_not() -> None:
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from rota.core.jobs import expired_error, is_expired
+
+    expires = datetime(2026, 1, 1, 12, 0, 0, 999_999, tzinfo=UTC)
+    assert not is_expired(None, expires)
+    assert not is_expired(expires, expires)
+    assert is_expired(expires, expires + timedelta(microseconds=1))
+    # The error names the expiry in UTC to the second, rounded down, whatever its zone
+    east = expires.astimezone(timezone(timedelta(hours=2)))
+    assert expired_error(east) == "Expired: not started by 2026-01-01 12:00:00 UTC"

@@ -10,8 +10,10 @@ from rota.core.outcomes import (
     MAX_TRACEBACK_BYTES,
     Cancelled,
     DeadLettered,
+    Expired,
     Quarantined,
     RetryAt,
+    Snoozed,
     Succeeded,
     after_failure,
     bound_traceback,
@@ -124,6 +126,8 @@ def test_every_outcome_kind_has_its_own_ending() -> None:
         "DeadLettered": DeadLettered("E: y", "tb2"),
         "Quarantined": Quarantined("E: z"),
         "Cancelled": Cancelled(),
+        "Snoozed": Snoozed(T0, "not yet"),
+        "Expired": Expired("Expired: not started by 2026-01-01 12:00:00 UTC"),
     }
     # Every member of the Outcome union is covered here (a new one fails this test too)
     assert {kind.__name__ for kind in get_args(Outcome)} == set(samples)
@@ -134,6 +138,11 @@ def test_every_outcome_kind_has_its_own_ending() -> None:
         "DeadLettered": (JobEvent.DEAD_LETTER, "E: y", "tb2", None, None),
         "Quarantined": (JobEvent.QUARANTINE, "E: z", None, None, None),
         "Cancelled": (JobEvent.CANCEL, Cancelled().error, None, None, None),
+        # A snooze writes no error: only its due time (the store counts the snooze)
+        "Snoozed": (JobEvent.SNOOZE, None, None, T0, None),
+        # An expiry is written by the claim itself; its ending only names it
+        "Expired": (JobEvent.EXPIRE, "Expired: not started by 2026-01-01 12:00:00 UTC",
+                    None, None, None),
     }
 
 

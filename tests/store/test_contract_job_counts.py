@@ -16,7 +16,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from rota.core.jobs import JobRecord, JobState, Lease, NewJob
-from rota.core.outcomes import Cancelled, DeadLettered, Outcome, Quarantined, RetryAt, Succeeded
+from rota.core.outcomes import (
+    Cancelled,
+    DeadLettered,
+    Outcome,
+    Quarantined,
+    RetryAt,
+    Snoozed,
+    Succeeded,
+)
 from rota.store import Store
 from tests.store.test_contract_concurrency import run_together
 
@@ -56,10 +64,15 @@ def step(store: Store, rng: random.Random, now: datetime) -> None:
     kind = rng.choice(["enqueue", "enqueue", "keyed", "claim", "claim", "complete",
                        "complete", "retry", "dead_letter", "quarantine", "cancel_leased",
                        "release", "cancel", "requeue", "requeue_many", "purge", "expire",
-                       "claim_with_outcomes"])
+                       "claim_with_outcomes", "snooze", "enqueue_expiring"])
     if kind == "enqueue":
         store.enqueue([NewJob(name="job", queue=rng.choice(QUEUES),
                               due_at=now + timedelta(seconds=rng.randint(-30, 30)))
+                       for _ in range(rng.randint(1, 6))], now)
+    elif kind == "enqueue_expiring":  # some already past: a claim ends them cancelled
+        store.enqueue([NewJob(name="job", queue=rng.choice(QUEUES),
+                              due_at=now + timedelta(seconds=rng.randint(-30, 30)),
+                              expires_at=now + timedelta(seconds=rng.randint(-40, 40)))
                        for _ in range(rng.randint(1, 6))], now)
     elif kind == "keyed":  # some are refused: a live job holds the key
         store.enqueue([NewJob(name="job", queue=rng.choice(QUEUES), due_at=now,
@@ -69,7 +82,8 @@ def step(store: Store, rng: random.Random, now: datetime) -> None:
                     owner="w", lease_expires_at=now + LEASE)
     elif kind == "claim_with_outcomes":  # the outcomes a claim carries are counted too
         choices: list[Outcome] = [Succeeded(), Succeeded('"r"'), RetryAt(now, "boom"),
-                                  DeadLettered("boom"), Quarantined("bad"), Cancelled()]
+                                  DeadLettered("boom"), Quarantined("bad"), Cancelled(),
+                                  Snoozed(now + timedelta(seconds=2))]
         outcomes = [(job.lease, rng.choice(choices))
                     for job in rng.sample(held, rng.randint(0, len(held)))]
         store.claim(rng.sample(QUEUES, rng.randint(1, 3)), rng.randint(0, 5), now=now,
@@ -77,6 +91,8 @@ def step(store: Store, rng: random.Random, now: datetime) -> None:
     elif kind == "complete" and held:  # a stale lease among them finishes nothing
         leases = [job.lease for job in rng.sample(held, rng.randint(1, len(held)))]
         store.complete([*leases, Lease(leases[0].job_id, "other", 1)], now)
+    elif kind == "snooze" and lease:
+        store.snooze(lease, now, now + timedelta(seconds=rng.randint(0, 5)))
     elif kind == "retry" and lease:
         store.retry(lease, now, now + timedelta(seconds=5), "boom")
     elif kind == "dead_letter" and lease:

@@ -310,6 +310,8 @@ CLAIM_TWO: dict[str, object] = {**CLAIM_VALUES, **floors(2), "queues": ["q", "r"
         ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e",
                    "now": T0, "cancelled_error": "c", "traceback": "t", "channel": "c"},
          "jobs_pkey"),
+        ("snooze", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "now": T0,
+                    "cancelled_error": "c", "channel": "c"}, "jobs_pkey"),
         # Retention: the purge finds its batch through the finished-rows index...
         ("purge_lock", {"states": ["succeeded", "cancelled"], "finished_before": T0,
                         "limit": 1000}, "jobs_finished"),
@@ -988,6 +990,8 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
     admin.execute("DROP TABLE rota.leaders")  # migration 15
     admin.execute("ALTER TABLE rota.schedules DROP COLUMN args, DROP COLUMN kwargs, "
                   "DROP COLUMN paused, DROP COLUMN stored")  # stored schedules' migration
+    admin.execute("ALTER TABLE rota.jobs DROP COLUMN snoozes, "
+                  "DROP COLUMN expires_at")  # migration 17
     admin.execute("DELETE FROM rota.schema_migrations WHERE version >= 8")
     admin.execute(
         "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -375,6 +376,28 @@ def test_children_released_elsewhere_name_their_queues_without_the_poll(
             assert hints.get(timeout=WAIT_S) == "after-c"
             assert other.cancel(waiting, T0)
             assert hints.get(timeout=WAIT_S) == "after-w"
+            assert hints.empty()
+    finally:
+        listening_store.close()
+        other.close()
+
+
+def test_a_claim_that_ends_an_expired_parent_names_its_children_queues(
+    db: Path, no_poll: None
+) -> None:
+    # Given a parent whose expiry has passed, with a child that runs whatever it ends in
+    listening_store, other = SQLiteStore(db), SQLiteStore(db)
+    try:
+        expired, = other.enqueue([NewJob("n", "x", T0, expires_at=T0)], T0)
+        other.enqueue([NewJob("n", "after-x", T0, parents=(expired,),
+                              after_outcome="finished")], T0)
+        with listening(listening_store) as (hints, _watcher):
+            # When another store's claim ends the parent, expired
+            later = T0 + timedelta(seconds=1)
+            answer = other.claim(["x"], 1, now=later, owner="o", lease_expires_at=later)
+            assert [job.id for job in answer.expired] == [expired]
+            # Then the datagram names the Queue of the child it released
+            assert hints.get(timeout=WAIT_S) == "after-x"
             assert hints.empty()
     finally:
         listening_store.close()

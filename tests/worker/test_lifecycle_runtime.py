@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 
 import rota
 from rota.core.jobs import CANCELLED_ON_REQUEST, JobState
@@ -324,3 +325,46 @@ def test_a_bulk_cancel_reaches_running_handlers_that_read_their_meta(
     assert kinds(outcomes) == [rota.OutcomeKind.CANCELLED] * 2
     assert {stored(app, i).state for i in acme} == {JobState.CANCELLED}
     assert stored(app, later).state is JobState.SCHEDULED
+
+
+# -- snooze and expiry -------------------------------------------------------------------
+
+
+def test_the_runtime_snoozes_and_reports_expired_jobs_without_running_them(
+    make_worker_app: MakeApp,
+) -> None:
+    # Given a job that snoozes once, and one whose expiry passed before any worker ran
+    app = make_worker_app()
+    runs: list[str] = []
+
+    @app.job("note")
+    def note(what: str) -> None:
+        runs.append(what)
+        if what == "snoozer" and len(runs) == 1:
+            raise rota.Snooze(0, reason="not yet")
+
+    app.add_worker_group(group())
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+    snoozer = note.enqueue("snoozer")
+    expired = note.configure(expires=app.clock.now() - timedelta(seconds=1)).enqueue("late")
+
+    async def scenario() -> None:
+        async with app.serve() as runtime:
+            # When the worker serves them
+            await outcomes.count(3)
+        # Then the expired one never ran, and every outcome was reported and counted (the
+        # stop wrote what was left)
+        served = {key: count for loop in runtime.groups for key, count in loop.served.items()}
+        assert served == {("default", "snoozed"): 1, ("default", "succeeded"): 1,
+                          ("default", "expired"): 1}
+
+    run(scenario())
+    assert runs == ["snoozer", "snoozer"]
+    assert sorted(kinds(outcomes), key=lambda kind: kind.value) == [
+        rota.OutcomeKind.EXPIRED, rota.OutcomeKind.SNOOZED, rota.OutcomeKind.SUCCEEDED]
+    job = stored(app, snoozer)
+    assert (job.state, job.attempt, job.snoozes) == (JobState.SUCCEEDED, 1, 1)
+    job = stored(app, expired)
+    assert job.state is JobState.CANCELLED
+    assert job.last_error is not None and job.last_error.startswith("Expired: not started by")

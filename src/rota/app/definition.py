@@ -73,6 +73,7 @@ class ConfiguredJob(Generic[P, R]):
         debounce: timedelta | None = None, max_wait: timedelta | None = None,
         after: tuple[int, ...] = (), after_outcome: str = "succeeded",
         meta_json: str | None = None,
+        expires: timedelta | datetime | None = None,
     ) -> None:
         self._definition = definition
         self.queue = validate_queue_name(queue)
@@ -85,6 +86,7 @@ class ConfiguredJob(Generic[P, R]):
         self._after = after
         self._after_outcome = after_outcome
         self._meta_json = meta_json
+        self._expires = expires
 
     def _store_jobs(self, jobs: Sequence[NewJob], now: datetime) -> list[int]:
         """Store `jobs`: on the caller's connection when one was configured (woken on
@@ -118,14 +120,15 @@ class ConfiguredJob(Generic[P, R]):
         args_json, kwargs_json = encode_arguments(
             args, kwargs, self._definition.app.max_payload_bytes
         )
+        due = self._due_at(now) if due_at is None else due_at
         return NewJob(
-            name=self._definition.name, queue=self.queue,
-            due_at=self._due_at(now) if due_at is None else due_at,
+            name=self._definition.name, queue=self.queue, due_at=due,
             args_json=args_json, kwargs_json=kwargs_json,
             key=self._key if key is None else key, trace_context=trace_context,
             debounced=self._debounce is not None, max_wait=self._max_wait,
             parents=self._after, after_outcome=self._after_outcome,
             meta_json=self._meta_json if meta_json is None else meta_json,
+            expires_at=None if self._expires is None else _expires_at(self._expires, due),
         )
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> int:
@@ -232,6 +235,43 @@ class ConfiguredJob(Generic[P, R]):
         if not jobs:
             return []
         return self._store_jobs(jobs, now)
+
+
+def _expires_option(expires: object) -> timedelta | datetime | None:
+    """configure()'s `expires`: a duration (timedelta or seconds, 0 or more) counted from
+    each job's due time, or an aware datetime; None: the jobs never expire.
+
+    Raises:
+        TypeError: for anything else (a bool included).
+        ValueError: for a negative, NaN, infinite or too long duration, or a naive datetime.
+    """
+    if expires is None:
+        return None
+    if isinstance(expires, datetime):
+        return ensure_utc(expires, "expires")
+    if isinstance(expires, bool) or not isinstance(expires, timedelta | int | float):
+        raise TypeError(
+            "configure(expires=...) takes a duration (a timedelta or seconds) counted from "
+            "the job's due time, or an aware datetime; got "
+            f"{expires!r} ({type(expires).__name__})")
+    return to_timedelta(expires, "configure(expires=...)", allow_zero=True)
+
+
+def _expires_at(expires: timedelta | datetime, due_at: datetime) -> datetime:
+    """The instant after which a job due at `due_at` never starts (`configure(expires=)`).
+
+    Raises:
+        ValueError: if a duration puts it past the year 9999 (nothing stored).
+    """
+    if isinstance(expires, datetime):
+        return expires
+    try:
+        return due_at + expires
+    except OverflowError:
+        raise ValueError(
+            f"configure(expires=...) of {expires.total_seconds():g} s after the due time "
+            "puts the expiry past the year 9999; give a shorter one, or None for no expiry"
+        ) from None
 
 
 def _debounce_options(
@@ -366,6 +406,7 @@ class JobDefinition(ConfiguredJob[P, R]):
         after: Iterable[int] | None = None,
         after_outcome: str | None = None,
         meta: Mapping[str, object] | None = None,
+        expires: Duration | datetime | None = None,
         **unknown: object,
     ) -> ConfiguredJob[P, R]:
         """Override the Queue or the due time for enqueues made through the result, or
@@ -404,6 +445,15 @@ class JobDefinition(ConfiguredJob[P, R]):
                 4 KiB as UTF-8 JSON), e.g. `{"tenant": "acme", "order": 42}`: shown with
                 the job, read by its handler as `rota.current_job().meta`, and searched by
                 `app.find_jobs(meta=...)`, `cancel_jobs` and `requeue_jobs`.
+            expires: no attempt starts after this: a duration (a timedelta or seconds, 0
+                or more) counted from each job's due time, or an aware datetime. A claim
+                that finds the job due later (its first attempt, a retry or a snooze)
+                ends it `cancelled` without running it, `last_error` "Expired: not
+                started by <time> UTC", outcome `expired`. An expiry already past at
+                enqueue is accepted: the job ends so at its first claim
+                (docs/decisions/0071). A running attempt is never stopped by it. For a
+                job enqueued `after=` others, the duration counts from its own due time
+                at enqueue, not from its parents' end.
 
         Raises:
             TypeError: for an unknown option (`priority` included: rota has none). A
@@ -411,23 +461,26 @@ class JobDefinition(ConfiguredJob[P, R]):
             ValueError: for a bad Queue name, a naive `due`, a negative delay, both `due`
                 and `delay`, or a bad key; for `debounce` without `key`, or with `due` or
                 `delay`; for `max_wait` without `debounce`, or shorter than it; for
-                `after` with `key`, or `after_outcome` without `after`. At enqueue, for an
-                `after` id that is no job (nothing stored). TypeError for `meta` that
-                is not a dict of JSON values with str keys, ValueError for one over 4 KiB.
+                `after` with `key`, or `after_outcome` without `after`; for a negative,
+                NaN or too long `expires`, or a naive one. At enqueue, for an `after` id
+                that is no job, or an `expires` duration past the year 9999 (nothing
+                stored). TypeError for `meta` that is not a dict of JSON values with str
+                keys, ValueError for one over 4 KiB.
         """
         if "priority" in unknown:
             raise TypeError(NO_PRIORITY)
         if unknown:
             raise TypeError(
                 f"configure() got unknown option(s) {sorted(unknown)}; it takes queue=, due=, "
-                "delay=, key=, debounce=, max_wait=, after=, after_outcome=, meta= and "
-                "connection="
+                "delay=, key=, debounce=, max_wait=, after=, after_outcome=, meta=, expires= "
+                "and connection="
             )
         if due is not None and delay is not None:
             raise ValueError("give configure() either due= or delay=, not both")
         debounce_s, max_wait_s = _debounce_options(key, debounce, max_wait, due, delay)
         parents = _after_options(after, after_outcome, key)
         meta_json = None if meta is None else encode_meta(meta)
+        expiry = _expires_option(expires)
         return ConfiguredJob(
             self,
             self.queue if queue is None else queue,
@@ -440,6 +493,7 @@ class JobDefinition(ConfiguredJob[P, R]):
             parents,
             "succeeded" if after_outcome is None else after_outcome,
             meta_json,
+            expiry,
         )
 
     def __repr__(self) -> str:

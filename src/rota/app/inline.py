@@ -21,6 +21,7 @@ Imports the core, the store contract and the worker's shared pieces; no real tim
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 
 from rota.core.clock import Clock
 from rota.core.dispatch import PassPlan
@@ -30,7 +31,13 @@ from rota.core.retry import RetryPolicy
 from rota.store import Store
 from rota.worker.events import OutcomeCallback
 from rota.worker.execution import execute
-from rota.worker.group import GroupRunner, Handler, record_outcome, sweep_expired_leases
+from rota.worker.group import (
+    GroupRunner,
+    Handler,
+    record_outcome,
+    report_expired,
+    sweep_expired_leases,
+)
 from rota.worker.hooks import (
     AttemptHook,
     attempt_hooks,
@@ -90,7 +97,9 @@ class InlineDrive:
                 now = self.clock.now()
                 plan, jobs = runner.claim_pass(self.store, runner.options.claim_capacity, now,
                                                raise_errors=True)
-                claimed_any = claimed_any or bool(jobs)
+                if runner.expired:  # ended by the claim, not run: only reported
+                    self._report_expired(runner, now)
+                claimed_any = claimed_any or bool(jobs) or bool(runner.expired)
                 executions += await self._run(runner, plan, jobs, executions, max_executions)
             if not claimed_any and not any(runner.probe_pending for runner in runners):
                 return executions
@@ -129,6 +138,15 @@ class InlineDrive:
                 self.store.release([j.lease for j in jobs[index:]], self.clock.now())
             raise
         return len(jobs)
+
+    def _report_expired(self, runner: GroupRunner, now: datetime) -> None:
+        """The jobs the pass's claims ended past their `expires_at`: logged, and told to
+        the hooks' `on_outcome` (started and finished at the pass's time)."""
+        hooks = self.hooks()
+        for job, outcome in zip(runner.expired, report_expired(runner.name, runner.expired),
+                                strict=True):
+            if hooks:
+                call_on_outcome(hooks, job, runner.name, outcome, now, now)
 
     def hooks(self) -> tuple[AttemptHook, ...]:
         """The attempt hooks of one pass (tracing read now, as a runtime reads it when it

@@ -66,6 +66,8 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
         **({"key": job.key} if job.key is not None else {}),
         **({"meta": job.meta} if job.meta else {}),
+        **({"snoozes": job.snoozes} if job.snoozes else {}),
+        **({"expires_at": _time(job.expires_at)} if job.expires_at is not None else {}),
         # Last: it may run to 16 KiB of lines, the rest should not scroll away behind it.
         "last_traceback": job.last_traceback,
     }

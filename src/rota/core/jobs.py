@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, make_dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from functools import lru_cache
 from operator import attrgetter
@@ -62,6 +62,8 @@ class JobEvent(Enum):
     CANCEL = "cancel"
     REQUEUE = "requeue"
     PARENTS_DONE = "parents_done"
+    SNOOZE = "snooze"
+    EXPIRE = "expire"
 
 
 TRANSITIONS: Mapping[tuple[JobState, JobEvent], JobState] = {
@@ -72,9 +74,13 @@ TRANSITIONS: Mapping[tuple[JobState, JobEvent], JobState] = {
     (JobState.WAITING, JobEvent.CANCEL): JobState.CANCELLED,
     (JobState.SCHEDULED, JobEvent.CLAIM): JobState.LEASED,
     (JobState.SCHEDULED, JobEvent.CANCEL): JobState.CANCELLED,
+    # A due job past its `expires_at`: the claim that finds it ends it instead of leasing.
+    (JobState.SCHEDULED, JobEvent.EXPIRE): JobState.CANCELLED,
     (JobState.LEASED, JobEvent.COMPLETE): JobState.SUCCEEDED,
     (JobState.LEASED, JobEvent.RETRY): JobState.SCHEDULED,
     (JobState.LEASED, JobEvent.RELEASE): JobState.SCHEDULED,
+    # `rota.Snooze`: back to scheduled, the attempt not counted (as a release).
+    (JobState.LEASED, JobEvent.SNOOZE): JobState.SCHEDULED,
     (JobState.LEASED, JobEvent.DEAD_LETTER): JobState.DEAD_LETTERED,
     (JobState.LEASED, JobEvent.QUARANTINE): JobState.QUARANTINED,
     # A leased job's cancel request acted on by its worker (or by a retry, a release or a
@@ -92,6 +98,18 @@ REQUEUEABLE_STATES = frozenset(
 
 # `last_error` of a job that ended cancelled because its cancel was requested while leased.
 CANCELLED_ON_REQUEST = "Cancelled: cancelled on request while it ran (app.cancel / rota cancel)"
+
+
+def expired_error(expires_at: datetime) -> str:
+    """`last_error` of a job a claim found past its `expires_at` (ended cancelled), the
+    time in UTC to the second (rounded down), as every store writes it."""
+    return f"Expired: not started by {expires_at.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def is_expired(expires_at: datetime | None, now: datetime) -> bool:
+    """Whether an attempt starting at `now` would start after `expires_at` (None: the job
+    never expires). An attempt at exactly `expires_at` still starts."""
+    return expires_at is not None and now > expires_at
 
 
 def check_requeueable(state: JobState) -> JobState:
@@ -181,6 +199,13 @@ class JobRecord:
     # The job's meta (`configure(meta=...)`, rota.core.meta): a JSON object, {} for none.
     # Filled by every read and claim.
     meta: dict[str, JsonValue] = field(default_factory=dict)
+    # `rota.Snooze`: how many times its handler snoozed it (each attempt it did so was
+    # not counted in `attempt`). Cleared by a requeue.
+    snoozes: int = 0
+    # `configure(expires=...)`: no attempt starts after this instant; a claim that finds
+    # it due later ends it cancelled ("Expired: ..."). None: it never expires. Cleared
+    # by a requeue (a requeued job is a fresh run).
+    expires_at: datetime | None = None
 
     @property
     def lease(self) -> Lease:
@@ -242,7 +267,7 @@ def _positional_constructor(cls: type[_Frozen]) -> Callable[..., _Frozen]:
     return build
 
 
-# `JobRecord(...)` with all 22 fields positionally, in declaration order (see above).
+# `JobRecord(...)` with all 24 fields positionally, in declaration order (see above).
 new_record: Callable[..., JobRecord] = _positional_constructor(JobRecord)
 _new_lease: Callable[[int, str, int], Lease] = _positional_constructor(Lease)
 
@@ -277,6 +302,10 @@ class NewJob:
     after_outcome: str = "succeeded"
     # The job's meta as JSON object text (rota.core.meta.encode_meta); None: none.
     meta_json: str | None = None
+    # No attempt starts after this instant (timezone-aware; None: never expires): a
+    # claim ends it cancelled instead (`expired_error`). One already past is stored all
+    # the same, and ends so at its first claim.
+    expires_at: datetime | None = None
 
 
 # The most encoded JSON (UTF-8 bytes) a job's arguments, or its result, may take: the
@@ -475,6 +504,12 @@ def check_new_jobs(jobs: Sequence[NewJob]) -> None:
         for job in jobs:
             if job.meta_json is not None:
                 check_meta_json(job.meta_json)
+    if any(map(_EXPIRES_AT, jobs)):
+        for job in jobs:
+            if job.expires_at is not None and job.expires_at.utcoffset() is None:
+                raise ValueError(
+                    f"job {job.name!r}: expires_at must be a timezone-aware datetime; got "
+                    f"{job.expires_at!r} (e.g. datetime.now(timezone.utc) + timedelta(...))")
     if _NUL_ESCAPE in "\n".join(map(_ARGS_JSON, jobs)) or \
             _NUL_ESCAPE in "\n".join(map(_KWARGS_JSON, jobs)):
         for index, job in enumerate(jobs):
@@ -493,6 +528,7 @@ _DEBOUNCED = attrgetter("debounced")
 _MAX_WAIT = attrgetter("max_wait")
 _PARENTS = attrgetter("parents")
 _META_JSON = attrgetter("meta_json")
+_EXPIRES_AT = attrgetter("expires_at")
 
 
 # How deep job arguments may nest (a list in a list ... counts each level). Far below

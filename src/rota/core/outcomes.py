@@ -52,11 +52,32 @@ class Cancelled:
     error: str = CANCELLED_ON_REQUEST
 
 
-Outcome = Succeeded | RetryAt | DeadLettered | Quarantined | Cancelled
+@dataclass(frozen=True, slots=True)
+class Snoozed:
+    """The handler raised `rota.Snooze`: scheduled again at `due_at`, the attempt not
+    counted. `reason` is for the log only (a snooze writes no error)."""
 
-# The lifecycle event that ends a lease, one per outcome kind.
+    due_at: datetime
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Expired:
+    """A claim found the job due after its `expires_at` and ended it cancelled instead of
+    leasing it: no handler ran. Not a lease's ending (the claim already wrote it), so no
+    store call takes it; it is reported as every outcome is (logs, `on_outcome`,
+    metrics)."""
+
+    error: str
+
+
+Outcome = Succeeded | RetryAt | DeadLettered | Quarantined | Cancelled | Snoozed | Expired
+
+# The lifecycle event that ends a lease, one per outcome kind (EXPIRE: the claim ended a
+# job it did not lease).
 EndingEvent = Literal[JobEvent.COMPLETE, JobEvent.RETRY, JobEvent.DEAD_LETTER,
-                      JobEvent.QUARANTINE, JobEvent.CANCEL]
+                      JobEvent.QUARANTINE, JobEvent.CANCEL, JobEvent.SNOOZE,
+                      JobEvent.EXPIRE]
 # (event, error, traceback, due_at, result_json): what a store writes for an outcome. A
 # plain tuple, since it is built once per job written.
 Ending = tuple[EndingEvent, str | None, str | None, datetime | None, str | None]
@@ -80,6 +101,10 @@ def ending(outcome: Outcome) -> Ending:
             return (JobEvent.QUARANTINE, outcome.error, None, None, None)
         case Cancelled():
             return (JobEvent.CANCEL, outcome.error, None, None, None)
+        case Snoozed():
+            return (JobEvent.SNOOZE, None, None, outcome.due_at, None)
+        case Expired():
+            return (JobEvent.EXPIRE, outcome.error, None, None, None)
         case _:
             assert_never(outcome)
 
@@ -163,6 +188,11 @@ def describe(outcome: Outcome) -> str:
             return "cancelled on request"
         case Quarantined():
             return f"{outcome.error}; quarantined"
+        case Snoozed():
+            until = outcome.due_at.isoformat(timespec="seconds")
+            return f"snoozed until {until}" + (f": {outcome.reason}" if outcome.reason else "")
+        case Expired():
+            return f"{outcome.error}; cancelled unrun"
         case _:
             assert_never(outcome)
 

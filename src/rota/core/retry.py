@@ -68,6 +68,31 @@ class Retry(Exception):
                                                         else ""))
 
 
+class Snooze(Exception):
+    """Raise it in a handler to have the job run again after `delay`, without counting
+    the attempt: the job goes back to `scheduled`, due at now + `delay`, its `attempt`
+    back to what it was before this run (so a job that snoozes for ever never
+    dead-letters) and its `JobRecord.snoozes` one higher. Its last error is left as it
+    was (a snooze is no failure), and the worker logs it at INFO with `reason`.
+    Oban's `{:snooze, seconds}` and River's `JobSnooze` do the same.
+
+    Args:
+        delay: a timedelta or seconds, 0 or more (0: due again at once).
+        reason: a few words for the log, e.g. "waiting for the upstream export".
+
+    Raises:
+        ValueError, TypeError: for a negative, NaN, infinite, too long or non-numeric
+            delay, where the handler constructs it: the attempt then fails with that
+            error (and counts) instead, and nothing of the snooze is stored.
+    """
+
+    def __init__(self, delay: Duration, reason: str = "") -> None:
+        self.delay: timedelta = to_timedelta(delay, "Snooze(delay)", allow_zero=True)
+        self.reason = str(reason)
+        super().__init__(f"snoozed for {self.delay.total_seconds():g} s"
+                         + (f": {self.reason}" if self.reason else ""))
+
+
 @dataclass(frozen=True, slots=True)
 class RetryLater:
     """Run the job again after `delay`. `backoff_error` says why the default backoff was

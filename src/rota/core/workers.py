@@ -54,7 +54,8 @@ __all__ = [
 ]
 
 # The outcome names a served count can carry (rota.OutcomeKind's values).
-OUTCOMES = ("succeeded", "retried", "dead_lettered", "quarantined", "cancelled")
+OUTCOMES = ("succeeded", "retried", "dead_lettered", "quarantined", "cancelled", "snoozed",
+            "expired")
 
 # A worker row not refreshed for this many of its refresh intervals (its groups' shortest
 # heartbeat interval) is shown as dead: it missed two refreshes in a row, with half an
@@ -140,7 +141,7 @@ class ServedCount:
     Attributes:
         group, queue: the Worker Group and the Queue.
         outcome: what became of the attempts: "succeeded", "retried", "dead_lettered",
-            "quarantined" or "cancelled" (`rota.OutcomeKind` values).
+            "quarantined", "cancelled", "snoozed" or "expired" (`rota.OutcomeKind` values).
         count: how many attempts.
         minute: the start of the minute bucket (history, `served()`); None in a worker's
             totals since it started (`WorkerInfo.served`).

@@ -303,6 +303,8 @@ def job_json(job: JobRecord) -> JSON:
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
         **({"key": job.key} if job.key is not None else {}),
         **({"meta": job.meta} if job.meta else {}),
+        **({"snoozes": job.snoozes} if job.snoozes else {}),
+        **({"expires_at": _time(job.expires_at)} if job.expires_at is not None else {}),
         "last_traceback": job.last_traceback,
     }
 

@@ -18,16 +18,24 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
 - `expire_lease` applies only if the lease is still held and expired at `now`, so two
   sweepers racing on one job apply it exactly once.
 - `release` hands an unfinished job back: scheduled again at its old due time, and the
-  attempt it was claimed for does not count (attempt - 1).
+  attempt it was claimed for does not count (attempt - 1). `snooze` (`rota.Snooze`) is
+  the same at a new due time, and counts the snooze (`snoozes` + 1); neither touches
+  `last_error`.
+- Expiry (`NewJob.expires_at`): a claim at `now` never leases a due job whose
+  `expires_at` is before `now`; it ends it `cancelled` instead, in the same transaction
+  (`finished_at` = `now`, `last_error` `expired_error(expires_at)`, attempt unchanged)
+  and answers its record (as ended) in `Claimed.expired`, never in the list. Such a job
+  counts against the claim's `limit` and its Queue's take like a leased one (the claim
+  walks it), but takes no concurrency room and no rate token that it keeps.
 - Bad input never half-writes: `enqueue` stores all of its jobs or none.
 - Cancel: `cancel` ends a scheduled (or waiting) job at once and marks a leased one
   `cancel_requested`; `heartbeat` reports the marked jobs among the leases it renewed,
   and the worker ends them with `cancel_leased`. A marked job never goes back to
-  scheduled: `retry`, `release` and a retrying `expire_lease` end it cancelled instead
-  (last_error `CANCELLED_ON_REQUEST`).
+  scheduled: `retry`, `release`, `snooze` and a retrying `expire_lease` end it cancelled
+  instead (last_error `CANCELLED_ON_REQUEST`).
 - `requeue` takes a dead_lettered, quarantined or cancelled job back to scheduled, attempt
-  0, due at `now`, its result, cancel request, `finished_at`, `last_error` and
-  `last_traceback` cleared: a fresh run.
+  0, due at `now`, its result, cancel request, `finished_at`, `last_error`,
+  `last_traceback`, `snoozes` and `expires_at` cleared: a fresh run.
 - `last_traceback` goes with `last_error`: every write of `last_error` writes it too, the
   traceback given to `retry` or `dead_letter` (bounded by
   `rota.core.outcomes.bound_traceback`), else None (quarantine, cancel, lease expiry);
@@ -51,9 +59,10 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   the claim that are paused or limited, at least those it took fewer jobs from than asked.
 - Outcomes with the claim (fewer commits per job): `claim(..., outcomes=[(lease,
   outcome), ...])` first applies each outcome exactly as `complete` (`Succeeded`, its
-  result), `retry` (`RetryAt`), `dead_letter`, `quarantine` or `cancel_leased` would,
-  fenced by its lease the same way, then claims, all in one transaction (one commit): a
-  job the outcomes send back to scheduled, due by `now`, may be claimed by the same call.
+  result), `retry` (`RetryAt`), `snooze` (`Snoozed`), `dead_letter`, `quarantine` or
+  `cancel_leased` would, fenced by its lease the same way, then claims, all in one
+  transaction (one commit): a job the outcomes send back to scheduled, due by `now`, may
+  be claimed by the same call.
   `Claimed.applied` counts the outcomes whose lease was still held. If the call raises,
   none of them was applied (nothing of the transaction is kept), so the caller writes them
   again later; a crash before the commit loses nothing either (the leases expire). One
@@ -126,6 +135,7 @@ from rota.core.outcomes import (
     Outcome,
     Quarantined,
     RetryAt,
+    Snoozed,
     Succeeded,
 )
 from rota.core.policy import DispatchPolicy
@@ -175,29 +185,34 @@ class Claimed(list[JobRecord]):
     `applied`, how many of the claim's `outcomes` were applied (their lease still held);
     as `next_token_at`, when the earliest of the rated Queues that gave fewer jobs than
     asked for want of tokens has a token again (None: no Queue was held back by its rate),
-    so that an idle worker sleeps until then rather than polling."""
+    so that an idle worker sleeps until then rather than polling; as `expired`, the
+    records (as ended: cancelled) of the due jobs past their `expires_at` that the claim
+    ended instead of leasing, for the caller to report (module doc)."""
 
-    __slots__ = ("applied", "controlled", "due", "next_token_at")
+    __slots__ = ("applied", "controlled", "due", "expired", "next_token_at")
     due: frozenset[str]
     controlled: frozenset[str]
     applied: int
     next_token_at: datetime | None
+    expired: list[JobRecord]
 
     def __init__(
         self, jobs: Iterable[JobRecord] = (), due: Iterable[str] = (),
         controlled: Iterable[str] = (), applied: int = 0,
-        next_token_at: datetime | None = None,
+        next_token_at: datetime | None = None, expired: Iterable[JobRecord] = (),
     ) -> None:
         super().__init__(jobs)
         self.due = frozenset(due)
         self.controlled = frozenset(controlled)
         self.applied = applied
         self.next_token_at = next_token_at
+        self.expired = list(expired)
 
     def __repr__(self) -> str:
         return (f"Claimed({list.__repr__(self)}, due={sorted(self.due)}, "
                 f"controlled={sorted(self.controlled)}, applied={self.applied}, "
-                f"next_token_at={self.next_token_at})")
+                f"next_token_at={self.next_token_at}, "
+                f"expired={[job.id for job in self.expired]})")
 
 
 LeaseOutcome = tuple[Lease, Outcome]
@@ -206,7 +221,8 @@ record (rota.core.outcomes)."""
 
 
 # Built once: `A | B | ...` in the loop below built a union type per outcome (per job).
-_OUTCOME_TYPES = (Succeeded, RetryAt, DeadLettered, Quarantined, Cancelled)
+# (Not Expired: a claim reports it, no store call takes it.)
+_OUTCOME_TYPES = (Succeeded, RetryAt, DeadLettered, Quarantined, Cancelled, Snoozed)
 
 
 def check_outcomes(outcomes: Sequence[LeaseOutcome]) -> None:
@@ -223,9 +239,10 @@ def check_outcomes(outcomes: Sequence[LeaseOutcome]) -> None:
                 "a claim's outcomes are (rota.core.jobs.Lease, rota.core.outcomes outcome) "
                 f"pairs; got {item!r}")
         outcome = item[1]
-        if isinstance(outcome, RetryAt) and outcome.due_at.utcoffset() is None:
+        if isinstance(outcome, RetryAt | Snoozed) and outcome.due_at.utcoffset() is None:
             raise ValueError(
-                f"a retry's due_at must be a timezone-aware datetime; got {outcome.due_at!r}")
+                f"a retry's or snooze's due_at must be a timezone-aware datetime; got "
+                f"{outcome.due_at!r}")
 
 
 def claim_caps(
@@ -432,6 +449,13 @@ class Store(GroupPolicyStore, LeaderStore, Protocol):
         """Schedule the job again at `due_at`, recording `error` as its last error and
         `traceback` (the exception's formatted traceback, None for none) beside it, in the
         same write."""
+        ...
+
+    def snooze(self, lease: Lease, now: datetime, due_at: datetime) -> bool:
+        """Schedule the job again at `due_at` without counting the attempt it was claimed
+        for (`attempt` - 1, as `release`), its `snoozes` one higher, `last_error` and
+        `last_traceback` kept; a job whose cancel was requested ends cancelled instead.
+        Fenced by the lease: False if it was no longer held."""
         ...
 
     def dead_letter(self, lease: Lease, now: datetime, error: str,

@@ -36,6 +36,8 @@ from rota.core.jobs import (
     check_requeueable,
     decode_arguments,
     decode_result,
+    expired_error,
+    is_expired,
     transition,
 )
 from rota.core.meta import decode_meta, meta_filter, meta_matches
@@ -180,7 +182,7 @@ class MemoryStore:
                     id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
                     attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
                     key=job.key, trace_context=job.trace_context,
-                    meta=decode_meta(job.meta_json),
+                    meta=decode_meta(job.meta_json), expires_at=job.expires_at,
                 )
                 heapq.heappush(self._due[job.queue], (job.due_at, job_id))
                 ids.append(job_id)
@@ -198,7 +200,7 @@ class MemoryStore:
             due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
             last_error=start.error, finished_at=now if start.state.finished else None,
             trace_context=job.trace_context, parents=job.parents,
-            meta=decode_meta(job.meta_json),
+            meta=decode_meta(job.meta_json), expires_at=job.expires_at,
         )
         for parent in job.parents:
             self._edges.setdefault(parent, {})[job_id] = not states[parent].finished
@@ -323,6 +325,8 @@ class MemoryStore:
     def _record(self, job: JobRecord, outcome: Outcome, now: datetime) -> None:
         """As `rota.core.outcomes.ending` says: every kind is one event of `_end_lease`."""
         event, error, traceback, due_at, result = ending(outcome)
+        if event is JobEvent.EXPIRE:  # refused by check_outcomes: no lease to end
+            raise TypeError("an Expired outcome is a claim's report, not a write")
         self._end_lease(job, event, now, due_at=due_at, error=error, result=result,
                         traceback=traceback)
 
@@ -360,11 +364,16 @@ class MemoryStore:
                 continue  # (no job: nothing waits for a token)
             start = count
             stop = count + wanted
-            while heap and count < stop and heap[0][0] <= now:
+            walked = count  # the jobs leased, and those expired, count against the take
+            while heap and walked < stop and heap[0][0] <= now:
                 due_at, job_id = heapq.heappop(heap)
                 job = jobs.get(job_id)
                 if job is None or job.state is not JobState.SCHEDULED or job.due_at != due_at:
                     continue  # stale entry: the job moved on (or was purged) since
+                walked += 1
+                if job.expires_at is not None and is_expired(job.expires_at, now):
+                    self._expire(job, now, claimed, taken)
+                    continue
                 leased = replace(
                     job, state=transition(job.state, JobEvent.CLAIM),
                     attempt=job.attempt + 1, lease_owner=owner,
@@ -387,6 +396,20 @@ class MemoryStore:
             claimed.due = frozenset([queue for queue in probe if has_due(queue, now)])
         claimed.controlled = frozenset(controlled)
         return claimed
+
+    def _expire(self, job: JobRecord, now: datetime, claimed: Claimed,
+                taken: list[JobRecord]) -> None:
+        """Under the lock, in a claim: end the due `job`, past its `expires_at`, cancelled
+        instead of leasing it, and report it in `claimed.expired`."""
+        assert job.expires_at is not None
+        ended = replace(job, state=transition(job.state, JobEvent.EXPIRE), finished_at=now,
+                        last_error=expired_error(job.expires_at), last_traceback=None)
+        self._jobs[job.id] = ended
+        taken.append(job)
+        claimed.expired.append(ended)
+        self._parent_finished(ended)
+        if self._finish_listeners:
+            self._finishing = True
 
     @staticmethod
     def _starved(claimed: Claimed, rated: tuple[QueueRate, Bucket | None],
@@ -441,10 +464,14 @@ class MemoryStore:
         due_at: datetime | None = None, error: str | None = None, attempt: int | None = None,
         result: str | None = None, traceback: str | None = None,
     ) -> None:
-        if job.cancel_requested and event in (JobEvent.RETRY, JobEvent.RELEASE):
+        snoozes = job.snoozes
+        if job.cancel_requested and event in (JobEvent.RETRY, JobEvent.RELEASE,
+                                              JobEvent.SNOOZE):
             # A job whose cancel was requested never goes back to scheduled.
             event, due_at, error, attempt = JobEvent.CANCEL, None, CANCELLED_ON_REQUEST, None
             traceback = None
+        elif event is JobEvent.SNOOZE:  # the attempt does not count; the snooze does
+            attempt, snoozes = job.attempt - 1, job.snoozes + 1
         state = transition(job.state, event)
         # A new error replaces the traceback too: the traceback goes with the error it
         # explains, None when that error came from no exception.
@@ -456,7 +483,7 @@ class MemoryStore:
             last_traceback=(job.last_traceback if error is None else
                             None if traceback is None else bound_traceback(traceback)),
             attempt=attempt if attempt is not None else job.attempt,
-            result=decode_result(result),
+            result=decode_result(result), snoozes=snoozes,
         )
         self._jobs[job.id] = updated
         if state is JobState.SCHEDULED:
@@ -520,6 +547,15 @@ class MemoryStore:
                 return False
             self._end_lease(job, JobEvent.RETRY, now, due_at=due_at, error=error,
                             traceback=traceback)
+        self._after_finishing()
+        return True
+
+    def snooze(self, lease: Lease, now: datetime, due_at: datetime) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None:
+                return False
+            self._end_lease(job, JobEvent.SNOOZE, now, due_at=due_at)
         self._after_finishing()
         return True
 
@@ -648,6 +684,7 @@ class MemoryStore:
                 id=job_id, name=job.name, queue=job.queue, state=JobState.SCHEDULED,
                 attempt=0, due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
                 trace_context=job.trace_context, meta=decode_meta(job.meta_json),
+                expires_at=job.expires_at,
             )
             self._debounce_holder[name_key] = job_id
             self._debounce_of[job_id] = name_key
@@ -693,7 +730,7 @@ class MemoryStore:
         self._jobs[job.id] = replace(
             job, state=transition(job.state, JobEvent.REQUEUE), attempt=0, due_at=now,
             result=None, cancel_requested=False, finished_at=None, last_error=None,
-            last_traceback=None,
+            last_traceback=None, snoozes=0, expires_at=None,
         )
         heapq.heappush(self._due[job.queue], (now, job.id))
         return True

@@ -264,7 +264,7 @@ class SqlStore(ABC, Generic[Conn]):
         undecodable arguments set `arguments_error` (rota.store.corrupt)."""
         (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
          created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-         finished_at, key, last_traceback, parents, meta) = row
+         finished_at, key, last_traceback, parents, meta, snoozes, expires_at) = row
         at = self._from_db_time
         args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
         return JobRecord(
@@ -277,7 +277,8 @@ class SqlStore(ABC, Generic[Conn]):
             arguments_error=arguments_error,
             finished_at=None if finished_at is None else at(finished_at), key=key,
             last_traceback=last_traceback, parents=self._from_db_parents(parents),
-            meta=decode_meta(meta),
+            meta=decode_meta(meta), snoozes=snoozes,
+            expires_at=None if expires_at is None else at(expires_at),
         )
 
     @abstractmethod
@@ -396,11 +397,16 @@ class SqlStore(ABC, Generic[Conn]):
                 case JobEvent.RETRY:
                     assert error is not None and due_at is not None
                     yield "retry", self._retry_params(lease, now, due_at, error, traceback)
+                case JobEvent.SNOOZE:
+                    assert due_at is not None
+                    yield "snooze", self._snooze_params(lease, now, due_at)
                 case JobEvent.DEAD_LETTER | JobEvent.QUARANTINE | JobEvent.CANCEL:
                     assert error is not None
                     state = _ENDED_BY[event]
                     yield self._END_LEASE[state], self._end_lease_params(
                         lease, now, state, error, traceback)
+                case JobEvent.EXPIRE:  # refused by check_outcomes: no lease to end
+                    raise TypeError("an Expired outcome is a claim's report, not a write")
                 case _:
                     assert_never(event)
 
@@ -408,6 +414,19 @@ class SqlStore(ABC, Generic[Conn]):
               *, traceback: str | None = None) -> bool:
         applied = self._run("retry", self._retry_params(lease, now, due_at, error, traceback),
                             "retrying a job", write=True)[1] == 1
+        if applied:  # (it may have ended cancelled)
+            self._tell_finished()
+        return applied
+
+    def _snooze_params(self, lease: Lease, now: datetime, due_at: datetime
+                       ) -> dict[str, object]:
+        return {**fence(lease), "now": self._to_db_time(now),
+                "due_at": self._to_db_time(due_at, "due_at"),
+                "cancelled_error": CANCELLED_ON_REQUEST, **self._hints}
+
+    def snooze(self, lease: Lease, now: datetime, due_at: datetime) -> bool:
+        applied = self._run("snooze", self._snooze_params(lease, now, due_at),
+                            "snoozing a job", write=True)[1] == 1
         if applied:  # (it may have ended cancelled)
             self._tell_finished()
         return applied

@@ -29,6 +29,8 @@ class OutcomeKind(Enum):
     DEAD_LETTERED = "dead_lettered"  # failed its last allowed attempt
     QUARANTINED = "quarantined"  # no handler for its job name; not run
     CANCELLED = "cancelled"  # its cancel was requested while it ran
+    SNOOZED = "snoozed"  # raised rota.Snooze: scheduled again, the attempt not counted
+    EXPIRED = "expired"  # due after its expires_at: ended cancelled by a claim, not run
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +38,11 @@ class OutcomeEvent:
     """One finished attempt at a job.
 
     `duration` is measured on the App's clock (zero under a VirtualClock that nobody
-    advances). `error` is `"TypeName: message"` for failures, None on success. `retry_at`
-    is when a retried job is due again. The event says what the handler did; the store
+    advances). `error` is `"TypeName: message"` for failures, None on success and on a
+    snooze, `"Expired: not started by ..."` for an expired job (which did not run: its
+    `started_at` and `finished_at` are both when the claim ended it, and its `attempt`
+    is the count of attempts it had before). `retry_at` is when a retried or snoozed
+    job is due again. The event says what the handler did; the store
     may still ignore the outcome if the lease was lost meanwhile (the job then runs again).
     """
 
@@ -84,6 +89,10 @@ def kind_of(event: EndingEvent) -> OutcomeKind:
             return OutcomeKind.QUARANTINED
         case JobEvent.CANCEL:
             return OutcomeKind.CANCELLED
+        case JobEvent.SNOOZE:
+            return OutcomeKind.SNOOZED
+        case JobEvent.EXPIRE:
+            return OutcomeKind.EXPIRED
         case _:
             assert_never(event)
 

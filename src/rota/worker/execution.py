@@ -42,6 +42,7 @@ from rota.core.outcomes import (
     Outcome,
     Quarantined,
     RetryAt,
+    Snoozed,
     Succeeded,
     describe,
     unknown_job,
@@ -86,11 +87,12 @@ async def execute(
     `call_sync`. A job name with no handler is quarantined without running anything. An
     exception from the handler (a timeout, a result that is not JSON or too large
     included) becomes a retry (with backoff) or a dead letter, decided by the job's
-    RetryPolicy, else the group's. Typed arguments (dataclass or pydantic parameters) are
-    built from their stored JSON first: one that no longer fits fails the attempt the
-    same way. A delivered cancel request (`current.cancel_requested`)
-    makes it `Cancelled`. Other cancellation is not an outcome: it propagates. A record
-    whose stored arguments could not be decoded is quarantined unrun.
+    RetryPolicy, else the group's; `rota.Snooze` becomes `Snoozed`. Typed arguments
+    (dataclass or pydantic parameters) are built from their stored JSON first: one that no
+    longer fits fails the attempt the same way. A delivered cancel request
+    (`current.cancel_requested`) makes it `Cancelled`. Other cancellation is not an
+    outcome: it propagates. A record whose stored arguments could not be decoded is
+    quarantined unrun.
 
     Args:
         current: what `rota.current_job()` returns inside the handler; the caller keeps
@@ -198,7 +200,8 @@ def _on_failure(job: JobRecord, handler: Handler, runner: GroupRunner, clock: Cl
     if current._cancel_requested:
         return _cancelled(job, current)
     outcome = runner.outcome_of_error(job, handler, error, clock.now())
-    if isinstance(error, Retry) and isinstance(outcome, RetryAt):
+    if (isinstance(error, Retry) and isinstance(outcome, RetryAt)) or isinstance(
+            outcome, Snoozed):
         # Asked for by the handler: not a failure worth a traceback.
         logger.info("job %s (%s) attempt %s: %s", job.id, job.name, job.attempt,
                     describe(outcome))

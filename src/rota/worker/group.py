@@ -23,12 +23,15 @@ from datetime import datetime, timedelta
 from typing import Final, assert_never
 
 from rota.core.dispatch import Membership, PassPlan, RoundTrip, for_policy, switch
+from rota.core.durations import due_after
 from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobEvent, JobRecord
 from rota.core.outcomes import (
+    Expired,
     Outcome,
     RetryAt,
+    Snoozed,
     Succeeded,
     after_failure,
     describe,
@@ -37,7 +40,7 @@ from rota.core.outcomes import (
 )
 from rota.core.plurals import counted
 from rota.core.policy import DispatchPolicy, name_in_fault
-from rota.core.retry import Retry, RetryPolicy
+from rota.core.retry import Retry, RetryPolicy, Snooze
 from rota.core.suspects import lease_expired_error
 from rota.core.typed_arguments import ArgumentTypes
 from rota.store.base import Claimed, LeaseOutcome, Store, StoreError
@@ -124,6 +127,9 @@ class GroupRunner:
         # When the first Queue the last pass found out of tokens (its rate) has one again,
         # or None; an idle drive sleeps no longer than until then (no busy polling).
         self.next_token_at: datetime | None = None
+        # The jobs the last pass's claims found past their `expires_at` and ended (as
+        # ended), for the drive to report (`report_expired`): none of them runs.
+        self.expired: list[JobRecord] = []
 
     def note_work(self, queue: str) -> None:
         """A wake-up hint: jobs were enqueued into `queue` (any thread). A Queue that one of
@@ -213,6 +219,7 @@ class GroupRunner:
         self.last_pass_failed = False
         self.last_error = None
         self.next_token_at = None
+        self.expired = []
         offered = self._offered
         if offered is not None and offered[0] > self.policy_version:
             self._switch_policy(*offered)
@@ -247,8 +254,15 @@ class GroupRunner:
                 if requests[0].probe:
                     self._recheck_at = now + self.options.poll_interval
                 claimed.extend(answer)
-                plan.record_round(requests, answer, due=answer.due,
-                                  controlled=answer.controlled)
+                controlled = answer.controlled
+                if answer.expired:
+                    # The expired jobs took room of the claim without being leased, so any
+                    # of its Queues that gave fewer jobs than asked (those after them in a
+                    # sweep too) may have more: none is held for empty after this pass,
+                    # like a Queue under a control.
+                    self.expired.extend(answer.expired)
+                    controlled = controlled | set(trip.queues)
+                plan.record_round(requests, answer, due=answer.due, controlled=controlled)
                 if answer.next_token_at is not None and (
                         self.next_token_at is None
                         or answer.next_token_at < self.next_token_at):
@@ -321,10 +335,29 @@ class GroupRunner:
         self, job: JobRecord, handler: Handler | None, error: BaseException, now: datetime
     ) -> Outcome:
         """The retry or dead letter after `error`, carrying its formatted traceback (none
-        for `rota.Retry`: the handler asked for it, nothing went wrong)."""
+        for `rota.Retry`: the handler asked for it, nothing went wrong); for
+        `rota.Snooze`, the snooze (a delay that puts the due time past the year 9999 is
+        a failure instead, with that ValueError)."""
+        if isinstance(error, Snooze):
+            try:
+                return Snoozed(due_after(now, error.delay, "Snooze(delay)"), error.reason)
+            except ValueError as too_long:
+                error = too_long
         formatted = None if isinstance(error, Retry) else format_traceback(error)
         return after_failure(job.attempt, describe_error(error), self.retry_policy(handler), now,
                              exception=error, job_id=job.id, traceback=formatted)
+
+
+def report_expired(group: str, jobs: Sequence[JobRecord]) -> list[Outcome]:
+    """Log each job a claim ended because it was due after its `expires_at` (it did not
+    run), and return its `Expired` outcome, in order, for the drive's hooks and counts."""
+    outcomes: list[Outcome] = []
+    for job in jobs:
+        outcome = Expired(job.last_error or "Expired")
+        logger.warning("group %s: job %s (%s) from %s: %s", group, job.id, job.name,
+                       job.queue, describe(outcome))
+        outcomes.append(outcome)
+    return outcomes
 
 
 def format_traceback(error: BaseException) -> str:
@@ -357,6 +390,11 @@ def record_outcome(store: Store, job: JobRecord, outcome: Outcome, now: datetime
         case JobEvent.QUARANTINE:
             assert error is not None
             applied = store.quarantine(lease, now, error)
+        case JobEvent.SNOOZE:
+            assert due_at is not None
+            applied = store.snooze(lease, now, due_at)
+        case JobEvent.EXPIRE:  # the claim ended it: nothing to write (report_expired)
+            raise TypeError("an Expired outcome is a claim's report, not a write")
         case _:
             assert_never(event)
     # The failure itself was logged at WARNING, with its traceback, where it happened.

@@ -66,7 +66,7 @@ from rota.worker.backoff import STORE_RETRY_FIRST_S, Backoff
 from rota.worker.context import CurrentJob
 from rota.worker.deadlines import CallKind, GroupDeadlines
 from rota.worker.execution import execute, execute_async
-from rota.worker.group import GroupRunner
+from rota.worker.group import GroupRunner, report_expired
 from rota.worker.heartbeats import Heartbeats
 from rota.worker.held import Held, lease_outcomes
 from rota.worker.hooks import call_after, call_before, call_on_outcome
@@ -275,7 +275,8 @@ class GroupLoop:
     async def _pass(self, free: int, stopping: threading.Event) -> int:
         """One pass: claim up to `free` jobs, handing the claim the outcomes waiting to be
         written when the store's claim takes them, then dispatch what it claimed.
-        Returns how many jobs it claimed."""
+        Returns how many jobs it claimed, and ended past their expiry (those count as
+        claimed for the next pass: their Queues may have more)."""
         runtime = self.runtime
         runner = self.runner
         self.runner.take_hints()  # before the pass's time is read
@@ -333,6 +334,9 @@ class GroupLoop:
             self._claiming = 0
             if carried:
                 writer.carried_written(carried, applied)
+        expired = len(runner.expired)
+        if expired:  # ended by its claims, not run: only reported and counted
+            self._report_expired(list(runner.expired), now)
         if observers:
             round_trip_s = time.perf_counter() - began
             for observer in observers:
@@ -343,7 +347,18 @@ class GroupLoop:
             await self._hand_back_late(plan, jobs, lease_end)
             return 0
         await self._dispatch(plan, jobs, now, lease_end)
-        return len(jobs)
+        return len(jobs) + expired
+
+    def _report_expired(self, jobs: list[JobRecord], now: datetime) -> None:
+        """The jobs a pass's claims ended past their `expires_at`: logged, counted among
+        the served outcomes (`rota_jobs_total`, the registry) and told to the attempt
+        hooks' `on_outcome`, started and finished at the pass's time."""
+        outcomes = report_expired(self.name, jobs)
+        self.outcomes.count_reported(jobs, outcomes)
+        hooks = self.runtime.attempt_hooks
+        if hooks:
+            for job, outcome in zip(jobs, outcomes, strict=True):
+                call_on_outcome(hooks, job, self.name, outcome, now, now)
 
     async def _hand_back_late(self, plan: PassPlan[JobRecord], jobs: list[JobRecord],
                               lease_end: datetime) -> None:

@@ -8,7 +8,15 @@ Imports only the core's outcome types.
 
 from __future__ import annotations
 
-from rota.core.outcomes import Cancelled, DeadLettered, Quarantined, RetryAt, Succeeded
+from rota.core.outcomes import (
+    Cancelled,
+    DeadLettered,
+    Expired,
+    Quarantined,
+    RetryAt,
+    Snoozed,
+    Succeeded,
+)
 
 OUTCOME_NAMES: dict[type, str] = {
     Succeeded: "succeeded",
@@ -16,4 +24,6 @@ OUTCOME_NAMES: dict[type, str] = {
     DeadLettered: "dead_lettered",
     Quarantined: "quarantined",
     Cancelled: "cancelled",
+    Snoozed: "snoozed",
+    Expired: "expired",
 }

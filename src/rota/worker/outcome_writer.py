@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from datetime import datetime
 
-from rota.core.outcomes import Succeeded
+from rota.core.jobs import JobRecord
+from rota.core.outcomes import Outcome, Succeeded
 from rota.core.plurals import counted
 from rota.store.base import StoreError
 from rota.worker.backoff import Backoff
@@ -162,6 +164,17 @@ class OutcomeWriter:
             counts[kind] = counts.get(kind, 0) + 1
         if written and self.host.isolating:
             self.host.after_outcomes_written()
+
+    def count_reported(self, jobs: Sequence[JobRecord], outcomes: Sequence[Outcome]) -> None:
+        """Loop thread: count outcomes that the store wrote by itself (a claim's expired
+        jobs) among the served ones, as `done` counts those written here."""
+        served = self._served
+        for job, outcome in zip(jobs, outcomes, strict=True):
+            counts = served.get(job.queue)
+            if counts is None:
+                counts = served[job.queue] = {}
+            kind = type(outcome)
+            counts[kind] = counts.get(kind, 0) + 1
 
     def carried_written(self, carried: list[Held], applied: int | None) -> None:
         """After a pass whose claim was given `carried`: done if the claim applied them

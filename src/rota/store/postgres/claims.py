@@ -12,9 +12,11 @@ Imports the core, the store contract, the PostgreSQL modules and psycopg.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from datetime import datetime
+from typing import Final
 
 import psycopg
 
@@ -49,7 +51,7 @@ def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at:
                    ) -> JobRecord:
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
-     created_at, trace_context, parents, meta) = row
+     created_at, trace_context, parents, meta, expires_at) = row
     # A row that cannot be decoded gives a record with `arguments_error` set instead of
     # raising (rota.store.corrupt).
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
@@ -59,7 +61,31 @@ def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at:
         job_id, name, queue, JobState.LEASED, attempt, due_at, args, kwargs, last_error,
         created_at, None, owner, lease_expires_at, started_at, None, False, arguments_error,
         None, trace_context, None, () if parents is None else tuple(parents),
-        {} if meta is None else decode_meta(meta),
+        {} if meta is None else decode_meta(meta), 0, expires_at,
+    )
+
+
+# A row of claim.sql's expires_at (a datetime, or None: never expires).
+_EXPIRES_AT: Final = operator.itemgetter(12)
+
+
+def _expired_row(row: Row, now: datetime) -> bool:
+    """Whether a row of claim.sql is a job the claim ended past its expires_at (its
+    expired CTE) rather than leased: only those have an expires_at before `now`."""
+    return row[12] is not None and row[12] < now
+
+
+def _expired_record(row: Row, now: datetime) -> JobRecord:
+    """The record, as ended, of a row of claim.sql's expired CTE."""
+    (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
+     created_at, trace_context, parents, meta, expires_at) = row
+    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
+    return JobRecord(
+        id=job_id, name=name, queue=queue, state=JobState.CANCELLED, attempt=attempt,
+        due_at=due_at, args=args, kwargs=kwargs, last_error=last_error,
+        created_at=created_at, finished_at=now, arguments_error=arguments_error,
+        trace_context=trace_context, parents=() if parents is None else tuple(parents),
+        meta={} if meta is None else decode_meta(meta), expires_at=expires_at,
     )
 
 
@@ -119,6 +145,10 @@ class PostgresClaims(PostgresConnection):
             self.claim_floors.forget(names)
             raise
         wanted = set(probe)
+        expired: list[JobRecord] = []
+        if any(map(_EXPIRES_AT, rows)):  # jobs with an expiry among them (in C: per job)
+            expired = [_expired_record(row, now) for row in rows if _expired_row(row, now)]
+            rows = [row for row in rows if not _expired_row(row, now)]
         return Claimed(
             quarantine_undecodable(
                 self, [_leased_record(row, owner, lease_expires_at, now) for row in rows],
@@ -127,6 +157,7 @@ class PostgresClaims(PostgresConnection):
             controlled=[*rated, *(str(row[0]) for row in found if row[2])],
             applied=applied,
             next_token_at=next_token_at,
+            expired=expired,
         )
 
     def _claim_rows(
@@ -293,7 +324,7 @@ class PostgresClaims(PostgresConnection):
                 rows = cursor.fetchall()
                 taken: dict[str, int] = {}
                 for row in rows:
-                    if row[2] in rated:
+                    if row[2] in rated and not _expired_row(row, now):  # (expired: no token)
                         taken[row[2]] = taken.get(row[2], 0) + 1
                 buckets, next_token_at = settle(rated, taken, starved, now)
                 if buckets:

@@ -50,6 +50,15 @@ def _enqueue_statement(params: Mapping[str, object]) -> str:
     return "enqueue_traced" if "trace_contexts" in params else "enqueue"
 
 
+_EXPIRES_AT: Final = attrgetter("expires_at")
+
+
+def _expires_ats(jobs: Sequence[NewJob]) -> list[datetime | None]:
+    """Each job's expires_at (None: never expires), checked as every stored time is."""
+    return [None if job.expires_at is None else utc(job.expires_at, "expires_at")
+            for job in jobs]
+
+
 def _columns(jobs: Sequence[NewJob]) -> dict[str, object]:
     """The jobs as the enqueue statements' parallel arrays."""
     return {
@@ -104,10 +113,13 @@ class PostgresJobs(PostgresConnection):
         params: dict[str, object] = {
             "now": utc(now), **_columns(jobs), "channel": self.channel,
         }
-        if any(job.trace_context is not None for job in jobs):  # enqueued inside a span
+        if any(job.trace_context is not None for job in jobs) or any(
+                map(_EXPIRES_AT, jobs)):  # enqueued inside a span, or with an expiry
             params["trace_contexts"] = [job.trace_context for job in jobs]
+            params["expires_ats"] = _expires_ats(jobs)
         if any(job.meta_json is not None for job in jobs):  # enqueue_meta.sql
             params["trace_contexts"] = [job.trace_context for job in jobs]
+            params["expires_ats"] = _expires_ats(jobs)
             params["metas"] = [job.meta_json for job in jobs]
         return params
 
@@ -173,6 +185,7 @@ class PostgresJobs(PostgresConnection):
             parent_ids.extend(job.parents)
         rows = yield self._query("enqueue_children"), {
             "now": params["now"], "channel": params["channel"], **_columns(jobs),
+            "expires_ats": _expires_ats(jobs),
             "trace_contexts": [job.trace_context for job in jobs],
             "metas": [job.meta_json for job in jobs],
             "states": [start.state.value for start in starts],
@@ -231,6 +244,7 @@ class PostgresJobs(PostgresConnection):
             batch = [jobs[index] for index in pending]
             inserted = yield self._query("enqueue_keyed"), {
                 **params, **_columns(batch), **_key_columns(batch),
+                "expires_ats": _expires_ats(batch),
             }  # rows (id, name, key), in input order
             keyless = iter([row[0] for row in inserted if row[2] is None])
             by_key = {(row[1], row[2]): row[0] for row in inserted if row[2] is not None}
@@ -274,6 +288,7 @@ class PostgresJobs(PostgresConnection):
             "now": params["now"], "channel": params["channel"],
             **_columns(batch), **_key_columns(batch),
             "max_waits": [job.max_wait for job in batch],
+            "expires_ats": _expires_ats(batch),
         }  # rows (id, name, key)
         by_key = {(name, key): job_id for job_id, name, key in written}
         return {index: by_key[(job.name, job.key)]

@@ -96,7 +96,7 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
     the rows of one claim, memoises the conversions of their due and creation times (jobs
     enqueued together share them)."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
-     result, cancel_requested, finished_at, trace_context, parents, meta) = row
+     result, cancel_requested, finished_at, trace_context, parents, meta, expires_at) = row
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     if (due := times.get(due_at)) is None:
         due = times[due_at] = at(due_at)
@@ -108,7 +108,46 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
         None if result is None else decode_result(result), bool(cancel_requested),
         arguments_error, None, trace_context, None,
         () if parents is None else tuple(json.loads(parents)),
-        {} if meta is None else decode_meta(meta),
+        {} if meta is None else decode_meta(meta), 0,
+        None if expires_at is None else at(expires_at),
+    )
+
+
+# A row of claim.sql's expires_at (microseconds, or None: never expires).
+_EXPIRES_AT: Final = operator.itemgetter(15)
+
+
+def _with_expiry(rows: Sequence[Row]) -> bool:
+    """Whether any of claim.sql's `rows` has an expires_at (checked in C: no Python call
+    per job)."""
+    return list(map(_EXPIRES_AT, rows)).count(None) < len(rows)
+
+
+def _expired(row: Row, now_us: int) -> bool:
+    """Whether a row of claim.sql is a job the claim ended past its expires_at rather
+    than leased: only those have an expires_at before the claim's `now`."""
+    return row[15] is not None and row[15] < now_us
+
+
+def _leased(rows: Sequence[Row], now_us: int) -> int:
+    """How many of claim.sql's `rows` the claim leased (the others it ended, expired)."""
+    if not _with_expiry(rows):
+        return len(rows)
+    return len(rows) - sum(1 for row in rows if _expired(row, now_us))
+
+
+def _expired_record(row: Row) -> JobRecord:
+    """The record, as ended, of a row claim.sql ended past its expires_at."""
+    (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error, created_at,
+     _result, _cancel, finished_at, trace_context, parents, meta, expires_at) = row
+    args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
+    return JobRecord(
+        id=job_id, name=name, queue=queue, state=JobState.CANCELLED, attempt=attempt,
+        due_at=at(due_at), args=args, kwargs=kwargs, last_error=last_error,
+        created_at=at(created_at), finished_at=at(finished_at),
+        arguments_error=arguments_error, trace_context=trace_context,
+        parents=() if parents is None else tuple(json.loads(parents)),
+        meta={} if meta is None else decode_meta(meta), expires_at=at(expires_at),
     )
 
 
@@ -132,8 +171,9 @@ class SQLiteClaims(SQLiteConnection):
                 return Claimed()
             with self._read("probing Queues") as conn:
                 return Claimed(due=self._probe(conn, probe, now))
+        now_us = us(now)
         params: dict[str, object] = {
-            "now": us(now), "owner": owner, "lease_expires_at": us(lease_expires_at),
+            "now": now_us, "owner": owner, "lease_expires_at": us(lease_expires_at),
         }
         claim_sql = sql("claim")
         claimed: list[Row] = []
@@ -195,7 +235,7 @@ class SQLiteClaims(SQLiteConnection):
                         came_short(queue)
                         continue
                     claimed += got
-                    move(changes, queue, len(got), "scheduled", "leased")
+                    move(changes, queue, _leased(got, now_us), "scheduled", "leased")
                     if len(got) < asked:
                         came_short(queue)
                 asks = asks[len(head):]
@@ -208,13 +248,18 @@ class SQLiteClaims(SQLiteConnection):
                 # RETURNING order is unspecified: keep them in due order.
                 rows = sorted(conn.execute(claim_sql, params).fetchall(), key=_due_order)
                 claimed.extend(rows)
-                move(changes, queue, len(rows), "scheduled", "leased")
+                move(changes, queue, _leased(rows, now_us), "scheduled", "leased")
                 if len(rows) < asked:
                     came_short(queue)
+            if _with_expiry(claimed):  # the children its expired jobs released, if any
+                ended = [row[0] for row in claimed if _expired(row, now_us)]
+                if ended:
+                    released += self._released_queues(conn, ended, now_us)
             count_jobs(conn, changes)
             next_token_at = None
             if rated:
-                taken = Counter(row[2] for row in claimed if row[2] in rated)
+                taken = Counter(row[2] for row in claimed  # (expired: no token)
+                                if row[2] in rated and not _expired(row, now_us))
                 buckets, next_token_at = settle(rated, taken, starved, now)
                 for queue, bucket in buckets.items():
                     conn.execute(sql("take_queue_tokens"), {
@@ -222,14 +267,18 @@ class SQLiteClaims(SQLiteConnection):
                         "empty_rem": bucket.remainder})
             if probe:
                 due = self._probe(conn, probe, now)
+        expired: list[JobRecord] = []
+        if _with_expiry(claimed):  # jobs with an expiry among them
+            expired = [_expired_record(row) for row in claimed if _expired(row, now_us)]
+            claimed = [row for row in claimed if not _expired(row, now_us)]
         if released:
             self._wake_others(released)
-        if applied:
+        if applied or expired:
             self._tell_finished()
         times: dict[int, datetime] = {}
         return Claimed(quarantine_undecodable(
             self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
-            due, controlled, applied, next_token_at)
+            due, controlled, applied, next_token_at, expired)
 
     @staticmethod
     def _rated(conn: sqlite3.Connection, asks: Sequence[tuple[str, int]]

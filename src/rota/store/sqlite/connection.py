@@ -49,7 +49,7 @@ MINIMUM_SQLITE: Final = (3, 35, 0)  # UPDATE ... RETURNING
 # returns the job's id when it ended a job with children, whose released children's
 # Queues `_run` then wakes.
 _ENDING_ONE: Final = frozenset({
-    "dead_letter", "quarantine", "cancel_leased", "retry", "expire_lease_retry",
+    "dead_letter", "quarantine", "cancel_leased", "retry", "snooze", "expire_lease_retry",
     "expire_lease_dead_letter", "cancel"})
 
 

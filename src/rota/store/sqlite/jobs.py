@@ -33,9 +33,6 @@ from rota.store.sqlite.schema import count_jobs, schema_version_known, sql, us
 _queue_of: Final = operator.attrgetter("queue")
 _parents_of: Final = operator.attrgetter("parents")
 # The plain enqueue statement for rows of each width (enqueue_rows).
-_ENQUEUE_BY_WIDTH: Final = {6: "enqueue", 7: "enqueue_traced", 8: "enqueue_meta"}
-
-
 def enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, ...]]:
     """The rows enqueue.sql inserts, after the checks every store makes (nothing is
     written when one job is refused)."""
@@ -48,12 +45,25 @@ def enqueue_rows(jobs: Sequence[NewJob], now: datetime) -> list[tuple[object, ..
             (job.name, job.queue, us(job.due_at, "due_at"), job.args_json, job.kwargs_json,
              created_at)
         )
-    if any(job.meta_json is not None for job in jobs):  # enqueue_meta.sql's 8 columns
-        rows = [(*row, job.trace_context, job.meta_json)
-                for row, job in zip(rows, jobs, strict=True)]
-    elif any(job.trace_context is not None for job in jobs):  # enqueued inside a span
+    expiring = any(job.expires_at is not None for job in jobs)
+    with_meta = any(job.meta_json is not None for job in jobs)
+    if with_meta or expiring or any(job.trace_context is not None for job in jobs):
         rows = [(*row, job.trace_context) for row, job in zip(rows, jobs, strict=True)]
+    if with_meta or expiring:  # configure(expires=...)
+        rows = [(*row, _expires_us(job)) for row, job in zip(rows, jobs, strict=True)]
+    if with_meta:  # configure(meta=...)
+        rows = [(*row, job.meta_json) for row, job in zip(rows, jobs, strict=True)]
     return rows
+
+
+def _expires_us(job: NewJob) -> int | None:
+    """`job.expires_at` as stored (None: never expires)."""
+    return None if job.expires_at is None else us(job.expires_at, "expires_at")
+
+
+# insert_jobs's statement by the width of its rows (enqueue_rows).
+_INSERT_BY_WIDTH: Final = {6: "enqueue", 7: "enqueue_traced", 8: "enqueue_expiring",
+                            9: "enqueue_meta"}
 
 
 def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[object, ...]],
@@ -61,12 +71,12 @@ def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obje
     """Insert `rows` (of `jobs`) inside the caller's write transaction; their ids in
     order. A keyed job whose name and key a live job holds is not inserted: its id is that
     job's (an earlier job of the same batch included). Rows with a 7th column (a trace
-    context) go through enqueue_traced.sql, with an 8th (meta) through enqueue_meta.sql."""
+    context) go through enqueue_traced.sql, with an 8th (an expiry) enqueue_expiring.sql,
+    with a 9th (meta) enqueue_meta.sql."""
     if any(map(_parents_of, jobs)):
         return _insert_with_children(conn, rows, jobs)
     if all(job.key is None for job in jobs):
-        width = len(rows[0]) if rows else 6
-        conn.executemany(sql(_ENQUEUE_BY_WIDTH[width]), rows)
+        conn.executemany(sql(_INSERT_BY_WIDTH[len(rows[0]) if rows else 6]), rows)
         count_jobs(conn, {(queue, "scheduled"): count
                           for queue, count in Counter(map(_queue_of, jobs)).items()})
         (last_id,) = conn.execute(sql("last_insert_id")).fetchone()
@@ -79,7 +89,8 @@ def insert_jobs(conn: sqlite3.Connection | sqlite3.Cursor, rows: list[tuple[obje
         name, queue, due_at, args, kwargs, created_at = row[:6]
         params = {"name": name, "queue": queue, "due_at": due_at, "args": args,
                   "kwargs": kwargs, "created_at": created_at, "key": job.key,
-                  "trace_context": job.trace_context, "meta": job.meta_json}
+                  "trace_context": job.trace_context, "meta": job.meta_json,
+                  "expires_at": _expires_us(job)}
         if job.debounced:
             job_id, new = _enqueue_debounced(conn, params, job.max_wait)
             if new:
@@ -112,7 +123,7 @@ def _insert_with_children(conn: sqlite3.Connection | sqlite3.Cursor,
         params: dict[str, object] = {
             "name": name, "queue": queue, "due_at": due_at, "args": args, "kwargs": kwargs,
             "created_at": created_at, "key": job.key, "trace_context": job.trace_context,
-            "meta": job.meta_json}
+            "meta": job.meta_json, "expires_at": _expires_us(job)}
         if not job.parents:
             if job.debounced:
                 job_id, new = _enqueue_debounced(conn, params, job.max_wait)

@@ -22,10 +22,10 @@ WITH
 {completed}
 {wanted}
 picked AS (
-    SELECT due.id, wanted.position
+    SELECT due.id, wanted.position, due.expired
     FROM wanted
     CROSS JOIN LATERAL (
-        SELECT jobs.id
+        SELECT jobs.id, jobs.expires_at < %(now)s AS expired
         FROM {schema}.jobs
         WHERE jobs.queue = wanted.queue
           AND jobs.state = 'scheduled'
@@ -37,13 +37,27 @@ picked AS (
     ) AS due
     LIMIT %(limit)s
 ),
+-- Expiry: a picked job past its expires_at (`expired`: before `now`) is ended cancelled
+-- by this same UPDATE instead of leased (docs/decisions/0071); the caller tells it by its
+-- expires_at (before `now`: never so for a leased row) and reports it. For a job without
+-- one, `expired` is NULL and every CASE takes its ELSE. One UPDATE, not a second one for
+-- the expired rows: measured (benchmarks statement), a second UPDATE CTE cost the claim
+-- ~3-4 % even when it changed nothing; the CASEs, within the noise. Ending sends the
+-- finish hint (retry.sql says how); the settle trigger (migration 14) settles children.
 leased AS (
     UPDATE {schema}.jobs AS jobs
-    SET state = 'leased',
-        attempt = jobs.attempt + 1,
-        lease_owner = %(owner)s,
-        lease_expires_at = %(lease_expires_at)s,
-        started_at = %(now)s
+    SET state = CASE WHEN picked.expired THEN 'cancelled' ELSE 'leased' END,
+        attempt = CASE WHEN picked.expired THEN jobs.attempt ELSE jobs.attempt + 1 END,
+        lease_owner = CASE WHEN picked.expired THEN NULL ELSE %(owner)s END,
+        lease_expires_at = CASE WHEN picked.expired THEN NULL
+                                ELSE %(lease_expires_at)s::timestamptz END,
+        started_at = CASE WHEN picked.expired THEN jobs.started_at ELSE %(now)s END,
+        finished_at = CASE WHEN picked.expired THEN (SELECT %(now)s::timestamptz
+            FROM (SELECT pg_notify({finished_channel}, '')) AS hint) END,
+        last_error = CASE WHEN picked.expired THEN 'Expired: not started by '
+            || to_char(jobs.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'
+            ELSE jobs.last_error END,
+        last_traceback = CASE WHEN picked.expired THEN NULL ELSE jobs.last_traceback END
     FROM picked
     -- The ANY(ARRAY(...)) is for the generic plan (the store's connections run with
     -- plan_cache_mode = force_generic_plan): it makes the row lookup a primary-key index
@@ -56,14 +70,13 @@ leased AS (
     -- scheduled job has neither).
     RETURNING picked.position, jobs.id, jobs.name, jobs.queue, jobs.attempt, jobs.due_at,
               jobs.args::text AS args, jobs.kwargs::text AS kwargs, jobs.last_error,
-              jobs.created_at, jobs.trace_context, jobs.parents, jobs.meta::text AS meta
+              jobs.created_at, jobs.trace_context, jobs.parents, jobs.meta::text AS meta,
+              jobs.expires_at
 )
 SELECT id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, trace_context,
-       parents, meta
+       parents, meta, expires_at
 FROM (
-    SELECT position, id, name, queue, attempt, due_at, args, kwargs, last_error, created_at,
-           trace_context, parents, meta
-    FROM leased
+    SELECT * FROM leased
 {limited_row}
 {completed_row}
 ) AS claimed
@@ -115,7 +128,7 @@ wanted AS (
 -- @part limited_row
     -- The signal "a Queue has a limit": id NULL (leased is empty then).
     UNION ALL
-    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+    SELECT 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM limited
 
 -- @part room
@@ -193,5 +206,5 @@ completed AS (
 -- completed job has children (the claim then leased nothing).
     UNION ALL
     SELECT -1, CASE WHEN bool_or(has_children) THEN {completed_parents} ELSE -1 END, NULL,
-           NULL, count(*)::int, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+           NULL, count(*)::int, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
     FROM completed

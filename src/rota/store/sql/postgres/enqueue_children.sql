@@ -9,23 +9,23 @@
 WITH new_jobs AS (
     INSERT INTO {schema}.jobs (name, queue, due_at, args, kwargs, created_at, trace_context,
                                state, finished_at, last_error, parents, after_outcome,
-                               waiting_for, meta)
+                               waiting_for, meta, expires_at)
     SELECT j.name, j.queue, j.due_at, j.args::json, j.kwargs::json, %(now)s, j.trace_context,
            j.state, CASE WHEN j.state = 'cancelled' THEN %(now)s::timestamptz END, j.error,
            CASE WHEN j.parent_count > 0
                 THEN (%(parent_ids)s::bigint[])[j.parent_start:j.parent_start + j.parent_count - 1]
            END,
            CASE WHEN j.parent_count > 0 THEN j.after_outcome END,
-           CASE WHEN j.parent_count > 0 THEN j.waiting_for END, j.meta::jsonb
+           CASE WHEN j.parent_count > 0 THEN j.waiting_for END, j.meta::jsonb, j.expires_at
     FROM unnest(
         %(names)b::text[], %(queues)b::text[], %(due_ats)b::timestamptz[],
         %(args)b::text[], %(kwargs)b::text[], %(trace_contexts)s::text[],
         %(states)s::text[], %(errors)s::text[], %(parent_starts)s::int[],
         %(parent_counts)s::int[], %(after_outcomes)s::text[], %(waiting_fors)s::int[],
-        %(metas)s::text[]
+        %(metas)s::text[], %(expires_ats)s::timestamptz[]
     ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, trace_context, state, error,
                            parent_start, parent_count, after_outcome, waiting_for, meta,
-                           position)
+                           expires_at, position)
     ORDER BY j.position
     RETURNING id, queue, state, parents, due_at
 ),

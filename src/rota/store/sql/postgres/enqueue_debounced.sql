@@ -12,14 +12,14 @@ WITH given AS (
     FROM unnest(
         %(names)s::text[], %(queues)s::text[], %(due_ats)s::timestamptz[],
         %(args)s::text[], %(kwargs)s::text[], %(keys)s::text[], %(trace_contexts)s::text[],
-        %(max_waits)s::interval[], %(metas)s::text[]
-    ) AS j(name, queue, due_at, args, kwargs, key, trace_context, max_wait, meta)
+        %(max_waits)s::interval[], %(metas)s::text[], %(expires_ats)s::timestamptz[]
+    ) AS j(name, queue, due_at, args, kwargs, key, trace_context, max_wait, meta, expires_at)
 ),
 written AS (
     INSERT INTO {schema}.jobs AS jobs (name, queue, due_at, args, kwargs, created_at,
-                                       debounce_key, trace_context, meta)
+                                       debounce_key, trace_context, meta, expires_at)
     SELECT g.name, g.queue, g.due_at, g.args::json, g.kwargs::json, %(now)s, g.key,
-           g.trace_context, g.meta::jsonb
+           g.trace_context, g.meta::jsonb, g.expires_at
     FROM given AS g
     ORDER BY g.name, g.key
     ON CONFLICT (name, debounce_key)

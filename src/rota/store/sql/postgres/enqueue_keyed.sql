@@ -5,14 +5,15 @@
 -- Ids are drawn in input order, so the rows sorted by id follow the input order.
 WITH new_jobs AS (
     INSERT INTO {schema}.jobs (name, queue, due_at, args, kwargs, created_at, key,
-                               trace_context, meta)
+                               trace_context, meta, expires_at)
     SELECT j.name, j.queue, j.due_at, j.args::json, j.kwargs::json, %(now)s, j.key,
-           j.trace_context, j.meta::jsonb
+           j.trace_context, j.meta::jsonb, j.expires_at
     FROM unnest(
         %(names)b::text[], %(queues)b::text[], %(due_ats)b::timestamptz[],
         %(args)b::text[], %(kwargs)b::text[], %(keys)s::text[], %(trace_contexts)s::text[],
-        %(metas)s::text[]
+        %(metas)s::text[], %(expires_ats)s::timestamptz[]
     ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, key, trace_context, meta,
+                           expires_at,
                            position)
     ORDER BY j.position
     ON CONFLICT (name, key) WHERE key IS NOT NULL AND state IN ('scheduled', 'leased')

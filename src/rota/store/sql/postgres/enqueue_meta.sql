@@ -1,15 +1,17 @@
 -- enqueue_traced.sql with each job's meta (`configure(meta=...)`, JSON object text or
--- NULL, cast to jsonb): used only when a job of the batch has meta, so the common enqueue
--- stays as it was.
+-- NULL, cast to jsonb) and its expiry: used only when a job of the batch has meta, so the
+-- common enqueue stays as it was.
 WITH new_jobs AS (
     INSERT INTO {schema}.jobs (name, queue, due_at, args, kwargs, created_at, trace_context,
-                               meta)
+                               meta, expires_at)
     SELECT j.name, j.queue, j.due_at, j.args::json, j.kwargs::json, %(now)s, j.trace_context,
-           j.meta::jsonb
+           j.meta::jsonb, j.expires_at
     FROM unnest(
         %(names)b::text[], %(queues)b::text[], %(due_ats)b::timestamptz[],
-        %(args)b::text[], %(kwargs)b::text[], %(trace_contexts)s::text[], %(metas)s::text[]
-    ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, trace_context, meta, position)
+        %(args)b::text[], %(kwargs)b::text[], %(trace_contexts)s::text[], %(metas)s::text[],
+        %(expires_ats)s::timestamptz[]
+    ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, trace_context, meta, expires_at,
+                           position)
     ORDER BY j.position
     RETURNING id, queue, due_at
 ),

@@ -5,12 +5,16 @@
 -- identical (channel, payload) pairs of one transaction into one.
 -- Ids are drawn in input order (ORDER BY position), so sorted ids are the input order.
 WITH new_jobs AS (
-    INSERT INTO {schema}.jobs (name, queue, due_at, args, kwargs, created_at, trace_context)
-    SELECT j.name, j.queue, j.due_at, j.args::json, j.kwargs::json, %(now)s, j.trace_context
+    INSERT INTO {schema}.jobs (name, queue, due_at, args, kwargs, created_at, trace_context,
+                               expires_at)
+    SELECT j.name, j.queue, j.due_at, j.args::json, j.kwargs::json, %(now)s, j.trace_context,
+           j.expires_at
     FROM unnest(
         %(names)b::text[], %(queues)b::text[], %(due_ats)b::timestamptz[],
-        %(args)b::text[], %(kwargs)b::text[], %(trace_contexts)s::text[]
-    ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, trace_context, position)
+        %(args)b::text[], %(kwargs)b::text[], %(trace_contexts)s::text[],
+        %(expires_ats)s::timestamptz[]
+    ) WITH ORDINALITY AS j(name, queue, due_at, args, kwargs, trace_context, expires_at,
+                           position)
     ORDER BY j.position
     RETURNING id, queue, due_at
 ),

@@ -11,19 +11,31 @@
 -- holds the write lock (BEGIN IMMEDIATE), so no other claimer can lease between a Queue's
 -- count of leased jobs and this UPDATE. RETURNING rows come back in no guaranteed order:
 -- the caller groups and sorts them.
+--
+-- Expiry: a due job past its expires_at (before :now) is ended cancelled instead of leased
+-- (docs/decisions/0071), by the same UPDATE: the caller tells it by its expires_at (before
+-- :now: never so for a leased row) and reports it. For a job without one (NULL) each test
+-- is NULL, so the ELSE applies. The trigger of migration 14 counts it and settles its
+-- children; the caller counts only the leased rows.
 UPDATE rota_jobs
-SET state = 'leased',
-    attempt = attempt + 1,
-    lease_owner = :owner,
-    lease_expires_at = :lease_expires_at,
-    started_at = :now
+SET state = CASE WHEN expires_at < :now THEN 'cancelled' ELSE 'leased' END,
+    attempt = CASE WHEN expires_at < :now THEN attempt ELSE attempt + 1 END,
+    lease_owner = CASE WHEN expires_at < :now THEN NULL ELSE :owner END,
+    lease_expires_at = CASE WHEN expires_at < :now THEN NULL ELSE :lease_expires_at END,
+    started_at = CASE WHEN expires_at < :now THEN started_at ELSE :now END,
+    finished_at = CASE WHEN expires_at < :now THEN :now ELSE finished_at END,
+    last_error = CASE WHEN expires_at < :now
+        THEN 'Expired: not started by '
+             || strftime('%Y-%m-%d %H:%M:%S', expires_at / 1000000, 'unixepoch') || ' UTC'
+        ELSE last_error END,
+    last_traceback = CASE WHEN expires_at < :now THEN NULL ELSE last_traceback END
 WHERE id IN (
 {picked}
 )
 -- The columns the claim just set (state, lease_owner, lease_expires_at, started_at) are the
 -- caller's own parameters: it does not read them back.
 RETURNING id, name, queue, attempt, due_at, args, kwargs, last_error, created_at, result,
-          cancel_requested, finished_at, trace_context, parents, meta;
+          cancel_requested, finished_at, trace_context, parents, meta, expires_at;
 
 -- @part due
 -- The first {take} due jobs of Queue {queue}: an index range scan of rota_jobs_claimable,

@@ -6,7 +6,8 @@
 -- stored meta is always encode_meta's compact text), so most rows never reach Python.
 SELECT id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
        lease_owner, lease_expires_at, started_at, result,
-       cancel_requested, finished_at, key, last_traceback, parents, meta
+       cancel_requested, finished_at, key, last_traceback, parents, meta,
+       snoozes, expires_at
 FROM rota_jobs
 WHERE (:beyond IS NULL OR id > :beyond)
   AND (:queue IS NULL OR queue = :queue) AND (:state IS NULL OR state = :state)
