@@ -991,7 +991,7 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
     admin.execute("ALTER TABLE rota.schedules DROP COLUMN args, DROP COLUMN kwargs, "
                   "DROP COLUMN paused, DROP COLUMN stored")  # stored schedules' migration
     admin.execute("ALTER TABLE rota.jobs DROP COLUMN snoozes, "
-                  "DROP COLUMN expires_at")  # migration 17
+                  "DROP COLUMN expires_at")  # migration 19
     admin.execute("DELETE FROM rota.schema_migrations WHERE version >= 8")
     admin.execute(
         "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "

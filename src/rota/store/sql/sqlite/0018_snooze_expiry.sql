@@ -1,4 +1,4 @@
--- Migration 16: snoozes and expiry.
+-- Migration 18: snoozes and expiry.
 --
 -- snoozes: how many times the job's handler raised rota.Snooze (snooze.sql); cleared by
 -- a requeue. expires_at (microseconds since the epoch, as every time here): no attempt
@@ -9,4 +9,4 @@
 ALTER TABLE rota_jobs ADD COLUMN snoozes INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE rota_jobs ADD COLUMN expires_at INTEGER;
 
-PRAGMA user_version = 16;
+PRAGMA user_version = 18;

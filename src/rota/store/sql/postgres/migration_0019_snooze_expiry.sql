@@ -1,4 +1,4 @@
--- Migration 17: snoozes and expiry.
+-- Migration 19: snoozes and expiry.
 -- {schema} is replaced by the store's schema, quoted as an identifier.
 --
 -- snoozes: how many times the job's handler raised rota.Snooze (snooze.sql); cleared by
