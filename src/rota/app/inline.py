@@ -28,9 +28,16 @@ from rota.core.jobs import JobRecord
 from rota.core.outcomes import Outcome
 from rota.core.retry import RetryPolicy
 from rota.store import Store
+from rota.worker.context import CurrentJob, flush_progress
 from rota.worker.events import OutcomeCallback
 from rota.worker.execution import execute
-from rota.worker.group import GroupRunner, Handler, record_outcome, sweep_expired_leases
+from rota.worker.group import (
+    GroupRunner,
+    Handler,
+    new_worker_id,
+    record_outcome,
+    sweep_expired_leases,
+)
 from rota.worker.hooks import (
     AttemptHook,
     attempt_hooks,
@@ -38,6 +45,7 @@ from rota.worker.hooks import (
     call_before,
     call_on_outcome,
 )
+from rota.worker.progress import InlineProgress
 from rota.worker.tracing import Tracing
 
 
@@ -76,11 +84,17 @@ class InlineDrive:
         self.retry_for = retry_for
         self.outcome_callbacks = outcome_callbacks
         self.extra_hooks = tuple(extra_hooks)
+        self.progress = InlineProgress(store, clock)
+        # The drive's own worker id: the `JobRecord.worker` of the jobs it runs.
+        self.worker_id = new_worker_id()
 
     async def drain(self, runners: Sequence[GroupRunner],
                     max_executions: int | None = None) -> int:
         """Round after round until idle; returns the number of job executions."""
         executions = 0
+        for runner in runners:
+            if not runner.owner.endswith(f"@{self.worker_id}"):
+                runner.use_worker_id(self.worker_id)
         while True:
             now = self.clock.now()
             sweep_expired_leases(self.store, now, self.retry_for)
@@ -115,10 +129,14 @@ class InlineDrive:
                         "clock between drives, or raise max_executions")
                 plan.serve()
                 started_at = self.clock.now()
+                current = CurrentJob(job, self.progress)
                 if hooks:
-                    result = await self._execute_hooked(runner, job, hooks)
+                    result = await self._execute_hooked(runner, job, hooks, current)
                 else:
-                    result = await execute(job, self.handlers, runner, self.clock)
+                    result = await execute(job, self.handlers, runner, self.clock,
+                                           current=current)
+                if current._pacing is not None:  # it reported progress: the last is written
+                    await flush_progress(current)
                 finished_at = self.clock.now()
                 index += 1  # this one ran: from here on, only the rest goes back
                 record_outcome(self.store, job, result, finished_at, runner.name)
@@ -137,13 +155,13 @@ class InlineDrive:
                              outcome_callbacks=self.outcome_callbacks, extra=self.extra_hooks)
 
     async def _execute_hooked(self, runner: GroupRunner, job: JobRecord,
-                              hooks: Sequence[AttemptHook]) -> Outcome:
+                              hooks: Sequence[AttemptHook], current: CurrentJob) -> Outcome:
         """`execute` with the hooks' before and after around it (rota.worker.hooks): the
         after sees None when the handler's run was cut short (then the job goes back)."""
         tokens = call_before(hooks, job, runner.name)
         result: Outcome | None = None
         try:
-            result = await execute(job, self.handlers, runner, self.clock)
+            result = await execute(job, self.handlers, runner, self.clock, current=current)
             return result
         finally:
             call_after(hooks, tokens, job, runner.name, result)

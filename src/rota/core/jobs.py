@@ -27,6 +27,7 @@ from functools import lru_cache
 from operator import attrgetter
 from typing import Any, TypeVar
 
+from rota.core.progress import AttemptError, Progress
 from rota.core.queues import MAX_QUEUE_NAME_LENGTH, validate_queue_name
 
 JsonValue = Any  # what json.loads returns; kept opaque on purpose
@@ -91,6 +92,8 @@ REQUEUEABLE_STATES = frozenset(
 
 # `last_error` of a job that ended cancelled because its cancel was requested while leased.
 CANCELLED_ON_REQUEST = "Cancelled: cancelled on request while it ran (app.cancel / rota cancel)"
+# `last_error` of a scheduled or waiting job cancelled on request (it never ran then).
+CANCELLED_BEFORE_RUN = "Cancelled on request"
 
 
 def check_requeueable(state: JobState) -> JobState:
@@ -140,6 +143,9 @@ class JobRecord:
             cancel, a `rota.Retry`). Cleared by a requeue.
         finished_at: when the job reached a finished state; None while it is not in one.
         started_at: when its last attempt started (its claim).
+        progress: what the handler last reported (`Progress`), None if nothing yet.
+        errors: every failed attempt (`AttemptError`), the last 20, oldest first.
+        worker: the id of the worker that ran the last attempt, as `rota workers` lists it.
     """
 
     id: int
@@ -177,6 +183,16 @@ class JobRecord:
     # Workflows: the ids of the jobs this one was enqueued after (`configure(after=...)`),
     # in the order given; () for a job without parents. Filled by every read and claim.
     parents: tuple[int, ...] = ()
+    # What the handler last reported (`rota.current_job().set_progress`), None if nothing
+    # yet; a claim clears it (a new attempt reports anew) and so does a requeue.
+    progress: Progress | None = None
+    # Every failed attempt (retried, dead-lettered, quarantined, its lease expired), the
+    # last MAX_KEPT_ERRORS, oldest first; () for a job that never failed. Kept by a requeue.
+    errors: tuple[AttemptError, ...] = ()
+    # The id of the worker that ran the last attempt (`rota workers` lists it; under
+    # `run_until_idle`, the drive's own id); None for a job never claimed. Kept after the
+    # job finishes.
+    worker: str | None = None
 
     @property
     def lease(self) -> Lease:
@@ -238,7 +254,7 @@ def _positional_constructor(cls: type[_Frozen]) -> Callable[..., _Frozen]:
     return build
 
 
-# `JobRecord(...)` with all 21 fields positionally, in declaration order (see above).
+# `JobRecord(...)` with all 24 fields positionally, in declaration order (see above).
 new_record: Callable[..., JobRecord] = _positional_constructor(JobRecord)
 _new_lease: Callable[[int, str, int], Lease] = _positional_constructor(Lease)
 

@@ -28,6 +28,7 @@ from rota.core.jobs import (
     new_record,
 )
 from rota.core.outcomes import Succeeded
+from rota.core.progress import worker_of_owner
 from rota.core.rates import RatedQueue, cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 from rota.store.corrupt import quarantine_undecodable
@@ -89,7 +90,7 @@ _due_order: Final = operator.itemgetter(4, 0)
 
 
 def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
-             times: dict[int, datetime]) -> JobRecord:
+             times: dict[int, datetime], worker: str) -> JobRecord:
     """The record of a row the claim just leased (claim.sql's RETURNING columns): what the
     claim set comes from its parameters rather than back from the row. `times`, shared by
     the rows of one claim, memoises the conversions of their due and creation times (jobs
@@ -106,7 +107,7 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
         created, None if finished_at is None else at(finished_at), owner, expires, started,
         None if result is None else decode_result(result), bool(cancel_requested),
         arguments_error, None, trace_context, None,
-        () if parents is None else tuple(json.loads(parents)),
+        () if parents is None else tuple(json.loads(parents)), None, (), worker,
     )
 
 
@@ -130,8 +131,10 @@ class SQLiteClaims(SQLiteConnection):
                 return Claimed()
             with self._read("probing Queues") as conn:
                 return Claimed(due=self._probe(conn, probe, now))
+        worker = worker_of_owner(owner)
         params: dict[str, object] = {
             "now": us(now), "owner": owner, "lease_expires_at": us(lease_expires_at),
+            "worker": worker,
         }
         claim_sql = sql("claim")
         claimed: list[Row] = []
@@ -226,7 +229,8 @@ class SQLiteClaims(SQLiteConnection):
             self._tell_finished()
         times: dict[int, datetime] = {}
         return Claimed(quarantine_undecodable(
-            self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
+            self, [_claimed(row, owner, lease_expires_at, now, times, worker)
+                   for row in claimed], now),
             due, controlled, applied, next_token_at)
 
     @staticmethod

@@ -43,7 +43,9 @@ leased AS (
         attempt = jobs.attempt + 1,
         lease_owner = %(owner)s,
         lease_expires_at = %(lease_expires_at)s,
-        started_at = %(now)s
+        started_at = %(now)s,
+        worker = %(worker)s,
+        progress = NULL
     FROM picked
     -- The ANY(ARRAY(...)) is for the generic plan (the store's connections run with
     -- plan_cache_mode = force_generic_plan): it makes the row lookup a primary-key index

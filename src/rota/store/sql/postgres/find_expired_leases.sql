@@ -1,7 +1,8 @@
 -- Leased jobs whose lease expired at or before `now`, oldest expiry first.
 SELECT id, name, queue, state, attempt, due_at, args::text, kwargs::text, last_error,
        created_at, lease_owner, lease_expires_at, started_at, result::text,
-       cancel_requested, finished_at, key, last_traceback, parents
+       cancel_requested, finished_at, key, last_traceback, parents,
+       progress::text, errors::text, worker
 FROM {schema}.jobs
 WHERE state = 'leased' AND lease_expires_at <= %(now)s
 ORDER BY lease_expires_at, id

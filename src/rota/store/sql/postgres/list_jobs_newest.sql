@@ -1,7 +1,8 @@
 -- Jobs newest first (descending id), optionally filtered by Queue, state and job name (NULL: any), paged by offset.
 SELECT id, name, queue, state, attempt, due_at, args::text, kwargs::text, last_error,
        created_at, lease_owner, lease_expires_at, started_at, result::text,
-       cancel_requested, finished_at, key, last_traceback, parents
+       cancel_requested, finished_at, key, last_traceback, parents,
+       progress::text, errors::text, worker
 FROM {schema}.jobs
 WHERE (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(state)s::text IS NULL OR state = %(state)s::text)

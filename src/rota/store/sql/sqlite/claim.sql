@@ -16,7 +16,9 @@ SET state = 'leased',
     attempt = attempt + 1,
     lease_owner = :owner,
     lease_expires_at = :lease_expires_at,
-    started_at = :now
+    started_at = :now,
+    worker = :worker,
+    progress = NULL
 WHERE id IN (
 {picked}
 )
