@@ -70,13 +70,14 @@ class InlineDrive:
         retry_for: the RetryPolicy of an expired lease's job (the sweep's retries).
         outcome_callbacks: the App's current outcome callbacks, read per outcome.
         extra_hooks: attempt hooks besides tracing and the callbacks (rota.worker.hooks).
+        worker_id: the drive's worker id, which the jobs it runs record (default: a new one).
     """
 
     def __init__(
         self, store: Store, clock: Clock, handlers: Mapping[str, Handler],
         retry_for: Callable[[JobRecord], RetryPolicy],
         outcome_callbacks: Callable[[], Sequence[OutcomeCallback]],
-        extra_hooks: Sequence[AttemptHook] = (),
+        extra_hooks: Sequence[AttemptHook] = (), *, worker_id: str | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -86,7 +87,7 @@ class InlineDrive:
         self.extra_hooks = tuple(extra_hooks)
         self.progress = InlineProgress(store, clock)
         # The drive's own worker id: the `JobRecord.worker` of the jobs it runs.
-        self.worker_id = new_worker_id()
+        self.worker_id = new_worker_id() if worker_id is None else worker_id
 
     async def drain(self, runners: Sequence[GroupRunner],
                     max_executions: int | None = None) -> int:
