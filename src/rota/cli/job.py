@@ -16,7 +16,8 @@ from rota.cli.common import (
     whole_number,
 )
 from rota.cli.display import make_console, user_text
-from rota.cli.inspect_store import job_as_json
+from rota.cli.inspect_store import job_as_json, progress_text
+from rota.core.jobs import JobRecord
 from rota.core.plurals import counted
 from rota.store import related
 
@@ -48,6 +49,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 NOUNS = {"parents": ("parent", "parents"), "children": ("child", "children")}
+# What a job with parents waits for, by its after_outcome.
+AFTER_OUTCOME_WORDS = {"succeeded": "runs once every parent succeeded",
+                       "finished": "runs once every parent finished"}
+
+
+def _errors(job: JobRecord) -> str:
+    """Every failed attempt kept, one a line, oldest first: attempt, when, which worker,
+    the error (the last one's traceback is the next field)."""
+    return "\n".join(
+        f"#{error.attempt}  {error.at.isoformat(timespec='seconds')}  "
+        f"{error.worker or '-'}  {error.error}" for error in job.errors)
 
 
 def _listing(listed: object, total: object, singular: str, plural: str) -> str:
@@ -95,6 +107,15 @@ def run(args: argparse.Namespace) -> int:
                 continue
             name = "waiting for"
             text = f"{value} of {counted(len(job.parents), 'parent')}, not finished yet"
+        elif name == "after_outcome":
+            name = "after outcome"
+            words = AFTER_OUTCOME_WORDS.get(str(value))
+            text = str(value) if words is None else f"{value}: {words}"
+        elif name == "progress":
+            text = progress_text(job.progress)
+        elif name == "errors":
+            name = "failed attempts"
+            text = _errors(job)
         elif name in {"parents", "children"}:
             text = _listing(value, fields[f"{name}_total"], *NOUNS[name])
         elif isinstance(value, list | dict) or (name == "result" and value is not None):

@@ -193,6 +193,10 @@ class JobRecord:
     # `run_until_idle`, the drive's own id); None for a job never claimed. Kept after the
     # job finishes.
     worker: str | None = None
+    # Workflows: what a job with parents waits for (`configure(after_outcome=...)`:
+    # "succeeded" or "finished"); None for a job without parents. Filled by every read;
+    # the durable stores' claims leave it None.
+    after_outcome: str | None = None
 
     @property
     def lease(self) -> Lease:
@@ -254,7 +258,7 @@ def _positional_constructor(cls: type[_Frozen]) -> Callable[..., _Frozen]:
     return build
 
 
-# `JobRecord(...)` with all 24 fields positionally, in declaration order (see above).
+# `JobRecord(...)` with all 25 fields positionally, in declaration order (see above).
 new_record: Callable[..., JobRecord] = _positional_constructor(JobRecord)
 _new_lease: Callable[[int, str, int], Lease] = _positional_constructor(Lease)
 

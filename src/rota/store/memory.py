@@ -194,6 +194,7 @@ class MemoryStore:
             due_at=job.due_at, args=args, kwargs=kwargs, created_at=now,
             last_error=start.error, finished_at=now if start.state.finished else None,
             trace_context=job.trace_context, parents=job.parents,
+            after_outcome=job.after_outcome,
         )
         for parent in job.parents:
             self._edges.setdefault(parent, {})[job_id] = not states[parent].finished

@@ -277,7 +277,8 @@ class SqlStore(ABC, Generic[Conn]):
         undecodable arguments set `arguments_error` (rota.store.corrupt)."""
         (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
          created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-         finished_at, key, last_traceback, parents, progress, errors, worker) = row
+         finished_at, key, last_traceback, parents, progress, errors, worker,
+         after_outcome) = row
         at = self._from_db_time
         args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
         return JobRecord(
@@ -291,7 +292,7 @@ class SqlStore(ABC, Generic[Conn]):
             finished_at=None if finished_at is None else at(finished_at), key=key,
             last_traceback=last_traceback, parents=self._from_db_parents(parents),
             progress=progress_from_json(progress), errors=errors_from_json(errors),
-            worker=worker,
+            worker=worker, after_outcome=after_outcome,
         )
 
     @abstractmethod

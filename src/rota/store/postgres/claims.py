@@ -60,7 +60,7 @@ def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at:
         job_id, name, queue, JobState.LEASED, attempt, due_at, args, kwargs, last_error,
         created_at, None, owner, lease_expires_at, started_at, None, False, arguments_error,
         None, trace_context, None, () if parents is None else tuple(parents), None, (),
-        worker,
+        worker, None,
     )
 
 

@@ -107,7 +107,7 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
         created, None if finished_at is None else at(finished_at), owner, expires, started,
         None if result is None else decode_result(result), bool(cancel_requested),
         arguments_error, None, trace_context, None,
-        () if parents is None else tuple(json.loads(parents)), None, (), worker,
+        () if parents is None else tuple(json.loads(parents)), None, (), worker, None,
     )
 
 
