@@ -12,7 +12,7 @@ from rota.cli.common import add_store_options, limit_arg, offset_arg, opened_sto
 from rota.cli.display import make_console, print_whole, user_text
 from rota.core.jobs import JobRecord, JobState
 from rota.core.plurals import counted
-from rota.core.progress import AttemptError, Progress
+from rota.core.progress import attempt_error_fields, progress_fields, progress_text
 
 
 def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,29 +41,6 @@ def _time(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat()
 
 
-def progress_as_json(progress: Progress | None) -> dict[str, object] | None:
-    if progress is None:
-        return None
-    return {"done": progress.done, "total": progress.total, "message": progress.message,
-            "at": progress.at.isoformat()}
-
-
-def progress_text(progress: Progress | None) -> str:
-    """`3/10 (30%) rows`, `7 pages` without a total; "" for none."""
-    if progress is None:
-        return ""
-    done = f"{progress.done:g}"
-    fraction = progress.fraction
-    text = done if fraction is None else (
-        f"{done}/{progress.total:g} ({fraction:.0%})")
-    return f"{text} {progress.message}".rstrip()
-
-
-def error_as_json(error: AttemptError) -> dict[str, object]:
-    return {"attempt": error.attempt, "at": error.at.isoformat(), "error": error.error,
-            "worker": error.worker, "traceback": error.traceback}
-
-
 def job_as_json(job: JobRecord) -> dict[str, object]:
     """Every field of a job record, JSON-ready (times as ISO 8601 text, None as null), the
     failed attempts and the traceback last."""
@@ -75,12 +52,13 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
         "finished_at": _time(job.finished_at),
         "result": job.result, "cancel_requested": job.cancel_requested,
         "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
-        "worker": job.worker, "progress": progress_as_json(job.progress),
+        "worker": job.worker,
+        "progress": None if job.progress is None else progress_fields(job.progress),
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
         **({"key": job.key} if job.key is not None else {}),
         **({"after_outcome": job.after_outcome} if job.after_outcome is not None else {}),
         # Last: they may run to 16 KiB of lines each, the rest should not scroll away.
-        "errors": [error_as_json(error) for error in job.errors],
+        "errors": [attempt_error_fields(error) for error in job.errors],
         "last_traceback": job.last_traceback,
     }
 

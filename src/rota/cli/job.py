@@ -16,9 +16,10 @@ from rota.cli.common import (
     whole_number,
 )
 from rota.cli.display import make_console, user_text
-from rota.cli.inspect_store import job_as_json, progress_text
+from rota.cli.inspect_store import job_as_json
 from rota.core.jobs import JobRecord
 from rota.core.plurals import counted
+from rota.core.progress import progress_text
 from rota.store import related
 
 # Parents and children shown by default: a fan-in of 10,000 parents stays one screen.

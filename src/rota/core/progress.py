@@ -111,10 +111,25 @@ def worker_of_owner(owner: str) -> str:
     return owner.rpartition("@")[2]
 
 
+def progress_fields(progress: Progress) -> dict[str, Any]:
+    """`progress` as a JSON object (its time as ISO 8601 text): as stored, and as
+    `rota job --json` and the dashboard's API show it."""
+    return {"done": progress.done, "total": progress.total, "message": progress.message,
+            "at": progress.at.isoformat()}
+
+
 def progress_json(progress: Progress) -> str:
-    return json.dumps({"done": progress.done, "total": progress.total,
-                       "message": progress.message, "at": progress.at.isoformat()},
-                      ensure_ascii=False)
+    return json.dumps(progress_fields(progress), ensure_ascii=False)
+
+
+def progress_text(progress: Progress | None) -> str:
+    """`3/10 (30%) rows`; `7 pages` without a total; "" for none."""
+    if progress is None:
+        return ""
+    done = f"{progress.done:g}"
+    fraction = progress.fraction
+    text = done if fraction is None else f"{done}/{progress.total:g} ({fraction:.0%})"
+    return f"{text} {progress.message}".rstrip()
 
 
 def progress_from_json(text: str | None) -> Progress | None:
@@ -125,10 +140,15 @@ def progress_from_json(text: str | None) -> Progress | None:
                     datetime.fromisoformat(value["at"]))
 
 
+def attempt_error_fields(error: AttemptError) -> dict[str, Any]:
+    """`error` as a JSON object (its time as ISO 8601 text), the traceback last: as
+    stored, and as `rota job --json` and the dashboard's API show it."""
+    return {"attempt": error.attempt, "at": error.at.isoformat(), "error": error.error,
+            "worker": error.worker, "traceback": error.traceback}
+
+
 def attempt_error_json(error: AttemptError) -> str:
-    return json.dumps({"attempt": error.attempt, "at": error.at.isoformat(),
-                       "error": error.error, "traceback": error.traceback,
-                       "worker": error.worker}, ensure_ascii=False)
+    return json.dumps(attempt_error_fields(error), ensure_ascii=False)
 
 
 def _attempt_error(value: dict[str, Any]) -> AttemptError:
