@@ -20,7 +20,8 @@ def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         "jobs", help="list jobs, filtered by state, Queue and job name",
         description="List jobs in id order (oldest first; --newest for newest first; "
         "--newest with a finished --state: the most recently finished first), a page at "
-        "a time: --limit N jobs after skipping --offset M.")
+        "a time: --limit N jobs after skipping --offset M. A progress column (done/total "
+        "(percent) message) appears when a listed job reported progress.")
     add_store_options(parser, json_help="print JSON instead of a table")
     parser.add_argument("--state", choices=[s.value for s in JobState],
                         help="only jobs in this state (waiting: workflow jobs whose "

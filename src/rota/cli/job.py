@@ -31,8 +31,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "job", help="show one job, every field, and its parents and children",
         description="Show one job: its state, attempts, times (finished_at, and the "
-        "duration of its last attempt where known), arguments, result, last error and the "
-        "traceback of its last failed attempt. For a job of a workflow, its parents (the "
+        "duration of its last attempt where known), arguments, result, the worker that ran "
+        "its last attempt (the id `rota workers` lists), its progress (what its handler "
+        "last reported with set_progress: done/total (percent) message), every failed "
+        "attempt kept (the last 20, one a line: attempt, when, worker, error; --json adds "
+        "their tracebacks), its last error and the traceback of its last failed attempt. "
+        "For a job of a workflow, what it waits for (after outcome), its parents (the "
         "jobs it was enqueued after, in the order given) and its children (the jobs "
         "enqueued after it), each with its id, name and state: the first --related of "
         "each, and how many more there are. For a waiting job, how many of its parents "
