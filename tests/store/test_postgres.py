@@ -937,6 +937,8 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
     admin.execute("ALTER TABLE rota.jobs DROP COLUMN parents, DROP COLUMN after_outcome, "
                   "DROP COLUMN waiting_for, DROP COLUMN has_children")
     admin.execute("DROP TABLE rota.leaders")  # migration 15
+    admin.execute("ALTER TABLE rota.jobs DROP COLUMN progress, DROP COLUMN errors, "
+                  "DROP COLUMN worker")  # migration 17
     admin.execute("DELETE FROM rota.schema_migrations WHERE version >= 8")
     admin.execute(
         "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
