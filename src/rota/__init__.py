@@ -12,6 +12,7 @@ from rota.core.clock import Clock, SystemClock, VirtualClock
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import JobRecord, JobState, PayloadTooLarge
 from rota.core.policy import DispatchPolicy, Strict, Weighted
+from rota.core.progress import AttemptError, Progress
 from rota.core.queue_controls import QueueInfo
 from rota.core.rates import QueueRate
 from rota.core.retention import Retention
@@ -31,6 +32,7 @@ from rota.worker.events import OutcomeEvent, OutcomeKind
 
 __all__ = [
     "App",
+    "AttemptError",
     "Clock",
     "ConfiguredJob",
     "CurrentJob",
@@ -43,6 +45,7 @@ __all__ = [
     "OutcomeEvent",
     "OutcomeKind",
     "PayloadTooLarge",
+    "Progress",
     "QueueInfo",
     "QueueRate",
     "QueueShare",

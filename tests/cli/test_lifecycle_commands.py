@@ -11,6 +11,7 @@ import pytest
 
 from rota.cli import main
 from rota.core.jobs import CANCELLED_ON_REQUEST, JobState, NewJob
+from rota.core.progress import Progress
 from rota.store import Store, open_store
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -74,8 +75,9 @@ def test_job_shows_every_field(store: Store, capsys: pytest.CaptureFixture[str])
         "started_at": (T0 + timedelta(seconds=5)).isoformat(),
         "finished_at": finished.isoformat(), "duration_s": 1.5, "result": {"sum": 5},
         "cancel_requested": False, "lease_owner": None, "lease_expires_at": None,
-        "parents_total": 0, "waiting_for": None, "parents": [], "children_total": 0,
-        "children": [], "last_traceback": None,
+        "worker": "w", "progress": None, "errors": [], "parents_total": 0,
+        "waiting_for": None, "parents": [], "children_total": 0, "children": [],
+        "last_traceback": None,
     }
     # And the table shows them too
     assert main(["job", str(job_id), "--store", store.url]) == 0
@@ -133,6 +135,46 @@ def test_job_shows_the_traceback_of_the_last_failed_attempt(
     assert isinstance(still, dict)
     assert (still["duration_s"], still["last_traceback"], still["finished_at"]) == (
         None, None, None)
+
+
+def test_job_and_jobs_show_progress_every_failed_attempt_and_the_worker(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a job retried once on one worker, then running on another, reporting progress
+    (job_id,) = store.enqueue([NewJob("export", "q", T0)], T0)
+    store.claim(["q"], 1, now=T0, owner="g@host-a:1:aaaa0000",
+                lease_expires_at=T0 + timedelta(minutes=1))
+    lease = store.get_job(job_id).lease  # type: ignore[union-attr]
+    assert store.retry(lease, T0 + timedelta(seconds=1), T0, "TimeoutError: slow",
+                       traceback="Traceback: slow\n")
+    store.claim(["q"], 1, now=T0 + timedelta(seconds=2), owner="g@host-b:2:bbbb0000",
+                lease_expires_at=T0 + timedelta(minutes=1))
+    lease = store.get_job(job_id).lease  # type: ignore[union-attr]
+    assert store.set_progress(lease, Progress(40, 160, "rows", T0 + timedelta(seconds=3)))
+    # When it is shown
+    shown = out_json(capsys) if main(["job", str(job_id), "--store", store.url,
+                                      "--json"]) == 0 else None
+    assert isinstance(shown, dict)
+    # Then JSON has the progress, the failed attempt and the worker running it now
+    assert shown["progress"] == {"done": 40, "total": 160, "message": "rows",
+                                 "at": (T0 + timedelta(seconds=3)).isoformat()}
+    assert shown["errors"] == [{"attempt": 1, "at": (T0 + timedelta(seconds=1)).isoformat(),
+                                "error": "TimeoutError: slow", "worker": "host-a:1:aaaa0000",
+                                "traceback": "Traceback: slow\n"}]
+    assert shown["worker"] == "host-b:2:bbbb0000"
+    # And so does the table, one failed attempt a line
+    assert main(["job", str(job_id), "--store", store.url]) == 0
+    rows = {cells[1].strip(): cells[2].strip() for line in capsys.readouterr().out.splitlines()
+            if len(cells := line.split("│")) == 4}
+    assert rows["progress"] == "40/160 (25%) rows"
+    assert rows["failed attempts"].split() == [
+        "#1", (T0 + timedelta(seconds=1)).isoformat(), "host-a:1:aaaa0000", "TimeoutError:",
+        "slow"]
+    assert rows["worker"] == "host-b:2:bbbb0000"
+    # And `rota jobs` grows a progress column
+    assert main(["jobs", "--store", store.url]) == 0
+    listing = capsys.readouterr().out
+    assert "progress" in listing and "40/160 (25%) rows" in listing
 
 
 def test_job_of_an_unknown_id_is_one_line_and_exit_1(

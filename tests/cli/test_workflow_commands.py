@@ -105,6 +105,8 @@ def test_job_shows_a_fan_in_capped_with_the_parents_it_waits_for_first(
     assert main(["job", str(flow.merge), "--app", flow.spec]) == 0
     rows = table_rows(capsys.readouterr().out)
     assert ("waiting for", "3 of 25 parents, not finished yet") in rows
+    assert ("after outcome", "finished: runs once every parent finished") in rows
+    assert shown["after_outcome"] == "finished"
     start = rows.index(("parents", "25 parents:"))
     listed = rows[start + 1:start + 22]
     assert listed[0] == ("", f"{flow.later[0]}  scheduled  fetch")
@@ -130,6 +132,13 @@ def test_job_shows_a_chain_link_with_its_parent_and_child(
     assert main(["job", str(flow.load), "--app", flow.spec]) == 0
     rows = table_rows(capsys.readouterr().out)
     assert ("waiting for", "1 of 1 parent, not finished yet") in rows
+    # And what it waits for: every parent to succeed (the default after_outcome)
+    assert ("after outcome", "succeeded: runs once every parent succeeded") in rows
+    assert shown_json(capsys, "job", str(flow.load), "--app",
+                      flow.spec)["after_outcome"] == "succeeded"
+    # A job without parents has none
+    assert "after_outcome" not in shown_json(capsys, "job", str(flow.extract), "--app",
+                                             flow.spec)
     start = rows.index(("parents", "1 parent:"))
     assert rows[start + 1][1].split() == [str(flow.transform), "scheduled", "step"]
     assert ("children", "") in rows

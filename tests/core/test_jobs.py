@@ -32,6 +32,7 @@ from rota.core.jobs import (
     transition,
     validate_job_name,
 )
+from rota.core.progress import AttemptError, Progress
 
 S, E = JobState, JobEvent
 LEGAL = {
@@ -305,7 +306,9 @@ def test_new_record_is_an_ordinary_frozen_job_record() -> None:
     at = datetime(2026, 1, 2, tzinfo=UTC)
     values = (7, "email", "mail", JobState.LEASED, 2, at, (1, "a"), {"k": [1]}, "boom", at,
               None, "owner", at, at, {"r": 1}, True, None, "key", '{"tp": "x"}',
-              "Traceback (most recent call last): ...", (3, 5), {"tenant": "acme"}, 4, at)
+              "Traceback (most recent call last): ...", (3, 5), {"tenant": "acme"}, 4, at,
+              Progress(1, 2, "half", at), (AttemptError(1, at, "e", None, "h:1:t"),), "h:1:t",
+              "finished")
     built = new_record(*values)
     assert type(built) is JobRecord
     assert built == JobRecord(*values)

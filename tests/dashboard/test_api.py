@@ -12,6 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 import rota
+from rota.core.jobs import NewJob
 from rota.core.workers import ServedCount
 from rota.store.memory import MemoryStore
 from tests.dashboard.conftest import NOW, START, Seeded, ServedDashboard, seed
@@ -220,6 +221,41 @@ def test_the_job_detail_shows_the_traceback_of_the_last_failed_attempt(
     # And a job that never failed has no traceback block
     assert dashboard.get(f"/api/jobs/{done}").json()["last_traceback"] is None
     assert 'class="last-traceback"' not in dashboard.get(f"/jobs/{done}").text
+
+
+def test_the_job_detail_shows_progress_every_failed_attempt_and_the_worker(
+    seeded: Seeded, serve: Serve
+) -> None:
+    # Given a job that failed once, then runs reporting progress
+    store = seeded.app.store
+    (job_id,) = store.enqueue([NewJob("export", "x", NOW)], NOW)
+    store.claim(["x"], 1, now=NOW, owner="g@host-a:1:aaaa0000",
+                lease_expires_at=NOW + timedelta(minutes=1))
+    assert store.retry(seeded.job(job_id).lease, NOW, NOW, "TimeoutError: slow <b>",
+                       traceback="Traceback: slow\n")
+    store.claim(["x"], 1, now=NOW, owner="g@host-b:2:bbbb0000",
+                lease_expires_at=NOW + timedelta(minutes=1))
+    assert store.set_progress(seeded.job(job_id).lease, rota.Progress(40, 160, "rows", NOW))
+    dashboard = serve(seeded.source, clock=seeded.clock)
+    # When its detail is read, as JSON and as the page
+    job = dashboard.get(f"/api/jobs/{job_id}").json()
+    page = dashboard.get(f"/jobs/{job_id}").text
+    # Then the JSON has them, as `rota job --json` has them
+    assert job["progress"] == {"done": 40, "total": 160, "message": "rows",
+                               "at": NOW.isoformat()}
+    assert job["errors"] == [{"attempt": 1, "at": NOW.isoformat(),
+                              "error": "TimeoutError: slow <b>", "worker": "host-a:1:aaaa0000",
+                              "traceback": "Traceback: slow\n"}]
+    assert job["worker"] == "host-b:2:bbbb0000"
+    # And the page draws a bar with its text, and lists the failed attempt, escaped
+    assert '<progress value="250" max="1000"></progress>' in page
+    assert '<span class="progress-text">40/160 (25%) rows</span>' in page
+    assert '<pre class="attempt-error">TimeoutError: slow &lt;b&gt;</pre>' in page
+    assert '<td class="attempt-worker">host-a:1:aaaa0000</td>' in page
+    # And a job that never failed nor reported has neither
+    [done] = seeded.ids["done"]
+    other = dashboard.get(f"/jobs/{done}").text
+    assert "<progress" not in other and 'class="attempt-errors"' not in other
 
 
 def test_api_job_detail_and_its_estimate(seeded: Seeded, serve: Serve) -> None:

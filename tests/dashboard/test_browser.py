@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -297,6 +298,45 @@ def test_a_childs_page_leads_to_its_parent(
         driver.get(f"{dashboard.url}/jobs/{child}")
         by_css(driver, f"svg.workflow-graph g.node[data-job='{parent}']").click()
         wait_for(driver, lambda d: d.current_url.endswith(f"/jobs/{parent}"))
+    finally:
+        app.close()
+
+
+def test_a_running_jobs_page_shows_its_progress_bar_and_failed_attempts(
+    driver: Any, tmp_path: Path, clock: rota.VirtualClock,
+    serve: Callable[..., ServedDashboard],
+) -> None:
+    # Given a job that failed once and now runs, 3 of 8 done
+    url = f"sqlite:///{tmp_path / 'progress.db'}"
+    app = rota.App(url, clock=clock)
+    try:
+        @app.job("export", queue="q")
+        def export() -> None: ...
+
+        job_id = export.enqueue()
+        store, now = app.store, clock.now()
+        store.claim(["q"], 1, now=now, owner="g@host-a:1:aaaa0000",
+                    lease_expires_at=now + timedelta(minutes=1))
+        assert store.retry(app.get_job(job_id).lease, now, now,  # type: ignore[union-attr]
+                           "TimeoutError: slow", traceback="Traceback: slow\n")
+        store.claim(["q"], 1, now=now, owner="g@host-b:2:bbbb0000",
+                    lease_expires_at=now + timedelta(minutes=1))
+        lease = app.get_job(job_id).lease  # type: ignore[union-attr]
+        assert store.set_progress(lease, rota.Progress(3, 8, "files", now))
+        dashboard = serve(url, clock=clock)
+        # When its page is opened
+        driver.get(f"{dashboard.url}/jobs/{job_id}")
+        # Then a bar shows how far it got, with its text
+        bar = by_css(driver, ".job-progress progress")
+        assert (bar.get_attribute("value"), bar.get_attribute("max")) == ("375", "1000")
+        assert by_css(driver, ".job-progress .progress-text").text == "3/8 (38%) files"
+        assert by_css(driver, ".job-worker").text == "host-b:2:bbbb0000"
+        # And the failed attempt is listed, its traceback folded until opened
+        assert by_css(driver, "tr[data-attempt='1'] .attempt-error").text == "TimeoutError: slow"
+        assert not by_css(driver, ".attempt-traceback").is_displayed()
+        by_css(driver, "tr[data-attempt='1'] details summary").click()
+        wait_for(driver, lambda d: by_css(d, ".attempt-traceback").is_displayed())
+        driver.save_screenshot(str(browser.screenshot_path("job-progress")))
     finally:
         app.close()
 

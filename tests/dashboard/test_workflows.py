@@ -107,6 +107,9 @@ def test_api_job_lists_parents_and_children_with_their_states(
     assert merge["children"] == [{"id": flow.publish, "name": "step", "state": "waiting"}]
     assert merge["workflow"]["more"] == {"parents": 5}
     assert list(merge)[-3:] == ["last_traceback", "estimate", "workflow"]
+    # What each waits for: the fan-in every parent's end, the others every parent's success
+    assert (merge["after_outcome"], link["after_outcome"]) == ("finished", "succeeded")
+    assert "after_outcome" not in dashboard.get(f"/api/jobs/{flow.extract}").json()
     # A parent of the fan-in lists it as its child
     fetch = dashboard.get(f"/api/jobs/{flow.fetches[0]}").json()
     assert fetch["parents"] == [] and fetch["children"] == [
@@ -136,8 +139,13 @@ def test_job_page_links_parents_and_children_and_draws_the_graph(
     assert f'href="/jobs/{flow.load}"' not in svg  # the job itself is no link
     assert svg.count('class="edge"') == 3
     assert 'class="node state-scheduled current"' in svg
+    assert ('<td class="after-outcome">every parent succeeded (after_outcome succeeded; '
+            'cancelled if one does not)</td>') in page
     # A fan-in: 30 parents drawn, "+5 more", and the grandchild-less child on the right
-    svg = svg_of(dashboard.get(f"/jobs/{flow.merge}").text)
+    merge_page = dashboard.get(f"/jobs/{flow.merge}").text
+    assert ('<td class="after-outcome">every parent finished, however it ended '
+            '(after_outcome finished)</td>') in merge_page
+    svg = svg_of(merge_page)
     drawn = nodes_of(svg)
     assert [job for job, level in drawn if level == -1] == (flow.later + flow.fetches)[:30]
     assert [(job, level) for job, level in drawn if level >= 0] == [

@@ -49,7 +49,7 @@ def hold_claim_open(url: str, holding: Event, never: Event) -> None:
     store = SQLiteStore.from_url(url)
     # Private API on purpose: the test needs a claim caught between UPDATE and COMMIT.
     with store._write("claiming") as conn:
-        params = {"queue": "q", "limit": 1, "now": _us(T0), "owner": "doomed",
+        params = {"queue": "q", "limit": 1, "now": _us(T0), "owner": "doomed", "worker": "doomed",
                   "lease_expires_at": _us(T0 + LEASE)}
         assert conn.execute(_sql("claim"), params).fetchall()
         holding.set()

@@ -275,7 +275,8 @@ def floors(count: int, prefix: str = "") -> dict[str, object]:
 
 
 CLAIM_VALUES: dict[str, object] = {"queues": ["q"], **floors(1), "limits": [10], "limit": 10,
-                                   "now": T0, "owner": "w", "lease_expires_at": T0 + LEASE}
+                                   "now": T0, "owner": "w", "worker": "w",
+                                   "lease_expires_at": T0 + LEASE}
 CLAIM_TWO: dict[str, object] = {**CLAIM_VALUES, **floors(2), "queues": ["q", "r"],
                                 "limits": [10, 10]}
 
@@ -308,7 +309,8 @@ CLAIM_TWO: dict[str, object] = {**CLAIM_VALUES, **floors(2), "queues": ["q", "r"
         ("release", {**LEASES, "now": T0, "cancelled_error": "c", "channel": "c"}, "jobs_pkey"),
         ("heartbeat", {**LEASES, "now": T0, "lease_expires_at": T0 + LEASE}, "jobs_pkey"),
         ("retry", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "error": "e",
-                   "now": T0, "cancelled_error": "c", "traceback": "t", "channel": "c"},
+                   "now": T0, "cancelled_error": "c", "traceback": "t", "channel": "c",
+                   "attempt_error": '{"attempt": 1}'},
          "jobs_pkey"),
         ("snooze", {"id": 1, "owner": "w", "attempt": 1, "due_at": T0, "now": T0,
                     "cancelled_error": "c", "channel": "c"}, "jobs_pkey"),
@@ -529,7 +531,7 @@ def test_a_claim_over_a_limited_queue_waits_for_the_claimer_before_it(
     ids = store.enqueue([new("q") for _ in range(4)], T0)
     store.set_queue_limit("q", 2)
     params = {"queues": ["q"], **floors(1), "limits": [2], "limit": 2, "now": T0, "owner": "first",
-              "lease_expires_at": T0 + LEASE}
+              "worker": "first", "lease_expires_at": T0 + LEASE}
     with psycopg.connect(pg_url) as first:
         first.execute(render_sql("lock_queue_limits", "rota"), {"queues": ["q"]})
         taken = first.execute(render_sql("claim_limited", "rota"), params).fetchall()
@@ -648,7 +650,7 @@ def test_a_connection_dying_between_claim_and_commit_leaves_the_job_claimable(
     try:
         claimed = dying.execute(render_sql("claim", "rota"), {
             "queues": ["q"], **floors(1), "limits": [1], "limit": 1, "now": T0, "owner": "dying",
-            "lease_expires_at": T0 + LEASE}).fetchall()
+            "worker": "dying", "lease_expires_at": T0 + LEASE}).fetchall()
         assert [row[0] for row in claimed] == [job_id]
         # Then another claimer skips the locked job instead of waiting for it
         assert store.claim(["q"], 1, now=T0, owner="w2", lease_expires_at=T0 + LEASE) == []
@@ -992,6 +994,8 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
                   "DROP COLUMN paused, DROP COLUMN stored")  # stored schedules' migration
     admin.execute("ALTER TABLE rota.jobs DROP COLUMN snoozes, "
                   "DROP COLUMN expires_at")  # migration 19
+    admin.execute("ALTER TABLE rota.jobs DROP COLUMN progress, DROP COLUMN errors, "
+                  "DROP COLUMN worker")  # migration 20
     admin.execute("DELETE FROM rota.schema_migrations WHERE version >= 8")
     admin.execute(
         "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "

@@ -92,7 +92,7 @@ def test_claims_start_past_what_they_took_while_a_snapshot_is_held(
 def _index_reads(admin: Any, floor_due: object, floor_id: int) -> int:
     """Shared buffers the claim's index scan touches, run and rolled back (EXPLAIN
     ANALYZE)."""
-    params = {"queues": "{q}", "limits": "{10}", "limit": 10, "owner": "x",
+    params = {"queues": "{q}", "limits": "{10}", "limit": 10, "owner": "x", "worker": "x",
               "now": T0 + timedelta(seconds=2), "lease_expires_at": T0 + LEASE,
               "floor_dues": [floor_due], "floor_ids": f"{{{floor_id}}}"}
     with admin.transaction(force_rollback=True):

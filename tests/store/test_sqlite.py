@@ -673,7 +673,7 @@ def test_a_batched_claim_is_one_statement_of_index_range_scans(store: SQLiteStor
     # When claim_many with three arms (a batched claim) is planned
     from rota.store.sqlite.claims import claim_many_sql as _claim_many_sql
 
-    params: dict[str, object] = {"now": 0, "owner": "w", "lease_expires_at": 1}
+    params: dict[str, object] = {"now": 0, "owner": "w", "worker": "w", "lease_expires_at": 1}
     for index in range(3):
         params[f"queue_{index}"] = f"q{index}"
         params[f"limit_{index}"] = 2

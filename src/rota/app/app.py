@@ -585,7 +585,8 @@ class App:
             follow_stored_policies(self.store, runners)
             self._notify_enqueued(self._schedules.fire_inline(self.store, self.clock))
             drive = InlineDrive(self.store, self.clock, self._handlers, self._retry_policy_for,
-                                lambda: self._outcome_callbacks, self._attempt_hooks)
+                                lambda: self._outcome_callbacks, self._attempt_hooks,
+                                worker_id=self._groups.inline_worker_id)
             return await drive.drain(runners, max_executions)
 
     # -- the real-time runtime ------------------------------------------------------------

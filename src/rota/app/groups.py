@@ -30,7 +30,7 @@ from rota.core.retry import RetryPolicy
 from rota.core.serving import PolicyInForce, in_force
 from rota.core.workers import policy_parts
 from rota.store.base import Store
-from rota.worker.group import GroupRunner, Handler, retry_policy
+from rota.worker.group import GroupRunner, Handler, new_worker_id, retry_policy
 
 
 class WorkerGroups:
@@ -43,6 +43,9 @@ class WorkerGroups:
         # Replaced, never mutated, so enqueuing threads may iterate it without a lock.
         self._listeners: tuple[Callable[[str], None], ...] = ()
         self._policy_listeners: tuple[Callable[[], None], ...] = ()
+        # The worker id of this App's inline drive (`run_until_idle`): the `worker` of the
+        # jobs it runs, the same for every call (a real-time drive has its own).
+        self.inline_worker_id = new_worker_id()
 
     def add(self, options: WorkerGroupOptions) -> None:
         if not isinstance(options, WorkerGroupOptions):

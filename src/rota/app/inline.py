@@ -29,11 +29,13 @@ from rota.core.jobs import JobRecord
 from rota.core.outcomes import Outcome
 from rota.core.retry import RetryPolicy
 from rota.store import Store
+from rota.worker.context import CurrentJob, flush_progress
 from rota.worker.events import OutcomeCallback
 from rota.worker.execution import execute
 from rota.worker.group import (
     GroupRunner,
     Handler,
+    new_worker_id,
     record_outcome,
     report_expired,
     sweep_expired_leases,
@@ -45,6 +47,7 @@ from rota.worker.hooks import (
     call_before,
     call_on_outcome,
 )
+from rota.worker.progress import InlineProgress
 from rota.worker.tracing import Tracing
 
 
@@ -69,13 +72,14 @@ class InlineDrive:
         retry_for: the RetryPolicy of an expired lease's job (the sweep's retries).
         outcome_callbacks: the App's current outcome callbacks, read per outcome.
         extra_hooks: attempt hooks besides tracing and the callbacks (rota.worker.hooks).
+        worker_id: the drive's worker id, which the jobs it runs record (default: a new one).
     """
 
     def __init__(
         self, store: Store, clock: Clock, handlers: Mapping[str, Handler],
         retry_for: Callable[[JobRecord], RetryPolicy],
         outcome_callbacks: Callable[[], Sequence[OutcomeCallback]],
-        extra_hooks: Sequence[AttemptHook] = (),
+        extra_hooks: Sequence[AttemptHook] = (), *, worker_id: str | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
@@ -83,11 +87,17 @@ class InlineDrive:
         self.retry_for = retry_for
         self.outcome_callbacks = outcome_callbacks
         self.extra_hooks = tuple(extra_hooks)
+        self.progress = InlineProgress(store, clock)
+        # The drive's own worker id: the `JobRecord.worker` of the jobs it runs.
+        self.worker_id = new_worker_id() if worker_id is None else worker_id
 
     async def drain(self, runners: Sequence[GroupRunner],
                     max_executions: int | None = None) -> int:
         """Round after round until idle; returns the number of job executions."""
         executions = 0
+        for runner in runners:
+            if not runner.owner.endswith(f"@{self.worker_id}"):
+                runner.use_worker_id(self.worker_id)
         while True:
             now = self.clock.now()
             sweep_expired_leases(self.store, now, self.retry_for)
@@ -124,10 +134,14 @@ class InlineDrive:
                         "clock between drives, or raise max_executions")
                 plan.serve()
                 started_at = self.clock.now()
+                current = CurrentJob(job, self.progress)
                 if hooks:
-                    result = await self._execute_hooked(runner, job, hooks)
+                    result = await self._execute_hooked(runner, job, hooks, current)
                 else:
-                    result = await execute(job, self.handlers, runner, self.clock)
+                    result = await execute(job, self.handlers, runner, self.clock,
+                                           current=current)
+                if current._pacing is not None:  # it reported progress: the last is written
+                    await flush_progress(current)
                 finished_at = self.clock.now()
                 index += 1  # this one ran: from here on, only the rest goes back
                 record_outcome(self.store, job, result, finished_at, runner.name)
@@ -155,13 +169,13 @@ class InlineDrive:
                              outcome_callbacks=self.outcome_callbacks, extra=self.extra_hooks)
 
     async def _execute_hooked(self, runner: GroupRunner, job: JobRecord,
-                              hooks: Sequence[AttemptHook]) -> Outcome:
+                              hooks: Sequence[AttemptHook], current: CurrentJob) -> Outcome:
         """`execute` with the hooks' before and after around it (rota.worker.hooks): the
         after sees None when the handler's run was cut short (then the job goes back)."""
         tokens = call_before(hooks, job, runner.name)
         result: Outcome | None = None
         try:
-            result = await execute(job, self.handlers, runner, self.clock)
+            result = await execute(job, self.handlers, runner, self.clock, current=current)
             return result
         finally:
             call_after(hooks, tokens, job, runner.name, result)

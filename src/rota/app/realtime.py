@@ -53,6 +53,8 @@ def worker_duties(store: Store, clock: Clock, retention: Retention | None,
                   schedules: AppSchedules, runners: Sequence[GroupRunner]) -> list[Duty]:
     """The housekeeping duties of a real-time worker running `runners`."""
     registry = RegistryDuty(store)
+    for runner in runners:  # its jobs record the id `rota workers` lists
+        runner.use_worker_id(registry.worker_id)
     lease = maintenance_lease_name(retention, list(schedules.by_name.values()))
     shortest = min((r.options.lease_duration.total_seconds() for r in runners), default=None)
     election = Election(store, clock, lease, registry.worker_id, job_lease_s=shortest)

@@ -20,6 +20,7 @@ from rota.cli.common import (
 from rota.cli.display import make_console, print_whole, user_text
 from rota.core.jobs import JobRecord, JobState
 from rota.core.plurals import counted
+from rota.core.progress import attempt_error_fields, progress_fields, progress_text
 
 
 def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,7 +31,9 @@ def register_jobs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         "a time: --limit N jobs after skipping --offset M. --meta KEY=VALUE (repeatable) "
         "keeps the jobs whose meta holds each KEY with that value, VALUE read as JSON "
         "when it is JSON (order=42 is the number; order='\"42\"' the text), else as text "
-        "(tenant=acme); with --meta, jobs come by id only and --offset is not taken.")
+        "(tenant=acme); with --meta, jobs come by id only and --offset is not taken. A "
+        "progress column (done/total (percent) message) appears when a listed job "
+        "reported progress.")
     add_store_options(parser, json_help="print JSON instead of a table")
     parser.add_argument("--state", choices=[s.value for s in JobState],
                         help="only jobs in this state (waiting: workflow jobs whose "
@@ -54,7 +57,7 @@ def _time(moment: datetime | None) -> str | None:
 
 def job_as_json(job: JobRecord) -> dict[str, object]:
     """Every field of a job record, JSON-ready (times as ISO 8601 text, None as null), the
-    traceback last."""
+    failed attempts and the traceback last."""
     return {
         "id": job.id, "name": job.name, "queue": job.queue, "state": job.state.value,
         "attempt": job.attempt, "due_at": job.due_at.isoformat(), "args": list(job.args),
@@ -63,12 +66,16 @@ def job_as_json(job: JobRecord) -> dict[str, object]:
         "finished_at": _time(job.finished_at),
         "result": job.result, "cancel_requested": job.cancel_requested,
         "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
+        "worker": job.worker,
+        "progress": None if job.progress is None else progress_fields(job.progress),
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
         **({"key": job.key} if job.key is not None else {}),
         **({"meta": job.meta} if job.meta else {}),
         **({"snoozes": job.snoozes} if job.snoozes else {}),
         **({"expires_at": _time(job.expires_at)} if job.expires_at is not None else {}),
-        # Last: it may run to 16 KiB of lines, the rest should not scroll away behind it.
+        **({"after_outcome": job.after_outcome} if job.after_outcome is not None else {}),
+        # Last: they may run to 16 KiB of lines each, the rest should not scroll away.
+        "errors": [attempt_error_fields(error) for error in job.errors],
         "last_traceback": job.last_traceback,
     }
 
@@ -90,11 +97,15 @@ def run_jobs(args: argparse.Namespace) -> int:
         print(json.dumps([job_as_json(job) for job in jobs], indent=2))
         return 0
     table = Table(title=counted(len(jobs), "job"))
-    for column in ("id", "name", "Queue", "state", "attempt", "due at", "last error"):
+    # A progress column only when a listed job reported progress.
+    with_progress = any(job.progress is not None for job in jobs)
+    for column in ("id", "name", "Queue", "state", "attempt", "due at",
+                   *(("progress",) if with_progress else ()), "last error"):
         table.add_column(column)
     for job in jobs:
+        progress = (user_text(progress_text(job.progress)),) if with_progress else ()
         table.add_row(str(job.id), user_text(job.name), user_text(job.queue), job.state.value,
-                      str(job.attempt), job.due_at.isoformat(timespec="seconds"),
+                      str(job.attempt), job.due_at.isoformat(timespec="seconds"), *progress,
                       user_text(job.last_error or job.arguments_error or ""))
     print_whole(make_console(), table)
     return 0

@@ -17,7 +17,9 @@ from rota.cli.common import (
 )
 from rota.cli.display import make_console, user_text
 from rota.cli.inspect_store import job_as_json
+from rota.core.jobs import JobRecord
 from rota.core.plurals import counted
+from rota.core.progress import progress_text
 from rota.store import related
 
 # Parents and children shown by default: a fan-in of 10,000 parents stays one screen.
@@ -29,8 +31,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "job", help="show one job, every field, and its parents and children",
         description="Show one job: its state, attempts, times (finished_at, and the "
-        "duration of its last attempt where known), arguments, result, last error and the "
-        "traceback of its last failed attempt. For a job of a workflow, its parents (the "
+        "duration of its last attempt where known), arguments, result, the worker that ran "
+        "its last attempt (the id `rota workers` lists), its progress (what its handler "
+        "last reported with set_progress: done/total (percent) message), every failed "
+        "attempt kept (the last 20, one a line: attempt, when, worker, error; --json adds "
+        "their tracebacks), its last error and the traceback of its last failed attempt. "
+        "For a job of a workflow, what it waits for (after outcome), its parents (the "
         "jobs it was enqueued after, in the order given) and its children (the jobs "
         "enqueued after it), each with its id, name and state: the first --related of "
         "each, and how many more there are. For a waiting job, how many of its parents "
@@ -48,6 +54,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 NOUNS = {"parents": ("parent", "parents"), "children": ("child", "children")}
+# What a job with parents waits for, by its after_outcome.
+AFTER_OUTCOME_WORDS = {"succeeded": "runs once every parent succeeded",
+                       "finished": "runs once every parent finished"}
+
+
+def _errors(job: JobRecord) -> str:
+    """Every failed attempt kept, one a line, oldest first: attempt, when, which worker,
+    the error (the last one's traceback is the next field)."""
+    return "\n".join(
+        f"#{error.attempt}  {error.at.isoformat(timespec='seconds')}  "
+        f"{error.worker or '-'}  {error.error}" for error in job.errors)
 
 
 def _listing(listed: object, total: object, singular: str, plural: str) -> str:
@@ -95,6 +112,15 @@ def run(args: argparse.Namespace) -> int:
                 continue
             name = "waiting for"
             text = f"{value} of {counted(len(job.parents), 'parent')}, not finished yet"
+        elif name == "after_outcome":
+            name = "after outcome"
+            words = AFTER_OUTCOME_WORDS.get(str(value))
+            text = str(value) if words is None else f"{value}: {words}"
+        elif name == "progress":
+            text = progress_text(job.progress)
+        elif name == "errors":
+            name = "failed attempts"
+            text = _errors(job)
         elif name in {"parents", "children"}:
             text = _listing(value, fields[f"{name}_total"], *NOUNS[name])
         elif isinstance(value, list | dict) or (name == "result" and value is not None):

@@ -28,6 +28,7 @@ from operator import attrgetter
 from typing import Any, TypeVar
 
 from rota.core.meta import check_meta_json
+from rota.core.progress import AttemptError, Progress
 from rota.core.queues import MAX_QUEUE_NAME_LENGTH, validate_queue_name
 
 JsonValue = Any  # what json.loads returns; kept opaque on purpose
@@ -98,6 +99,8 @@ REQUEUEABLE_STATES = frozenset(
 
 # `last_error` of a job that ended cancelled because its cancel was requested while leased.
 CANCELLED_ON_REQUEST = "Cancelled: cancelled on request while it ran (app.cancel / rota cancel)"
+# `last_error` of a scheduled or waiting job cancelled on request (it never ran then).
+CANCELLED_BEFORE_RUN = "Cancelled on request"
 
 
 def expired_error(expires_at: datetime) -> str:
@@ -159,6 +162,9 @@ class JobRecord:
             cancel, a `rota.Retry`). Cleared by a requeue.
         finished_at: when the job reached a finished state; None while it is not in one.
         started_at: when its last attempt started (its claim).
+        progress: what the handler last reported (`Progress`), None if nothing yet.
+        errors: every failed attempt (`AttemptError`), the last 20, oldest first.
+        worker: the id of the worker that ran the last attempt, as `rota workers` lists it.
     """
 
     id: int
@@ -206,6 +212,20 @@ class JobRecord:
     # it due later ends it cancelled ("Expired: ..."). None: it never expires. Cleared
     # by a requeue (a requeued job is a fresh run).
     expires_at: datetime | None = None
+    # What the handler last reported (`rota.current_job().set_progress`), None if nothing
+    # yet; a claim clears it (a new attempt reports anew) and so does a requeue.
+    progress: Progress | None = None
+    # Every failed attempt (retried, dead-lettered, quarantined, its lease expired), the
+    # last MAX_KEPT_ERRORS, oldest first; () for a job that never failed. Kept by a requeue.
+    errors: tuple[AttemptError, ...] = ()
+    # The id of the worker that ran the last attempt (`rota workers` lists it; under
+    # `run_until_idle`, the drive's own id); None for a job never claimed. Kept after the
+    # job finishes.
+    worker: str | None = None
+    # Workflows: what a job with parents waits for (`configure(after_outcome=...)`:
+    # "succeeded" or "finished"); None for a job without parents. Filled by every read;
+    # the durable stores' claims leave it None.
+    after_outcome: str | None = None
 
     @property
     def lease(self) -> Lease:
@@ -267,7 +287,7 @@ def _positional_constructor(cls: type[_Frozen]) -> Callable[..., _Frozen]:
     return build
 
 
-# `JobRecord(...)` with all 24 fields positionally, in declaration order (see above).
+# `JobRecord(...)` with all 28 fields positionally, in declaration order (see above).
 new_record: Callable[..., JobRecord] = _positional_constructor(JobRecord)
 _new_lease: Callable[[int, str, int], Lease] = _positional_constructor(Lease)
 

@@ -402,6 +402,7 @@ class Dashboard:
         )
         self.templates.filters["about"] = views.about
         self.templates.filters["ago"] = views.ago
+        self.templates.filters["progress_bar"] = views.progress_bar
         self.templates.filters["pct"] = lambda share: "" if share is None else f"{share:.0%}"
         self.templates.filters["tojson_pretty"] = lambda value: json.dumps(
             value, indent=2, ensure_ascii=False)

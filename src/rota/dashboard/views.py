@@ -19,6 +19,7 @@ from rota.core.estimate import StartEstimate, combine, estimate_start
 from rota.core.jobs import JobRecord, JobState
 from rota.core.policy import DispatchPolicy, Strict, Weighted, over_members
 from rota.core.policy_text import policy_text as policy_input
+from rota.core.progress import Progress, attempt_error_fields, progress_fields, progress_text
 from rota.core.queue_controls import QueueInfo, held_back_reason
 from rota.core.rates import describe_period
 from rota.core.serving import ServingIndex, serving_groups
@@ -287,6 +288,19 @@ def worker_json(worker: WorkerInfo, now: datetime,
 # -- Jobs -------------------------------------------------------------------------------------
 
 
+def progress_bar(fields: JSON | None) -> JSON | None:
+    """What the job page's progress bar shows of a job's `progress` (job_json's fields):
+    `value` and `max` of the <progress> element (no value: a total not known), and the
+    text beside it."""
+    if fields is None:
+        return None
+    progress = Progress(fields["done"], fields["total"], fields["message"],
+                        datetime.fromisoformat(fields["at"]))
+    fraction = progress.fraction
+    return {"value": None if fraction is None else round(fraction * 1000),
+            "max": 1000, "text": progress_text(progress), "at": fields["at"]}
+
+
 def job_json(job: JobRecord) -> JSON:
     """Every field of a job, and its last attempt's duration (the shape of `rota job
     --json`)."""
@@ -300,11 +314,15 @@ def job_json(job: JobRecord) -> JSON:
         "duration_s": None if duration is None else duration.total_seconds(),
         "result": job.result, "cancel_requested": job.cancel_requested,
         "lease_owner": job.lease_owner, "lease_expires_at": _time(job.lease_expires_at),
+        "worker": job.worker,
+        "progress": None if job.progress is None else progress_fields(job.progress),
         **({"arguments_error": job.arguments_error} if job.arguments_error else {}),
         **({"key": job.key} if job.key is not None else {}),
         **({"meta": job.meta} if job.meta else {}),
         **({"snoozes": job.snoozes} if job.snoozes else {}),
         **({"expires_at": _time(job.expires_at)} if job.expires_at is not None else {}),
+        **({"after_outcome": job.after_outcome} if job.after_outcome is not None else {}),
+        "errors": [attempt_error_fields(error) for error in job.errors],
         "last_traceback": job.last_traceback,
     }
 

@@ -40,7 +40,15 @@ Rules every store follows (the contract suite in tests/store/ checks each one):
   traceback given to `retry` or `dead_letter` (bounded by
   `rota.core.outcomes.bound_traceback`), else None (quarantine, cancel, lease expiry);
   writes that keep `last_error` keep it. Claims and successes never touch either.
-- A claim records `now` as the job's `started_at`; `complete` stores each job's result.
+- A claim records `now` as the job's `started_at`, its owner's worker id as `worker`
+  (`rota.core.progress.worker_of_owner`: kept after the job finishes) and clears its
+  `progress`; `complete` stores each job's result.
+- Failed attempts: `retry`, `dead_letter`, `quarantine` and `expire_lease` append one
+  `AttemptError` (the lease's attempt, `now`, the error and its bounded traceback, the
+  lease owner's worker id) to the job's `errors`, in the same write, keeping the last
+  `MAX_KEPT_ERRORS` (20); nothing else changes `errors` (a requeue keeps them).
+- `set_progress` is fenced by the lease; a claim and a requeue clear `progress`.
+- `cancel` of a scheduled or waiting job records `CANCELLED_BEFORE_RUN` as its last error.
 - Every change into a finished state (`complete`, `dead_letter`, `quarantine`, `cancel`,
   `cancel_leased`, `expire_lease` dead-lettering, and `retry`/`release`/`expire_lease`
   of a job whose cancel was requested) sets `finished_at` to its `now`; nothing else sets it, and
@@ -139,6 +147,7 @@ from rota.core.outcomes import (
     Succeeded,
 )
 from rota.core.policy import DispatchPolicy
+from rota.core.progress import Progress
 from rota.core.queue_controls import QueueInfo, QueueSettings
 from rota.core.rates import QueueRate
 from rota.core.schedules import FireOutcome, ScheduleRegistration, ScheduleRow
@@ -500,6 +509,12 @@ class Store(GroupPolicyStore, LeaderStore, Protocol):
         """Cancel a scheduled or waiting job at once, or mark a leased one `cancel_requested` (its
         worker learns it within about a second, `cancel_requests`). False for a finished or
         unknown job."""
+        ...
+
+    def set_progress(self, lease: Lease, progress: Progress) -> bool:
+        """Store `progress` as the job's `JobRecord.progress`, fenced by `lease` like every
+        write of an attempt: only while the job is leased under exactly that lease; False
+        (nothing written) otherwise. The worker paces these (rota.core.progress)."""
         ...
 
     def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:

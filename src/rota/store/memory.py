@@ -23,6 +23,7 @@ from rota.core.clock import ensure_utc
 from rota.core.group_policies import StoredPolicy, checked_policy
 from rota.core.groups import validate_group_name
 from rota.core.jobs import (
+    CANCELLED_BEFORE_RUN,
     CANCELLED_ON_REQUEST,
     LIVE_STATES,
     REQUEUEABLE_STATES,
@@ -43,6 +44,7 @@ from rota.core.jobs import (
 from rota.core.meta import decode_meta, meta_filter, meta_matches
 from rota.core.outcomes import Outcome, bound_traceback, ending
 from rota.core.policy import DispatchPolicy
+from rota.core.progress import AttemptError, Progress, kept_errors, worker_of_owner
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,
@@ -84,6 +86,8 @@ from rota.store.base import (
 )
 
 _V = TypeVar("_V")
+# The lease endings that record a failed attempt in `JobRecord.errors`.
+_FAILURES = frozenset({JobEvent.RETRY, JobEvent.DEAD_LETTER, JobEvent.QUARANTINE})
 log = logging.getLogger(__name__)
 
 
@@ -201,6 +205,7 @@ class MemoryStore:
             last_error=start.error, finished_at=now if start.state.finished else None,
             trace_context=job.trace_context, parents=job.parents,
             meta=decode_meta(job.meta_json), expires_at=job.expires_at,
+            after_outcome=job.after_outcome,
         )
         for parent in job.parents:
             self._edges.setdefault(parent, {})[job_id] = not states[parent].finished
@@ -345,6 +350,7 @@ class MemoryStore:
         settings_of, heap_of, jobs, leased_of = (
             self._settings.get, self._due.get, self._jobs, self._leased)
         count = 0  # len(claimed)
+        worker = worker_of_owner(owner)
         for queue, cap in caps:
             wanted = min(cap, limit - count)
             settings = settings_of(queue)
@@ -377,7 +383,8 @@ class MemoryStore:
                 leased = replace(
                     job, state=transition(job.state, JobEvent.CLAIM),
                     attempt=job.attempt + 1, lease_owner=owner,
-                    lease_expires_at=lease_expires_at, started_at=now,
+                    lease_expires_at=lease_expires_at, started_at=now, progress=None,
+                    worker=worker,
                 )
                 jobs[job_id] = leased
                 taken.append(job)
@@ -465,6 +472,13 @@ class MemoryStore:
         result: str | None = None, traceback: str | None = None,
     ) -> None:
         snoozes = job.snoozes
+        errors = job.errors
+        if error is not None and event in _FAILURES:
+            assert job.lease_owner is not None  # (a leased job's)
+            errors = kept_errors(errors, AttemptError(
+                job.attempt, now, error,
+                None if traceback is None else bound_traceback(traceback),
+                worker_of_owner(job.lease_owner)))
         if job.cancel_requested and event in (JobEvent.RETRY, JobEvent.RELEASE,
                                               JobEvent.SNOOZE):
             # A job whose cancel was requested never goes back to scheduled.
@@ -483,7 +497,7 @@ class MemoryStore:
             last_traceback=(job.last_traceback if error is None else
                             None if traceback is None else bound_traceback(traceback)),
             attempt=attempt if attempt is not None else job.attempt,
-            result=decode_result(result), snoozes=snoozes,
+            result=decode_result(result), snoozes=snoozes, errors=errors,
         )
         self._jobs[job.id] = updated
         if state is JobState.SCHEDULED:
@@ -579,6 +593,14 @@ class MemoryStore:
         self._after_finishing()
         return True
 
+    def set_progress(self, lease: Lease, progress: Progress) -> bool:
+        with self._lock:
+            job = self._held(lease)
+            if job is None:
+                return False
+            self._jobs[job.id] = replace(job, progress=progress)
+        return True
+
     def cancel_leased(self, lease: Lease, now: datetime, error: str) -> bool:
         with self._lock:
             job = self._held(lease)
@@ -662,7 +684,8 @@ class MemoryStore:
             if job.state is not JobState.SCHEDULED and job.state is not JobState.WAITING:
                 return False
             cancelled = replace(job, state=transition(job.state, JobEvent.CANCEL),
-                                finished_at=now)
+                                finished_at=now, last_error=CANCELLED_BEFORE_RUN,
+                                last_traceback=None)
             self._jobs[job_id] = cancelled
             self._parent_finished(cancelled)
             if self._finish_listeners:
@@ -730,7 +753,7 @@ class MemoryStore:
         self._jobs[job.id] = replace(
             job, state=transition(job.state, JobEvent.REQUEUE), attempt=0, due_at=now,
             result=None, cancel_requested=False, finished_at=None, last_error=None,
-            last_traceback=None, snoozes=0, expires_at=None,
+            last_traceback=None, snoozes=0, expires_at=None, progress=None,
         )
         heapq.heappush(self._due[job.queue], (now, job.id))
         return True

@@ -33,6 +33,7 @@ from rota.core.group_policies import (
 )
 from rota.core.groups import validate_group_name
 from rota.core.jobs import (
+    CANCELLED_BEFORE_RUN,
     CANCELLED_ON_REQUEST,
     JobEvent,
     JobRecord,
@@ -48,6 +49,15 @@ from rota.core.jobs import (
 from rota.core.meta import decode_meta, meta_filter, meta_needle
 from rota.core.outcomes import bound_traceback, ending
 from rota.core.policy import DispatchPolicy
+from rota.core.progress import (
+    AttemptError,
+    Progress,
+    attempt_error_json,
+    errors_from_json,
+    progress_from_json,
+    progress_json,
+    worker_of_owner,
+)
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,
@@ -162,6 +172,13 @@ def fence(lease: Lease) -> dict[str, object]:
     return {"id": lease.job_id, "owner": lease.owner, "attempt": lease.attempt}
 
 
+def failed_attempt(lease: Lease, now: datetime, error: str, traceback: str | None) -> str:
+    """The `attempt_error` parameter of the statements that record a failed attempt: its
+    `AttemptError` as JSON, which they append to the job's `errors` (the last 20)."""
+    return attempt_error_json(AttemptError(lease.attempt, now, error, traceback,
+                                           worker_of_owner(lease.owner)))
+
+
 _ENDING: Final = {JobState.DEAD_LETTERED: "dead-lettering a job",
                   JobState.QUARANTINED: "quarantining a job",
                   JobState.CANCELLED: "cancelling a leased job"}
@@ -264,7 +281,8 @@ class SqlStore(ABC, Generic[Conn]):
         undecodable arguments set `arguments_error` (rota.store.corrupt)."""
         (job_id, name, queue, state, attempt, due_at, args_json, kwargs_json, last_error,
          created_at, lease_owner, lease_expires_at, started_at, result, cancel_requested,
-         finished_at, key, last_traceback, parents, meta, snoozes, expires_at) = row
+         finished_at, key, last_traceback, parents, meta, snoozes, expires_at, progress,
+         errors, worker, after_outcome) = row
         at = self._from_db_time
         args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
         return JobRecord(
@@ -279,6 +297,8 @@ class SqlStore(ABC, Generic[Conn]):
             last_traceback=last_traceback, parents=self._from_db_parents(parents),
             meta=decode_meta(meta), snoozes=snoozes,
             expires_at=None if expires_at is None else at(expires_at),
+            progress=progress_from_json(progress), errors=errors_from_json(errors),
+            worker=worker, after_outcome=after_outcome,
         )
 
     @abstractmethod
@@ -373,17 +393,21 @@ class SqlStore(ABC, Generic[Conn]):
 
     def _retry_params(self, lease: Lease, now: datetime, due_at: datetime, error: str,
                       traceback: str | None) -> dict[str, object]:
+        traceback = None if traceback is None else bound_traceback(traceback)
         return {**fence(lease), "now": self._to_db_time(now),
                 "due_at": self._to_db_time(due_at, "due_at"), "error": error,
-                "cancelled_error": CANCELLED_ON_REQUEST,
-                "traceback": None if traceback is None else bound_traceback(traceback),
+                "cancelled_error": CANCELLED_ON_REQUEST, "traceback": traceback,
+                "attempt_error": failed_attempt(lease, now, error, traceback),
                 **self._hints}
 
     def _end_lease_params(self, lease: Lease, now: datetime, state: JobState, error: str,
                           traceback: str | None = None) -> dict[str, object]:
+        traceback = None if traceback is None else bound_traceback(traceback)
         return {**fence(lease), "state": state.value, "now": self._to_db_time(now),
-                "error": error,
-                "traceback": None if traceback is None else bound_traceback(traceback)}
+                "error": error, "traceback": traceback,
+                # a cancel is no failure: nothing appended to `errors`
+                "attempt_error": None if state is JobState.CANCELLED else
+                failed_attempt(lease, now, error, traceback)}
 
     def _single_outcomes(self, outcomes: Sequence[LeaseOutcome], now: datetime
                          ) -> Iterator[tuple[str, dict[str, object]]]:
@@ -458,13 +482,19 @@ class SqlStore(ABC, Generic[Conn]):
             **fence(lease), "now": self._to_db_time(now),
             "due_at": None if due_at is None else self._to_db_time(due_at, "due_at"),
             "error": error, "cancelled_error": CANCELLED_ON_REQUEST, **self._hints,
+            "attempt_error": failed_attempt(lease, now, error, None),
         }, "expiring a lease", write=True)[1] == 1
         if applied:
             self._tell_finished()
         return applied
 
+    def set_progress(self, lease: Lease, progress: Progress) -> bool:
+        return self._run("set_progress", {**fence(lease), "progress": progress_json(progress)},
+                         "storing a job's progress", write=True)[1] == 1
+
     def cancel(self, job_id: int, now: datetime) -> bool:
-        applied = self._run("cancel", {"id": job_id, "now": self._to_db_time(now)},
+        applied = self._run("cancel", {"id": job_id, "now": self._to_db_time(now),
+                                       "cancelled_error": CANCELLED_BEFORE_RUN},
                             "cancelling a job", write=True)[1] == 1
         if applied:  # (a scheduled job ended; a leased one only marked)
             self._tell_finished()

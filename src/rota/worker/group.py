@@ -78,9 +78,16 @@ def retry_policy(handler: Handler | None, group_policy: RetryPolicy) -> RetryPol
     return group_policy
 
 
-def new_owner_id(group: str) -> str:
-    """A lease owner id unique to this process and group: group@host:pid:token."""
-    return f"{group}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+def new_worker_id() -> str:
+    """`host:pid:token`, unique per process start, or per drive: the id `rota workers`
+    lists, and the part of a lease owner id after `@`."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def new_owner_id(group: str, worker_id: str | None = None) -> str:
+    """A lease owner id unique to this process and group: group@host:pid:token, the
+    worker's id after the `@` (a new one when None)."""
+    return f"{group}@{new_worker_id() if worker_id is None else worker_id}"
 
 
 class GroupRunner:
@@ -130,6 +137,12 @@ class GroupRunner:
         # The jobs the last pass's claims found past their `expires_at` and ended (as
         # ended), for the drive to report (`report_expired`): none of them runs.
         self.expired: list[JobRecord] = []
+
+    def use_worker_id(self, worker_id: str) -> None:
+        """Lease jobs as `group@worker_id` from now on, so that the worker id a job records
+        (`JobRecord.worker`) is the drive's: the one `rota workers` lists for a real-time
+        worker. Only between drives: never while this runner holds leases."""
+        self.owner = new_owner_id(self.options.name, worker_id)
 
     def note_work(self, queue: str) -> None:
         """A wake-up hint: jobs were enqueued into `queue` (any thread). A Queue that one of

@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVar
 
 from rota.core.clock import Clock
 from rota.store.base import Store
+from rota.worker.context import ProgressWriter
 from rota.worker.deadlines import CallKind
 from rota.worker.group import Handler
 from rota.worker.held import Held
@@ -69,6 +70,11 @@ class GroupHost(Protocol):
 
     @property
     def claims_take_outcomes(self) -> bool: ...
+
+    @property
+    def progress(self) -> ProgressWriter | None:
+        """Writes handlers' progress reports (rota.worker.progress); set at start."""
+        ...
 
     @property
     def stop_flag(self) -> threading.Event:

@@ -63,7 +63,7 @@ from rota.core.plurals import counted
 from rota.core.suspects import is_suspect
 from rota.store.base import StoreError
 from rota.worker.backoff import STORE_RETRY_FIRST_S, Backoff
-from rota.worker.context import CurrentJob
+from rota.worker.context import CurrentJob, flush_progress
 from rota.worker.deadlines import CallKind, GroupDeadlines
 from rota.worker.execution import execute, execute_async
 from rota.worker.group import GroupRunner, report_expired
@@ -479,8 +479,8 @@ class GroupLoop:
         """Run the job's handler and queue its outcome for the writer; returns the
         outcome (None if the job was handed back)."""
         job = held.job
-        held.current = current = CurrentJob(job)
         runtime = self.runtime
+        held.current = current = CurrentJob(job, runtime.progress)
         try:
             handler = runtime.handlers.get(job.name)
             if handler is not None and handler.timeout is None and handler.is_async and (
@@ -494,6 +494,8 @@ class GroupLoop:
                     current=current, realtime=True,
                     on_overrun=functools.partial(self._overran, held),
                 )
+            if current._pacing is not None:  # it reported progress: the last one is written
+                await flush_progress(current)
         except asyncio.CancelledError:
             raise  # handed back at shutdown; nothing to record
         except BaseException as error:  # SystemExit & co. from a handler: still a failure

@@ -29,9 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
-import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -47,6 +44,7 @@ from rota.store.base import Store, StoreError
 from rota.store.clock import StoreClock
 from rota.version import __version__
 from rota.worker.duty import DutyRuntime
+from rota.worker.group import new_worker_id
 
 logger = logging.getLogger("rota")
 
@@ -56,12 +54,6 @@ PRUNE_EVERY = 30
 RETRY_CAP_S = 5.0
 # Until it reported outcomes, how often the duty looks (in memory) for new work to report.
 FIRST_REPORT_CHECK_S = 0.25
-
-
-def new_worker_id() -> str:
-    """`host:pid:token`, unique per process start (the part of a lease owner after `@`
-    has the same form, with each group's own token)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 class RegistryDuty:

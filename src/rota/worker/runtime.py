@@ -64,6 +64,7 @@ from rota.worker.host import JobObserver, SuspectOwner
 from rota.worker.leadership import Election
 from rota.worker.loop import GroupLoop
 from rota.worker.outcome_writer import FLUSH_TIMEOUT_S
+from rota.worker.progress import RuntimeProgress
 from rota.worker.store_health import StoreHealth
 from rota.worker.supervision import supervise
 from rota.worker.sweeper import LeaseSweeper
@@ -154,6 +155,8 @@ class Runtime:
         self.claims_take_outcomes = not getattr(store, "outcomes_beside_claims", False)
         # Owned by start()/stop() on the loop thread.
         self._loop: asyncio.AbstractEventLoop | None = None
+        # How handlers' progress reports are written (rota.worker.progress); made at start.
+        self.progress: RuntimeProgress | None = None
         self._sweeper_task: asyncio.Task[None] | None = None
         self._probe_task: asyncio.Task[None] | None = None
         self._duty_tasks: list[asyncio.Task[None]] = []
@@ -173,6 +176,7 @@ class Runtime:
             raise RuntimeError("a Runtime starts once; build a new one to run again")
         self._state = "running"
         self._loop = asyncio.get_running_loop()
+        self.progress = RuntimeProgress(self.store, self.clock, self.store_call)
         self.tracing = Tracing.active()
         callbacks = tuple(self.outcome_callbacks)
         self.attempt_hooks = attempt_hooks(

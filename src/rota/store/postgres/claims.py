@@ -30,6 +30,7 @@ from rota.core.jobs import (
 )
 from rota.core.meta import decode_meta
 from rota.core.outcomes import Succeeded
+from rota.core.progress import worker_of_owner
 from rota.core.rates import cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 from rota.store.corrupt import quarantine_undecodable
@@ -47,8 +48,8 @@ from rota.store.postgres.schema import (
 from rota.store.sql_base import Row
 
 
-def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at: datetime
-                   ) -> JobRecord:
+def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at: datetime,
+                   worker: str) -> JobRecord:
     """A row of claim.sql, which leaves out what the claim itself set."""
     (job_id, name, queue, attempt, due_at, args_json, kwargs_json, last_error,
      created_at, trace_context, parents, meta, expires_at) = row
@@ -56,12 +57,13 @@ def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at:
     # raising (rota.store.corrupt).
     args, kwargs, arguments_error = decode_stored_arguments(args_json, kwargs_json)
     # Every field in order (new_record: ~5x cheaper than JobRecord's keywords): finished_at,
-    # result, cancel_requested, key and last_traceback are those of a job just leased.
+    # result, cancel_requested, key, last_traceback and progress are those of a job just
+    # leased; errors are left out (running it does not need them).
     return new_record(
         job_id, name, queue, JobState.LEASED, attempt, due_at, args, kwargs, last_error,
         created_at, None, owner, lease_expires_at, started_at, None, False, arguments_error,
         None, trace_context, None, () if parents is None else tuple(parents),
-        {} if meta is None else decode_meta(meta), 0, expires_at,
+        {} if meta is None else decode_meta(meta), 0, expires_at, None, (), worker, None,
     )
 
 
@@ -122,6 +124,7 @@ class PostgresClaims(PostgresConnection):
             found, _ = self._run("probe", self._probe_params(list(probe), utc(now)))
             return Claimed(due=[str(row[0]) for row in found if row[1]])
         names = [queue for queue, _ in caps]
+        worker = worker_of_owner(owner)
         floor_dues, floor_ids, token = self.claim_floors.positions(names)
         params = {
             "queues": text_array(names),
@@ -129,6 +132,7 @@ class PostgresClaims(PostgresConnection):
             "limit": limit,
             "now": utc(now),
             "owner": owner,
+            "worker": worker,
             "lease_expires_at": utc(lease_expires_at, "lease_expires_at"),
             "floor_dues": floor_dues,
             "floor_ids": int_array(floor_ids),
@@ -151,7 +155,8 @@ class PostgresClaims(PostgresConnection):
             rows = [row for row in rows if not _expired_row(row, now)]
         return Claimed(
             quarantine_undecodable(
-                self, [_leased_record(row, owner, lease_expires_at, now) for row in rows],
+                self, [_leased_record(row, owner, lease_expires_at, now, worker)
+                       for row in rows],
                 now),
             due=[str(row[0]) for row in found if row[1] and row[0] in wanted],
             controlled=[*rated, *(str(row[0]) for row in found if row[2])],

@@ -29,6 +29,7 @@ from rota.core.jobs import (
 )
 from rota.core.meta import decode_meta
 from rota.core.outcomes import Succeeded
+from rota.core.progress import worker_of_owner
 from rota.core.rates import RatedQueue, cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 from rota.store.corrupt import quarantine_undecodable
@@ -90,7 +91,7 @@ _due_order: Final = operator.itemgetter(4, 0)
 
 
 def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
-             times: dict[int, datetime]) -> JobRecord:
+             times: dict[int, datetime], worker: str) -> JobRecord:
     """The record of a row the claim just leased (claim.sql's RETURNING columns): what the
     claim set comes from its parameters rather than back from the row. `times`, shared by
     the rows of one claim, memoises the conversions of their due and creation times (jobs
@@ -109,7 +110,7 @@ def _claimed(row: Row, owner: str, expires: datetime, started: datetime,
         arguments_error, None, trace_context, None,
         () if parents is None else tuple(json.loads(parents)),
         {} if meta is None else decode_meta(meta), 0,
-        None if expires_at is None else at(expires_at),
+        None if expires_at is None else at(expires_at), None, (), worker, None,
     )
 
 
@@ -172,8 +173,10 @@ class SQLiteClaims(SQLiteConnection):
             with self._read("probing Queues") as conn:
                 return Claimed(due=self._probe(conn, probe, now))
         now_us = us(now)
+        worker = worker_of_owner(owner)
         params: dict[str, object] = {
             "now": now_us, "owner": owner, "lease_expires_at": us(lease_expires_at),
+            "worker": worker,
         }
         claim_sql = sql("claim")
         claimed: list[Row] = []
@@ -277,7 +280,8 @@ class SQLiteClaims(SQLiteConnection):
             self._tell_finished()
         times: dict[int, datetime] = {}
         return Claimed(quarantine_undecodable(
-            self, [_claimed(row, owner, lease_expires_at, now, times) for row in claimed], now),
+            self, [_claimed(row, owner, lease_expires_at, now, times, worker)
+                   for row in claimed], now),
             due, controlled, applied, next_token_at, expired)
 
     @staticmethod

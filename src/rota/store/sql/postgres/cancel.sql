@@ -9,5 +9,8 @@ SET state = CASE WHEN state = 'leased' THEN state ELSE 'cancelled' END,
     finished_at = CASE WHEN state = 'leased' THEN finished_at ELSE
         (SELECT %(now)s::timestamptz FROM (SELECT pg_notify({finished_channel}, '')) AS hint)
         END,
+    -- a job cancelled before it ran says so; a leased one keeps its error until it ends
+    last_error = CASE WHEN state = 'leased' THEN last_error ELSE %(cancelled_error)s END,
+    last_traceback = CASE WHEN state = 'leased' THEN last_traceback END,
     cancel_requested = (state = 'leased') OR cancel_requested
 WHERE id = %(id)s AND state IN ('waiting', 'scheduled', 'leased')

@@ -57,7 +57,9 @@ leased AS (
         last_error = CASE WHEN picked.expired THEN 'Expired: not started by '
             || to_char(jobs.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') || ' UTC'
             ELSE jobs.last_error END,
-        last_traceback = CASE WHEN picked.expired THEN NULL ELSE jobs.last_traceback END
+        last_traceback = CASE WHEN picked.expired THEN NULL ELSE jobs.last_traceback END,
+        worker = CASE WHEN picked.expired THEN jobs.worker ELSE %(worker)s END,
+        progress = NULL
     FROM picked
     -- The ANY(ARRAY(...)) is for the generic plan (the store's connections run with
     -- plan_cache_mode = force_generic_plan): it makes the row lookup a primary-key index

@@ -9,6 +9,12 @@ SET state = %(state)s,
     last_error = %(error)s,
     last_traceback = %(traceback)s::text,
     finished_at = (SELECT %(now)s::timestamptz FROM (SELECT pg_notify({finished_channel}, '')) AS hint),
+    -- a failed attempt (dead-lettered, quarantined) appended to the last 20
+    -- (rota.core.progress.MAX_KEPT_ERRORS); NULL for a cancel, which is no failure
+    errors = CASE WHEN %(attempt_error)s::jsonb IS NULL THEN errors ELSE
+                 (CASE WHEN jsonb_array_length(coalesce(errors, '[]'::jsonb)) >= 20 THEN errors - 0
+                   ELSE coalesce(errors, '[]'::jsonb) END
+              || jsonb_build_array(%(attempt_error)s::jsonb)) END,
     lease_owner = NULL,
     lease_expires_at = NULL
 WHERE id = %(id)s

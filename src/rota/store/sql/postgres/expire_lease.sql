@@ -20,6 +20,10 @@ SET state = CASE WHEN %(due_at)s::timestamptz IS NULL THEN 'dead_lettered'
     last_error = CASE WHEN %(due_at)s::timestamptz IS NOT NULL AND cancel_requested
                       THEN %(cancelled_error)s::text ELSE %(error)s END,
     last_traceback = NULL, -- an expired lease raised nothing
+    -- the failed attempt appended to the last 20 (rota.core.progress.MAX_KEPT_ERRORS)
+    errors = (CASE WHEN jsonb_array_length(coalesce(errors, '[]'::jsonb)) >= 20 THEN errors - 0
+                   ELSE coalesce(errors, '[]'::jsonb) END
+              || jsonb_build_array(%(attempt_error)s::jsonb)),
     lease_owner = NULL,
     lease_expires_at = NULL
 WHERE id = %(id)s

@@ -10,7 +10,7 @@ WITH requeued AS (
     UPDATE {schema}.jobs AS j
     SET state = 'scheduled', attempt = 0, due_at = %(now)s, finished_at = NULL, result = NULL,
         cancel_requested = false, last_error = NULL, last_traceback = NULL,
-        snoozes = 0, expires_at = NULL,
+        snoozes = 0, expires_at = NULL, progress = NULL,
     debounce_key = NULL
     WHERE j.id = %(id)s AND j.state IN ('dead_lettered', 'quarantined', 'cancelled')
       AND (j.key IS NULL OR NOT EXISTS (

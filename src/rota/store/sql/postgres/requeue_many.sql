@@ -12,7 +12,7 @@ WITH requeued AS (
     UPDATE {schema}.jobs AS j
     SET state = 'scheduled', attempt = 0, due_at = %(now)s, finished_at = NULL, result = NULL,
         cancel_requested = false, last_error = NULL, last_traceback = NULL,
-        snoozes = 0, expires_at = NULL,
+        snoozes = 0, expires_at = NULL, progress = NULL,
     debounce_key = NULL
     WHERE j.state = %(state)s::text AND (%(queue)s::text IS NULL OR j.queue = %(queue)s::text)
       AND (j.key IS NULL OR (

@@ -15,6 +15,10 @@ SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'scheduled' END,
     last_traceback = CASE WHEN cancel_requested THEN NULL ELSE %(traceback)s::text END,
     finished_at = CASE WHEN cancel_requested THEN
         (SELECT %(now)s::timestamptz FROM (SELECT pg_notify({finished_channel}, '')) AS hint) END,
+    -- the failed attempt appended to the last 20 (rota.core.progress.MAX_KEPT_ERRORS)
+    errors = (CASE WHEN jsonb_array_length(coalesce(errors, '[]'::jsonb)) >= 20 THEN errors - 0
+                   ELSE coalesce(errors, '[]'::jsonb) END
+              || jsonb_build_array(%(attempt_error)s::jsonb)),
     lease_owner = NULL,
     lease_expires_at = NULL
 WHERE id = %(id)s

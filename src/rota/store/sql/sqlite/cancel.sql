@@ -5,6 +5,9 @@
 UPDATE rota_jobs
 SET state = CASE WHEN state IN ('scheduled', 'waiting') THEN 'cancelled' ELSE state END,
     finished_at = CASE WHEN state IN ('scheduled', 'waiting') THEN :now ELSE finished_at END,
+    -- a job cancelled before it ran says so; a leased one keeps its error until it ends
+    last_error = CASE WHEN state = 'leased' THEN last_error ELSE :cancelled_error END,
+    last_traceback = CASE WHEN state = 'leased' THEN last_traceback END,
     cancel_requested = CASE state WHEN 'leased' THEN 1 ELSE cancel_requested END
 WHERE id = :id AND state IN ('scheduled', 'leased', 'waiting')
 RETURNING CASE WHEN has_children AND state = 'cancelled' THEN id END;

@@ -28,7 +28,9 @@ SET state = CASE WHEN expires_at < :now THEN 'cancelled' ELSE 'leased' END,
         THEN 'Expired: not started by '
              || strftime('%Y-%m-%d %H:%M:%S', expires_at / 1000000, 'unixepoch') || ' UTC'
         ELSE last_error END,
-    last_traceback = CASE WHEN expires_at < :now THEN NULL ELSE last_traceback END
+    last_traceback = CASE WHEN expires_at < :now THEN NULL ELSE last_traceback END,
+    worker = CASE WHEN expires_at < :now THEN worker ELSE :worker END,
+    progress = NULL
 WHERE id IN (
 {picked}
 )

@@ -8,6 +8,10 @@ SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'scheduled' END,
     last_error = CASE WHEN cancel_requested THEN :cancelled_error ELSE :error END,
     last_traceback = NULL, -- an expired lease raised nothing
     finished_at = CASE WHEN cancel_requested THEN :now END,
+    -- the failed attempt appended to the last 20 (rota.core.progress.MAX_KEPT_ERRORS)
+    errors = json_insert(CASE WHEN json_array_length(coalesce(errors, '[]')) >= 20
+                          THEN json_remove(errors, '$[0]') ELSE coalesce(errors, '[]') END,
+                     '$[#]', json(:attempt_error)),
     lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND state = 'leased' AND lease_owner = :owner AND attempt = :attempt
   AND lease_expires_at <= :now

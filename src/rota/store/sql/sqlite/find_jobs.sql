@@ -7,7 +7,8 @@
 SELECT id, name, queue, state, attempt, due_at, args, kwargs, last_error, created_at,
        lease_owner, lease_expires_at, started_at, result,
        cancel_requested, finished_at, key, last_traceback, parents, meta,
-       snoozes, expires_at
+       snoozes, expires_at,
+       progress, errors, worker, after_outcome
 FROM rota_jobs
 WHERE (:beyond IS NULL OR id > :beyond)
   AND (:queue IS NULL OR queue = :queue) AND (:state IS NULL OR state = :state)

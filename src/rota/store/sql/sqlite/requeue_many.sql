@@ -9,7 +9,7 @@
 UPDATE rota_jobs
 SET state = 'scheduled', attempt = 0, due_at = :now, result = NULL, cancel_requested = 0,
     finished_at = NULL, last_error = NULL, last_traceback = NULL,
-    snoozes = 0, expires_at = NULL,
+    snoozes = 0, expires_at = NULL, progress = NULL,
     debounce_key = NULL
 WHERE state = :state AND (:queue IS NULL OR queue = :queue)
   AND (key IS NULL OR (
