@@ -70,7 +70,7 @@ def test_the_schedules_page_pauses_and_resumes_after_a_login(
     driver.save_screenshot(str(browser.screenshot_path("schedules-signed-out")))
     by_css(driver, ".sign-in-note a").click()
     wait_for(driver, lambda d: "/login?next=" in d.current_url)
-    assert "pausing and resuming a Queue or a schedule" in by_css(driver, "main").text
+    assert "POST /api/schedules/{name}/pause" in by_css(driver, "main").text
     by_css(driver, "input[name=token]").send_keys("t0ken")
     by_css(driver, ".login-form button").click()
     wait_for(driver, lambda d: d.current_url.endswith("/schedules"))

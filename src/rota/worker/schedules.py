@@ -19,8 +19,8 @@ after a downtime only the latest missed one) with one store call, `fire_schedule
 enqueues the job due at that instant unless another process fired it first, or the row
 changed or was paused meanwhile (the store decides, atomically). Between steps it sleeps
 until the earliest next instant, but never longer than the shortest poll interval of the
-process's groups: so a change made at run time is seen within a poll interval, a clock
-adjustment delays nothing by more than that, and a fire is never late by a poll interval.
+process's groups or a second, whichever is longer: so a change made at run time is seen
+within that, and a clock adjustment delays nothing by more than that.
 
 A fire wakes this process's groups serving the job's Queue (`Runtime.hint`); other
 processes learn of the job from the store's wake-up hints or their next poll.
@@ -58,6 +58,8 @@ FIRST_RETRY_S = 0.05
 RETRY_CAP_S = 30.0
 # Never sleep less than this between two checks (asyncio may wake a little early).
 MIN_SLEEP_S = 0.001
+# The shortest wait between two reads of the schedule rows when nothing is due sooner.
+REREAD_MIN_S = 1.0
 
 StoreCall = Callable[..., Awaitable[Any]]
 
@@ -159,10 +161,14 @@ class ScheduleDuty:
 
     async def __call__(self, runtime: DutyRuntime) -> None:
         """Run as a duty of `runtime` (see `Runtime(duties=...)`) until it stops."""
-        cap_s = min(
+        # The rows are read again at least this often (changes made at run time), never
+        # more often than once a second: groups polling every 50 ms would otherwise have
+        # the elected worker read them twenty times a second, every read a round trip
+        # that a slow link makes long and that competes with the lease renewals.
+        cap_s = max(REREAD_MIN_S, min(
             (group.runner.options.poll_interval.total_seconds() for group in runtime.groups),
-            default=1.0,
-        )
+            default=REREAD_MIN_S,
+        ))
         await self.run_forever(runtime.store_call, runtime.sleep_unless_stopping,
                                lambda: runtime.stopping, runtime.hint, cap_s)
 
