@@ -45,14 +45,15 @@ from rota.core.meta import decode_meta, meta_filter, meta_matches
 from rota.core.outcomes import Outcome, bound_traceback, ending
 from rota.core.policy import DispatchPolicy
 from rota.core.progress import AttemptError, Progress, kept_errors, worker_of_owner
+from rota.core.families import family_prefix, is_family, validate_entry
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,
     build_queue_infos,
     room,
+    settings_in_force,
     validate_queue_limit,
 )
-from rota.core.queues import validate_queue_name
 from rota.core.rates import Bucket, QueueRate, available, check_rate, next_token_at, take
 from rota.core.retention import purgeable_states
 from rota.core.schedules import (
@@ -106,10 +107,15 @@ class MemoryStore:
         self._due: defaultdict[str, list[tuple[datetime, int]]] = defaultdict(list)
         self._next_id = 1
         self._settings: dict[str, QueueSettings] = {}
-        # Rated Queues: their rate and bucket (None: full, never taken from).
+        # Rated Queues and families: their rate and bucket (None: full, never taken from;
+        # a family's is always None: each member has its own, in _member_buckets).
         self._rates: dict[str, tuple[QueueRate, Bucket | None]] = {}
+        # The bucket of each Queue whose rate is a family's (absent: full).
+        self._member_buckets: dict[str, Bucket] = {}
+        # Every family with a setting: name -> (settings, rate); empty: no family lookups.
+        self._families: dict[str, tuple[QueueSettings | None, QueueRate | None]] = {}
         # Per Queue with a limit, ids of its jobs leased at some point (seeded from the jobs
-        # when the limit is set); those no longer leased are pruned when counted, so every
+        # when first counted); those no longer leased are pruned when counted, so every
         # path that ends a lease keeps this right without touching it.
         self._leased: dict[str, set[int]] = {}
         # Ids of every job leased since the last lease sweep; the sweep prunes those no
@@ -289,6 +295,7 @@ class MemoryStore:
             # are undone (the heaps tolerate the stale entries this leaves).
             before = {lease.job_id: self._jobs.get(lease.job_id) for lease, _ in outcomes}
             buckets = dict(self._rates) if self._rates else None
+            member_buckets = dict(self._member_buckets) if self._families else None
             taken: list[JobRecord] = []
             self._undo = [] if outcomes else None
             try:
@@ -300,6 +307,8 @@ class MemoryStore:
                     undo()
                 if buckets is not None:
                     self._rates = buckets
+                if member_buckets is not None:
+                    self._member_buckets = member_buckets
                 for job in taken:
                     self._jobs[job.id] = job
                     heapq.heappush(self._due[job.queue], (job.due_at, job.id))
@@ -351,14 +360,22 @@ class MemoryStore:
             self._settings.get, self._due.get, self._jobs, self._leased)
         count = 0  # len(claimed)
         worker = worker_of_owner(owner)
+        families = self._families
         for queue, cap in caps:
             wanted = min(cap, limit - count)
             settings = settings_of(queue)
+            rated = rates.get(queue) if rates else None
+            of_family = False
+            if families:
+                force = settings_in_force(queue, settings, rated and rated[0], families)
+                settings = force.settings
+                if force.rate_of_family:
+                    assert force.rate is not None
+                    rated, of_family = (force.rate, self._member_buckets.get(queue)), True
             if settings is not None and (settings.paused or settings.limit is not None):
                 controlled.append(queue)
                 held = 0 if settings.limit is None else self._count_leased(queue)
                 wanted = room(settings, held, wanted)
-            rated = rates.get(queue) if rates else None
             starved = False
             if rated is not None:
                 controlled.append(queue)
@@ -395,7 +412,12 @@ class MemoryStore:
                 count += 1
             if rated is not None:
                 if count > start:
-                    rated = rates[queue] = (rated[0], take(*rated, now, count - start))
+                    bucket = take(*rated, now, count - start)
+                    if of_family:
+                        self._member_buckets[queue] = bucket
+                    else:
+                        rates[queue] = (rated[0], bucket)
+                    rated = (rated[0], bucket)
                 if starved:
                     self._starved(claimed, rated, now)
         if probe:
@@ -431,10 +453,18 @@ class MemoryStore:
         heap = self._due.get(queue)
         if not heap:  # (first: a tenant the claim just drained, the usual case)
             return False
-        settings = self._settings.get(queue)
-        if settings is not None and settings.paused:
+        if self._paused(queue):
             return False
         return self._has_scheduled_due(queue, now)
+
+    def _paused(self, queue: str) -> bool:
+        """Whether `queue` is paused, by its own flag or a family's."""
+        settings = self._settings.get(queue)
+        if settings is not None and settings.paused:
+            return True
+        return any(family[0] is not None and family[0].paused
+                   and queue.startswith(family_prefix(name))
+                   for name, family in self._families.items())
 
     def _has_scheduled_due(self, queue: str, now: datetime) -> bool:
         """Whether `queue` has a due scheduled job (its heap's stale head entries go)."""
@@ -449,7 +479,11 @@ class MemoryStore:
         return False
 
     def _count_leased(self, queue: str) -> int:
-        ids = self._leased[queue]  # present while the Queue has a limit
+        ids = self._leased.get(queue)
+        if ids is None:
+            ids = self._leased[queue] = {
+                job.id for job in self._jobs.values()
+                if job.queue == queue and job.state is JobState.LEASED}
         ids.difference_update(
             [job_id for job_id in ids if self._jobs[job_id].state is not JobState.LEASED]
         )
@@ -815,11 +849,19 @@ class MemoryStore:
     def _change_settings(
         self, queue: str, change: Callable[[QueueSettings], QueueSettings]
     ) -> QueueSettings:
-        validate_queue_name(queue)
+        validate_entry(queue)
         with self._lock:
             settings = change(self._settings.get(queue, QueueSettings(queue)))
             self._settings[queue] = settings
+            self._index_families()
             return settings
+
+    def _index_families(self) -> None:
+        """Under the lock, after a setting changed: `_families` again."""
+        self._families = {
+            name: (self._settings.get(name), rated[0] if (rated := self._rates.get(name))
+                   else None)
+            for name in {*self._settings, *self._rates} if is_family(name)}
 
     def pause_queue(self, queue: str) -> QueueSettings:
         return self._change_settings(queue, lambda old: replace(old, paused=True))
@@ -831,25 +873,23 @@ class MemoryStore:
         checked = validate_queue_limit(limit)
 
         def change(old: QueueSettings) -> QueueSettings:
-            if checked is None:
-                self._leased.pop(queue, None)
-            elif queue not in self._leased:
-                self._leased[queue] = {
-                    job.id for job in self._jobs.values()
-                    if job.queue == queue and job.state is JobState.LEASED
-                }
             return replace(old, limit=checked)
 
         return self._change_settings(queue, change)
 
     def set_queue_rate(self, queue: str, rate: QueueRate | None) -> QueueRate | None:
         checked = check_rate(rate)
-        validate_queue_name(queue)
+        validate_entry(queue)
         with self._lock:
             if checked is None:
                 self._rates.pop(queue, None)
             else:
                 self._rates[queue] = (checked, None)
+            if is_family(queue):  # its members' buckets start full again
+                prefix = family_prefix(queue)
+                for member in [m for m in self._member_buckets if m.startswith(prefix)]:
+                    del self._member_buckets[member]
+                self._index_families()
         return checked
 
     def queue_infos(self, now: datetime) -> list[QueueInfo]:
@@ -858,6 +898,7 @@ class MemoryStore:
         with self._lock:
             settings = list(self._settings.values())
             rates = dict(self._rates)
+            buckets = dict(self._member_buckets)
             for job in self._jobs.values():
                 counts[(job.queue, job.state)] += 1
                 if job.state is JobState.SCHEDULED and job.due_at <= now:
@@ -865,7 +906,7 @@ class MemoryStore:
                     if oldest is None or job.due_at < oldest:
                         oldest = job.due_at
                     due[job.queue] = (count + 1, oldest)
-        return build_queue_infos(settings, counts, due, rates, now)
+        return build_queue_infos(settings, counts, due, rates, now, buckets)
 
     # -- reads --------------------------------------------------------------------------
 
