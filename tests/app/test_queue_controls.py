@@ -257,3 +257,60 @@ def test_a_limit_of_zero_holds_a_queue_until_it_is_lifted(
     app.set_queue_limit("a", None)
     assert app.run_until_idle() == 3
     assert app.queues()[0].limit is None
+
+
+# -- settings on a family ----------------------------------------------------------------------
+
+
+def test_a_paused_family_holds_its_members_and_its_resume_runs_them(
+    make_app: MakeApp, make_recorder: MakeRecorder
+) -> None:
+    # Given a Weighted family policy and jobs on two tenants and an internal Queue
+    app = make_app()
+    recorder = make_recorder(app)
+    app.add_worker_group(group("tenants", Weighted([("tenant-*", 1), ("internal", 1)])))
+    app.pause_queue("tenant-*")
+    recorder.enqueue("tenant-a", 2)
+    recorder.enqueue("tenant-b", 1)
+    recorder.enqueue("internal", 1)
+    # When the workers run, only the internal Queue is served
+    assert app.run_until_idle() == 1
+    assert recorder.log == ["internal"]
+    # And app.queues() shows the members paused by their family, and the family's entry
+    infos = {info.name: info for info in app.queues()}
+    assert (infos["tenant-a"].paused, infos["tenant-a"].family) == (True, "tenant-*")
+    family = infos["tenant-*"]
+    assert (family.paused, family.members, family.due, family.family) == (True, 2, 3, None)
+    assert infos["internal"].members is None
+    # Then resuming the family serves its members
+    app.resume_queue("tenant-*")
+    assert app.run_until_idle() == 3
+    assert Counter(recorder.log) == {"internal": 1, "tenant-a": 2, "tenant-b": 1}
+
+
+def test_a_family_limit_binds_each_member_on_its_own(
+    make_app: MakeApp, make_recorder: MakeRecorder
+) -> None:
+    app = make_app()
+    recorder = make_recorder(app)
+    app.set_queue_limit("tenant-*", 0)  # 0 takes nothing, from each member
+    app.set_queue_limit("tenant-vip", 5)  # its own limit wins
+    app.add_worker_group(group("tenants", Weighted([("tenant-*", 1)])))
+    recorder.enqueue("tenant-a", 2)
+    recorder.enqueue("tenant-vip", 2)
+    assert app.run_until_idle() == 2
+    assert recorder.log == ["tenant-vip", "tenant-vip"]
+    infos = {info.name: info for info in app.queues()}
+    assert (infos["tenant-a"].limit, infos["tenant-vip"].limit) == (0, 5)
+    assert infos["tenant-vip"].family is None
+
+
+@pytest.mark.parametrize("name", ["a*b", "t*-*", "**"])
+def test_a_bad_family_is_refused_by_every_setter(make_app: MakeApp, name: str) -> None:
+    app = make_app()
+    for call in (lambda: app.pause_queue(name), lambda: app.resume_queue(name),
+                 lambda: app.set_queue_limit(name, 1),
+                 lambda: app.set_queue_rate(name, 1, per=60)):
+        with pytest.raises(ValueError, match="'tenant-\\*'"):
+            call()
+    assert app.queues() == []

@@ -177,3 +177,32 @@ def test_a_bad_rate_is_a_usage_error_naming_the_form(
 ) -> None:
     assert main(["rate", "q", *argv, "--store", "memory://"]) == 2
     assert words in capsys.readouterr().err
+
+
+def test_settings_on_a_family_show_in_force_on_its_members(
+    durable_store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = "--store", durable_store_url
+    assert run_json(capsys, "limit", "tenant-*", "2", *store) == {
+        "queue": "tenant-*", "paused": False, "limit": 2}
+    opened = open_store(durable_store_url)
+    try:
+        now = datetime.now(UTC)
+        opened.enqueue([NewJob("send", queue, now) for queue in ("tenant-a", "tenant-b")
+                        for _ in range(3)], now)
+        lease = now + timedelta(minutes=1)
+        taken = opened.claim(["tenant-a", "tenant-b"], 6, now=now, owner="w",
+                             lease_expires_at=lease)
+        assert sorted(job.queue for job in taken) == ["tenant-a"] * 2 + ["tenant-b"] * 2
+    finally:
+        opened.close()
+    rows = {row["name"]: row for row in run_json(capsys, "queues", *store)}  # type: ignore[union-attr]
+    assert (rows["tenant-*"]["members"], rows["tenant-*"]["limit"]) == (2, 2)
+    assert rows["tenant-*"]["counts"]["leased"] == 4
+    assert not rows["tenant-*"]["unserved"]
+    assert (rows["tenant-a"]["limit"], rows["tenant-a"]["family"]) == (2, "tenant-*")
+    assert main(["queues", *store]) == 0
+    assert "tenant-* (2 Queues)" in capsys.readouterr().out
+    # A bad family is a usage error naming the fix
+    assert main(["pause", "t*-*", *store]) == 2
+    assert "'tenant-*'" in capsys.readouterr().err

@@ -2,7 +2,9 @@
 Queue exactly what `rota.core.queue_controls.room` gives (its rate's tokens capping what
 is asked), on every store and through every claim statement: the SQL stores spell the rule
 once each (the part room of sqlite/claim.sql and postgres/claim.sql), and this checks that
-spelling against the core on the same inputs. Run unchanged against every store."""
+spelling against the core on the same inputs. Settings on a family holding the Queue
+(and none on the Queue itself) give the same room, the Queue counting its own leased jobs
+and taking from its own bucket. Run unchanged against every store."""
 
 from __future__ import annotations
 
@@ -70,28 +72,36 @@ def _taken(store: Store, queue: str, other: str, wanted: int, path: str) -> int:
     wanted=st.integers(0, 5),
     tokens=st.none() | st.integers(1, 4),
     path=st.sampled_from(PATHS),
+    on_family=st.booleans(),
 )
 def test_a_claim_takes_what_the_core_room_rule_gives(
     store: Store, kind: str, limit: int | None, leased: int, wanted: int,
-    tokens: int | None, path: str,
+    tokens: int | None, path: str, on_family: bool,
 ) -> None:
     number = next(_names)
-    queue, other = f"room{number}", f"other{number}"
+    queue, other = f"room{number}-q", f"other{number}"
+    # The settings go on the Queue, or on a family holding it (and the other Queue's
+    # family-mate, which must not share its count or bucket)
+    target = f"room{number}-*" if on_family else queue
+    mate = f"room{number}-mate"
     if path == "ones":
         wanted = 1
     # Given a Queue with `leased` jobs leased (before any control) and DUE more due
     store.enqueue([NewJob("job", queue, T0) for _ in range(leased + DUE)]
-                  + [NewJob("job", other, T0) for _ in range(2)], T0)
+                  + [NewJob("job", other, T0) for _ in range(2)]
+                  + [NewJob("job", mate, T0) for _ in range(3)], T0)
     if leased:
         held = store.claim([queue], leased, now=T0, owner="holder", lease_expires_at=T0 + LEASE)
         assert len(held) == leased
     # And its settings, and a rate whose full bucket holds `tokens`
-    _apply(store, queue, kind, limit)
+    _apply(store, target, kind, limit)
     if tokens is not None:
-        store.set_queue_rate(queue, QueueRate(jobs=1, per=timedelta(hours=1), burst=tokens))
+        store.set_queue_rate(target, QueueRate(jobs=1, per=timedelta(hours=1), burst=tokens))
+    if on_family and kind != "paused":  # the mate takes from its own count and bucket
+        store.claim([mate], 1, now=T0, owner="mate", lease_expires_at=T0 + LEASE)
     # When a claim asks `wanted` of it
     taken = _taken(store, queue, other, wanted, path)
     # Then it took what the core's rule gives: its room for what the tokens let it ask
     asked = wanted if tokens is None else min(wanted, tokens)
     assert taken == room(_settings(queue, kind, limit), leased, asked), (
-        kind, limit, leased, wanted, tokens, path)
+        kind, limit, leased, wanted, tokens, path, on_family)

@@ -536,7 +536,7 @@ def test_a_claim_over_a_limited_queue_waits_for_the_claimer_before_it(
     params = {"queues": ["q"], **floors(1), "limits": [2], "limit": 2, "now": T0, "owner": "first",
               "worker": "first", "lease_expires_at": T0 + LEASE}
     with psycopg.connect(pg_url) as first:
-        first.execute(render_sql("lock_queue_limits", "rota"), {"queues": ["q"]})
+        first.execute(render_sql("lock_queue_limits", "rota"), {"queues": ["q"], "members": []})
         taken = first.execute(render_sql("claim_limited", "rota"), params).fetchall()
         assert [row[0] for row in taken] == ids[:2]
         # When a second claimer asks for 2 more
@@ -999,6 +999,8 @@ def test_migration_8_counts_the_jobs_of_an_existing_database(
                   "DROP COLUMN expires_at")  # migration 19
     admin.execute("ALTER TABLE rota.jobs DROP COLUMN progress, DROP COLUMN errors, "
                   "DROP COLUMN worker")  # migration 20
+    admin.execute("DROP INDEX rota.queue_settings_families")  # migration 21
+    admin.execute("DROP FUNCTION rota.family_controls")
     admin.execute("DELETE FROM rota.schema_migrations WHERE version >= 8")
     admin.execute(
         "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "

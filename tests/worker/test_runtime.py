@@ -267,6 +267,54 @@ def test_a_resume_or_a_requeue_elsewhere_wakes_an_idle_group_at_once(
     assert sorted(event.job_id for event in outcomes.events) == sorted([waiting, cancelled])
 
 
+@pytest.mark.parametrize("policy", [rota.Strict("tenant-a", "tenant-b"),
+                                    rota.Weighted([("tenant-*", 1)])],
+                         ids=["named", "family"])
+def test_resuming_a_family_wakes_the_idle_groups_serving_its_queues(
+    durable_store_url: str, policy: rota.DispatchPolicy,
+) -> None:
+    # Given a group polling every hour, idle after its first pass found every member of
+    # a paused family paused, with a job waiting in each
+    app, console = rota.App(durable_store_url), rota.App(durable_store_url)
+
+    @app.job("ping")
+    async def ping() -> None:
+        pass
+
+    waiting = [ping.configure(queue=queue).enqueue() for queue in ("tenant-a", "tenant-b")]
+    app.pause_queue("tenant-*")
+    app.add_worker_group(rota.WorkerGroupOptions(
+        name="g", policy=policy, pool_size=2, poll_interval=3600))
+    outcomes = Outcomes()
+    app.on_outcome(outcomes)
+    claimed = threading.Event()
+    claim = app.store.claim
+
+    def claim_and_tell(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return claim(*args, **kwargs)
+        finally:
+            claimed.set()
+
+    app.store.claim = claim_and_tell  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        async with app.serve():
+            assert await asyncio.to_thread(claimed.wait, 10)
+            await asyncio.sleep(0.2)  # its first passes are over: it idles
+            # When another App resumes the family: the hint names "tenant-*"
+            await asyncio.to_thread(console.resume_queue, "tenant-*")
+            # Then both members' jobs run long before the next poll
+            await outcomes.count(2, timeout_s=5)
+
+    try:
+        run(scenario())
+    finally:
+        console.close()
+        app.close()
+    assert sorted(event.job_id for event in outcomes.events) == sorted(waiting)
+
+
 # -- retries, dead letter, quarantine ----------------------------------------------------
 
 

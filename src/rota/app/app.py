@@ -39,13 +39,13 @@ from rota.app.status import Health, check_health, fairness_over, served_since
 from rota.app.waiting import JobWaiters, timeout_seconds
 from rota.core.clock import Clock
 from rota.core.durations import Duration, to_timedelta
-from rota.core.families import is_family
+from rota.core.families import is_family, validate_entry
 from rota.core.groups import WorkerGroupOptions
 from rota.core.job_filters import job_filter
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord, JobState
 from rota.core.policy import DispatchPolicy, served_queues
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
-from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
+from rota.core.queues import DEFAULT_QUEUE
 from rota.core.rates import validate_rate
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
@@ -391,18 +391,24 @@ class App:
         takes its jobs (Strict goes on to the next Queue; Weighted finds it empty).
         Jobs already leased finish normally. The Queue need not have jobs yet.
 
+        A family (`"tenant-*"`) pauses every Queue it holds, those that join later too,
+        whatever each one's own flag says.
+
         Raises:
-            ValueError, TypeError: if `queue` breaks the Queue name rule of enqueue.
+            ValueError, TypeError: if `queue` breaks the Queue name rule of enqueue, or is
+                a family whose prefix holds `*`.
         """
-        self.store.pause_queue(validate_queue_name(queue))
+        self.store.pause_queue(validate_entry(queue))
 
     def resume_queue(self, queue: str) -> None:
         """Undo `pause_queue`: workers take the Queue's jobs again at their next claim.
+        Resuming a family leaves paused the members paused on their own.
 
         Raises:
-            ValueError, TypeError: if `queue` breaks the Queue name rule of enqueue.
+            ValueError, TypeError: if `queue` breaks the Queue name rule of enqueue, or is
+                a family whose prefix holds `*`.
         """
-        self.store.resume_queue(validate_queue_name(queue))
+        self.store.resume_queue(validate_entry(queue))
         self._notify_enqueued((queue,))  # its jobs may be claimed again: look at once
 
     def set_queue_limit(self, queue: str, limit: int | None) -> None:
@@ -413,13 +419,17 @@ class App:
         from 0 to 2**31 - 1 (2147483647), the range of every numeric Queue and Worker
         Group setting, checked here before any store sees it.
 
+        On a family (`"tenant-*"`), the limit binds each member on its own ("at most 2
+        per tenant"), members that join later too, unless the member has a limit of its
+        own (that one wins; see `queues()` for the settings in force).
+
         Raises:
             TypeError: if `limit` is not an int or None (True/False are refused too).
             ValueError: if `limit` is outside 0 to 2147483647 (the message names the
                 range), or `queue` breaks the Queue name rule.
         """
         checked = validate_queue_limit(limit)
-        self.store.set_queue_limit(validate_queue_name(queue), checked)
+        self.store.set_queue_limit(validate_entry(queue), checked)
         self._notify_enqueued((queue,))  # a higher limit may leave room: look at once
 
     def set_queue_rate(self, queue: str, jobs: int | None, per: Duration | None = None,
@@ -432,8 +442,11 @@ class App:
         bucket. A Queue out of tokens is found empty for the pass (its slots go to other
         Queues); idle workers wake when its next token is due.
 
+        On a family (`"tenant-*"`), each member gets its own bucket of this rate, unless
+        it has a rate of its own (that one wins).
+
         Args:
-            queue: the Queue's name (it need not have jobs yet).
+            queue: the Queue's name (it need not have jobs yet), or a family.
             jobs: tokens per `per`, a whole number from 1 to 2147483647; None: no rate.
             per: the period, a `timedelta` or a number of seconds (required with `jobs`).
             burst: the bucket's size, from 1 to 2147483647; None: `jobs`.
@@ -456,13 +469,16 @@ class App:
                 "per=timedelta(minutes=1))")
         else:
             rate = validate_rate(jobs, per, burst)
-        self.store.set_queue_rate(validate_queue_name(queue), rate)
+        self.store.set_queue_rate(validate_entry(queue), rate)
         self._notify_enqueued((queue,))  # a full bucket, or no rate, may leave room
 
     def queues(self) -> list[QueueInfo]:
         """Every Queue that has jobs or settings, sorted by name, as `rota.QueueInfo`:
         paused, limit, jobs per state (every state present), jobs due now and the due
-        time of the longest-waiting one, at the App clock's current time."""
+        time of the longest-waiting one, at the App clock's current time. A Queue's
+        settings are those in force (its own, or a family's: `QueueInfo.family`); each
+        family that has a setting is an entry of its own too (`name` "tenant-*", its own
+        settings, counts summed over its members, `members`: how many Queues it holds)."""
         return self.store.queue_infos(self.clock.now())
 
     # -- Worker Groups ------------------------------------------------------------------
@@ -531,7 +547,8 @@ class App:
             TypeError: if the store keeps no group policies.
         """
         policy = self.group_policy(group)
-        known = ([info.name for info in self.store.queue_infos(self.clock.now())]
+        known = ([info.name for info in self.store.queue_infos(self.clock.now())
+                  if info.members is None]
                  if any(is_family(entry) for entry in policy.queues) else [])
         return served_queues(policy, known)
 

@@ -17,9 +17,9 @@ from rich.table import Table
 from rota.cli.common import UsageError, add_store_options, opened_store, store_now
 from rota.cli.display import make_console, print_whole, user_text
 from rota.core.durations import short_duration
+from rota.core.families import validate_entry
 from rota.core.jobs import JobState
 from rota.core.queue_controls import QueueInfo, QueueSettings, validate_queue_limit
-from rota.core.queues import validate_queue_name
 from rota.core.rates import RATE_FORM, QueueRate, describe_period, parse_rate
 from rota.core.serving import ServingIndex, policies_of, serving_groups
 from rota.core.settings_range import setting_range
@@ -35,7 +35,9 @@ def _queue_command(
     parser = subparsers.add_parser(name, help=summary, description=(
         f"{summary}. Every worker on the store obeys it at its next claim; the Queue need "
         "not have jobs yet."))
-    parser.add_argument("queue", metavar="QUEUE", help="the Queue's name")
+    parser.add_argument("queue", metavar="QUEUE",
+                        help="the Queue's name, or a family ('tenant-*', quoted: each "
+                        "Queue it holds, unless a Queue's own setting wins)")
     add_store_options(parser, json_help=JSON_HELP)
     parser.set_defaults(func=run)
     return parser
@@ -85,7 +87,7 @@ def register_queues(subparsers: Subparsers) -> None:
 
 def _queue_name(text: str) -> str:
     try:
-        return validate_queue_name(text)
+        return validate_entry(text)
     except ValueError as error:
         raise UsageError(str(error)) from None
 
@@ -196,6 +198,7 @@ def info_as_json(info: QueueInfo) -> dict[str, object]:
         "counts": {state.value: info.counts[state] for state in JobState},
         "due": info.due,
         "oldest_due_at": None if info.oldest_due_at is None else info.oldest_due_at.isoformat(),
+        "family": info.family, "members": info.members,
     }
 
 
@@ -211,7 +214,7 @@ def run_queues(args: argparse.Namespace) -> int:
         for row, info in zip(rows, infos, strict=True):
             row["served_by"] = list(serving[info.name])
             row["weights"] = serving[info.name]
-            row["unserved"] = info.due > 0 and not serving[info.name]
+            row["unserved"] = info.members is None and info.due > 0 and not serving[info.name]
         print(json.dumps(rows, indent=2))
         return 0
     # Twelve columns: in a terminal rich fits them to its width; piped, make_console
@@ -236,11 +239,14 @@ def run_queues(args: argparse.Namespace) -> int:
         groups = serving[info.name]
         if groups:
             served_by = user_text(", ".join(groups))
+        elif info.members is not None:  # a family: its members say who serves them
+            served_by = user_text("")
         else:
             unserved += info.due > 0
             served_by = user_text("nobody", "bold red" if info.due else "")
+        name = info.name if info.members is None else f"{info.name} ({info.members} Queues)"
         table.add_row(
-            user_text(info.name), "paused" if info.paused else "", "" if info.limit is None
+            user_text(name), "paused" if info.paused else "", "" if info.limit is None
             else str(info.limit), "" if info.rate is None else str(info.rate),
             *(str(info.counts[s] or "") for s in JobState),
             str(info.due or ""), waited, served_by,

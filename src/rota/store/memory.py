@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from typing import TypeVar
 
 from rota.core.clock import ensure_utc
+from rota.core.families import family_prefix, is_family, validate_entry
 from rota.core.group_policies import StoredPolicy, checked_policy
 from rota.core.groups import validate_group_name
 from rota.core.jobs import (
@@ -45,7 +46,6 @@ from rota.core.meta import decode_meta, meta_filter, meta_matches
 from rota.core.outcomes import Outcome, bound_traceback, ending
 from rota.core.policy import DispatchPolicy
 from rota.core.progress import AttemptError, Progress, kept_errors, worker_of_owner
-from rota.core.families import family_prefix, is_family, validate_entry
 from rota.core.queue_controls import (
     QueueInfo,
     QueueSettings,

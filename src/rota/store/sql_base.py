@@ -25,6 +25,7 @@ from importlib.resources import files
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, Generic, TypeVar, assert_never
 
+from rota.core.families import family_prefix, is_family, validate_entry
 from rota.core.group_policies import (
     StoredPolicy,
     checked_policy,
@@ -64,8 +65,7 @@ from rota.core.queue_controls import (
     build_queue_infos,
     validate_queue_limit,
 )
-from rota.core.queues import validate_queue_name
-from rota.core.rates import QueueRate, RatedQueue, check_rate, stored_rate
+from rota.core.rates import Bucket, QueueRate, RatedQueue, check_rate, stored_rate
 from rota.core.schedules import ScheduleRegistration, ScheduleRow, code_schedule_clash
 from rota.core.workers import ServedCount, WorkerGroupInfo, WorkerInfo, minute_of
 from rota.store.base import (
@@ -505,10 +505,13 @@ class SqlStore(ABC, Generic[Conn]):
     def _change_settings(self, queue: str, setting: str, **values: object) -> QueueSettings:
         """Change one of `queue`'s settings (`setting`: 'paused', 'limit' or 'rate', its
         values as keywords), keeping the others: the one upsert of them all."""
-        params = {"queue": validate_queue_name(queue), "setting": setting, "paused": None,
+        params = {"queue": validate_entry(queue), "setting": setting, "paused": None,
                   "limit": None, "jobs": None, "per_us": None, "burst": None, **values}
         rows, _ = self._run("set_queue_settings", {**params, **self._hints},
                             "changing Queue settings", write=True)
+        if setting == "rate" and is_family(queue):  # its members' buckets start full again
+            self._run("reset_member_buckets", {"prefix": family_prefix(queue)},
+                      "changing Queue settings", write=True)
         name, paused, limit = rows[0]
         if not paused:  # a resume, a new limit or rate may leave room: others look now
             self._wake_others([name])
@@ -536,6 +539,7 @@ class SqlStore(ABC, Generic[Conn]):
         rows, _ = self._run("queue_infos", {"now": self._to_db_time(now)}, "reading Queues")
         settings: list[QueueSettings] = []
         rates: dict[str, RatedQueue] = {}
+        buckets: dict[str, Bucket] = {}
         counts: dict[tuple[str, JobState], int] = {}
         due: dict[str, tuple[int, datetime | None]] = {}
         for queue, state, count, due_count, oldest, paused, limit, *rated in rows:
@@ -543,11 +547,13 @@ class SqlStore(ABC, Generic[Conn]):
                 settings.append(QueueSettings(queue, paused=bool(paused), limit=limit))
                 if rated[0] is not None:
                     rates[queue] = stored_rate(*rated)
+                elif rated[3] is not None:  # the bucket of a member under a family's rate
+                    buckets[queue] = Bucket(rated[3], rated[4] or 0)
                 continue
             counts[(queue, STATES[state])] = count
             if due_count:
                 due[queue] = (due_count, None if oldest is None else self._from_db_time(oldest))
-        return build_queue_infos(settings, counts, due, rates, now)
+        return build_queue_infos(settings, counts, due, rates, now, buckets)
 
     # -- schedules and the worker registry ----------------------------------------------
 

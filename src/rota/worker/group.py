@@ -17,6 +17,7 @@ import os
 import socket
 import traceback
 import uuid
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -24,6 +25,7 @@ from typing import Final, assert_never
 
 from rota.core.dispatch import Membership, PassPlan, RoundTrip, for_policy, switch
 from rota.core.durations import due_after
+from rota.core.families import family_prefix, is_family
 from rota.core.group_policies import StoredPolicy
 from rota.core.groups import WorkerGroupOptions
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, JobEvent, JobRecord
@@ -107,6 +109,8 @@ class GroupRunner:
         # The members of the policy's families this group knows (rota.core.dispatch.members);
         # the dispatcher runs the policy over them.
         self.membership = Membership(options.policy)
+        # Families named by hints (their settings changed), until the next take_hints.
+        self._family_hints: deque[str] = deque()
         self.dispatcher = for_policy(self.membership.expanded(), remember_empty=True,
                                      validate=False)
         # When the next pass surveys the store for family members with work (None: the
@@ -146,7 +150,12 @@ class GroupRunner:
 
     def note_work(self, queue: str) -> None:
         """A wake-up hint: jobs were enqueued into `queue` (any thread). A Queue that one of
-        the policy's families holds joins at the next pass if it is new."""
+        the policy's families holds joins at the next pass if it is new. A hint naming a
+        family (its settings changed: a resume, a higher limit, a new rate) is a hint for
+        each Queue it holds that the policy serves now."""
+        if is_family(queue):  # acted on by take_hints, on the loop's thread
+            self._family_hints.append(family_prefix(queue))
+            return
         self.dispatcher.note_work(queue)
         self.membership.hinted(queue)
 
@@ -157,6 +166,13 @@ class GroupRunner:
     def take_hints(self) -> None:
         """Act on the hints noted so far at the next `claim_pass`. Call it before reading
         that pass's `now` (rota.core.dispatch.plan.Dispatcher.take_hints says why)."""
+        if self._family_hints:
+            prefixes: set[str] = set()
+            while self._family_hints:
+                prefixes.add(self._family_hints.popleft())
+            for served in self.membership.expanded().queues:
+                if any(served.startswith(prefix) for prefix in prefixes):
+                    self.dispatcher.note_work(served)
         self.dispatcher.take_hints()
 
     def offer_policy(self, version: int, stored: StoredPolicy | None) -> None:

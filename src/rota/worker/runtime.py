@@ -49,7 +49,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from rota.core.clock import Clock
-from rota.core.families import family_prefix, is_family
+from rota.core.families import FAMILY_MARK, family_prefix, is_family
 from rota.core.jobs import JobRecord
 from rota.core.retry import RetryPolicy
 from rota.store.base import Store, StoreError, WakeupSource
@@ -387,6 +387,9 @@ class Runtime:
                 group.wake()
 
     def _wake_queue(self, queue: str) -> None:
+        if is_family(queue):  # a family's settings changed: the groups serving any of it
+            self._wake_family(family_prefix(queue))
+            return
         groups = self._by_queue.get(queue, [])
         if self._by_prefix:
             groups = list(dict.fromkeys((*groups, *(
@@ -397,6 +400,17 @@ class Runtime:
             return
         for group in groups:
             group.runner.note_work(queue)
+            group.wake()
+
+    def _wake_family(self, prefix: str) -> None:
+        """Wake the groups that serve a Queue of the family `prefix*`: by name, or by a
+        family that holds some of its Queues."""
+        groups = [group for queue, named in self._by_queue.items() if queue.startswith(prefix)
+                  for group in named]
+        groups += [group for held, group in self._by_prefix
+                   if held.startswith(prefix) or prefix.startswith(held)]
+        for group in dict.fromkeys(groups):
+            group.runner.note_work(prefix + FAMILY_MARK)
             group.wake()
 
     # -- store calls ----------------------------------------------------------------------

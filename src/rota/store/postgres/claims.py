@@ -34,6 +34,13 @@ from rota.core.progress import worker_of_owner
 from rota.core.rates import cap_by_tokens, settle, stored_rate
 from rota.store.base import Claimed, LeaseOutcome, Renewal, check_outcomes, claim_caps
 from rota.store.corrupt import quarantine_undecodable
+from rota.store.family_settings import (
+    apply_families,
+    families_of,
+    family_limited,
+    forces,
+    held,
+)
 from rota.store.postgres.connection import PostgresConnection
 from rota.store.postgres.floors import reached_positions
 from rota.store.postgres.retry import retried
@@ -316,14 +323,35 @@ class PostgresClaims(PostgresConnection):
         def transaction() -> tuple[list[Row], list[str], datetime | None]:
             with self._cursor("claim") as cursor, cursor.connection.transaction():
                 cursor.execute(self._query("claim_limited_plan"))
-                cursor.execute(self._query("lock_queue_limits"), {"queues": params["queues"]})
-                rated = {str(row[0]): stored_rate(*row[1:]) for row in cursor.fetchall()
-                         if row[1] is not None}
-                if not rated:
+                cursor.execute(self._query("family_settings"))
+                families = families_of(cursor.fetchall())
+                members = held([queue for queue, _ in caps], families)
+                if members:  # rows to lock and to hold their buckets (ensure_member_settings)
+                    cursor.execute(self._query("ensure_member_settings"),
+                                   {"members": text_array(members)})
+                cursor.execute(self._query("lock_queue_limits"), {
+                    "queues": params["queues"], "members": text_array(members)})
+                own = {str(row[0]): row for row in cursor.fetchall()}
+                rated = {queue: stored_rate(*row[3:]) for queue, row in own.items()
+                         if row[3] is not None}
+                asks = [(queue, min(cap, limit)) for queue, cap in caps]
+                family_controlled: list[str] = []
+                if members:
+                    found = forces(members, families, own)
+                    counted = family_limited(found, own)
+                    leased: dict[str, int] = {}
+                    if counted:
+                        cursor.execute(self._query("count_leased"), {
+                            "queues": text_array(list(counted)),
+                            "caps": int_array(list(counted.values()))})
+                        leased = {str(row[0]): int(row[1]) for row in cursor.fetchall()}
+                    family = apply_families(asks, found, own, leased)
+                    asks, family_controlled = family.asks, family.controlled
+                    rated.update(family.rated)
+                if not rated and not members:
                     cursor.execute(self._query("claim_limited"), params)
                     return cursor.fetchall(), [], None
-                asks, starved = cap_by_tokens(
-                    rated, [(queue, min(cap, limit)) for queue, cap in caps], now)
+                asks, starved = cap_by_tokens(rated, asks, now)
                 capped = {**params, "limits": int_array([count for _, count in asks])}
                 cursor.execute(self._query("claim_limited"), capped)
                 rows = cursor.fetchall()
@@ -338,7 +366,7 @@ class PostgresClaims(PostgresConnection):
                         "empty_us": int_array([b.empty_us for b in buckets.values()]),
                         "empty_rem": int_array([b.remainder for b in buckets.values()]),
                     })
-                return rows, list(rated), next_token_at
+                return rows, [*rated, *family_controlled], next_token_at
 
         return retried(transaction)
 

@@ -104,12 +104,17 @@ unnest(%(queues)s::text[], %(limits)s::int[], %(floor_dues)s::timestamptz[],
 -- controls: the settings rows that pause or limit a Queue asked for (none, almost
 -- always): one index scan of the settings' primary key. Measured cheaper than a lookup
 -- per Queue joined to every Queue asked (by 0.06 ms a claim: docs/decisions/0018).
+--   A family's settings row ('tenant-*') controls each member asked (family_controls,
+--   migration 21: a scan of the partial index of family rows, empty unless one has a
+--   setting).
 controls AS (
     SELECT queue_settings.queue, queue_settings.paused
     FROM {schema}.queue_settings
     WHERE queue_settings.queue = ANY (%(queues)s::text[])
       AND (queue_settings.paused OR queue_settings.concurrency_limit IS NOT NULL
            OR queue_settings.rate_jobs IS NOT NULL)
+    UNION ALL
+    SELECT * FROM {schema}.family_controls(%(queues)s::text[])
 ),
 limited AS (
     SELECT 1 AS found

@@ -8,9 +8,9 @@
 -- primary-key lookup of its settings; so its cost grows with the Queues probed, never
 -- with their jobs. A Queue at its concurrency limit still counts as due.
 SELECT probed.queue,
-       due.id IS NOT NULL AND settings.paused IS NOT TRUE AS due,
+       due.id IS NOT NULL AND settings.paused IS NOT TRUE AND NOT family.paused AS due,
        settings.paused IS TRUE OR settings.concurrency_limit IS NOT NULL
-           OR settings.rate_jobs IS NOT NULL AS controlled
+           OR settings.rate_jobs IS NOT NULL OR family.controlled AS controlled
 FROM unnest(%(probe)s::text[], %(probe_floor_dues)s::timestamptz[],
             %(probe_floor_ids)s::bigint[]) AS probed(queue, floor_due, floor_id)
 LEFT JOIN LATERAL (
@@ -29,3 +29,8 @@ LEFT JOIN LATERAL (
     WHERE queue_settings.queue = probed.queue
     OFFSET 0
 ) AS settings ON true
+-- The families with a setting that hold it (migration 21).
+LEFT JOIN LATERAL (
+    SELECT coalesce(bool_or(held.paused), false) AS paused, count(*) > 0 AS controlled
+    FROM {schema}.family_controls(ARRAY[probed.queue]) AS held
+) AS family ON true

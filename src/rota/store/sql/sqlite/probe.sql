@@ -11,4 +11,10 @@ WHERE EXISTS (
 AND NOT EXISTS (
     SELECT 1 FROM rota_queue_settings AS settings
     WHERE settings.queue = probed.value AND settings.paused
+)
+AND NOT EXISTS (  -- nor a paused family holding it (migration 20's index)
+    SELECT 1 FROM rota_queue_settings AS families
+    WHERE families.queue GLOB '*[*]' AND families.paused
+      AND substr(probed.value, 1, length(families.queue) - 1)
+          = substr(families.queue, 1, length(families.queue) - 1)
 );

@@ -26,4 +26,10 @@ SELECT scheduled.queue,
            SELECT 1 FROM rota_queue_settings AS settings
            WHERE settings.queue = scheduled.queue AND settings.paused
        )
+       AND NOT EXISTS (  -- nor a paused family holding it (migration 20's index)
+           SELECT 1 FROM rota_queue_settings AS families
+           WHERE families.queue GLOB '*[*]' AND families.paused
+             AND substr(scheduled.queue, 1, length(families.queue) - 1)
+                 = substr(families.queue, 1, length(families.queue) - 1)
+       )
 FROM scheduled;
