@@ -39,13 +39,13 @@ from rota.app.status import Health, check_health, fairness_over, served_since
 from rota.app.waiting import JobWaiters, timeout_seconds
 from rota.core.clock import Clock
 from rota.core.durations import Duration, to_timedelta
-from rota.core.families import is_family
+from rota.core.families import is_family, validate_entry
 from rota.core.groups import WorkerGroupOptions
 from rota.core.job_filters import job_filter
 from rota.core.jobs import DEFAULT_MAX_PAYLOAD_BYTES, MAX_JOB_ID, JobRecord, JobState
 from rota.core.policy import DispatchPolicy, served_queues
 from rota.core.queue_controls import QueueInfo, validate_queue_limit
-from rota.core.queues import DEFAULT_QUEUE, validate_queue_name
+from rota.core.queues import DEFAULT_QUEUE
 from rota.core.rates import validate_rate
 from rota.core.retention import Retention, StateSelection, purgeable_states
 from rota.core.retry import RetryPolicy
@@ -389,20 +389,24 @@ class App:
     def pause_queue(self, queue: str) -> None:
         """Pause a Queue, cluster-wide: from their next claim on, no worker on this store
         takes its jobs (Strict goes on to the next Queue; Weighted finds it empty).
-        Jobs already leased finish normally. The Queue need not have jobs yet.
+        Jobs already leased finish normally. The Queue need not have jobs yet. A family
+        (`"tenant-*"`) pauses every Queue it holds, whatever their own settings.
 
         Raises:
-            ValueError, TypeError: if `queue` breaks the Queue name rule of enqueue.
+            ValueError, TypeError: if `queue` breaks the Queue name rule of enqueue and is
+                no family.
         """
-        self.store.pause_queue(validate_queue_name(queue))
+        self.store.pause_queue(validate_entry(queue))
 
     def resume_queue(self, queue: str) -> None:
-        """Undo `pause_queue`: workers take the Queue's jobs again at their next claim.
+        """Undo `pause_queue` (of a Queue or a family): workers take the Queue's jobs again
+        at their next claim.
 
         Raises:
-            ValueError, TypeError: if `queue` breaks the Queue name rule of enqueue.
+            ValueError, TypeError: if `queue` breaks the Queue name rule of enqueue and is
+                no family.
         """
-        self.store.resume_queue(validate_queue_name(queue))
+        self.store.resume_queue(validate_entry(queue))
         self._notify_enqueued((queue,))  # its jobs may be claimed again: look at once
 
     def set_queue_limit(self, queue: str, limit: int | None) -> None:
@@ -411,7 +415,8 @@ class App:
         claim, atomically. A limit below the number leased now takes nothing until
         enough of them finish; 0 takes nothing (like a pause). A limit is a whole number
         from 0 to 2**31 - 1 (2147483647), the range of every numeric Queue and Worker
-        Group setting, checked here before any store sees it.
+        Group setting, checked here before any store sees it. A family's limit (`"tenant-*"`)
+        bounds each of its Queues on its own, those without a limit of their own.
 
         Raises:
             TypeError: if `limit` is not an int or None (True/False are refused too).
@@ -419,7 +424,7 @@ class App:
                 range), or `queue` breaks the Queue name rule.
         """
         checked = validate_queue_limit(limit)
-        self.store.set_queue_limit(validate_queue_name(queue), checked)
+        self.store.set_queue_limit(validate_entry(queue), checked)
         self._notify_enqueued((queue,))  # a higher limit may leave room: look at once
 
     def set_queue_rate(self, queue: str, jobs: int | None, per: Duration | None = None,
@@ -433,7 +438,9 @@ class App:
         Queues); idle workers wake when its next token is due.
 
         Args:
-            queue: the Queue's name (it need not have jobs yet).
+            queue: the Queue's name (it need not have jobs yet), or a family
+                (`"tenant-*"`): each of its Queues without a rate of its own gets it, each
+                with its own bucket.
             jobs: tokens per `per`, a whole number from 1 to 2147483647; None: no rate.
             per: the period, a `timedelta` or a number of seconds (required with `jobs`).
             burst: the bucket's size, from 1 to 2147483647; None: `jobs`.
@@ -456,7 +463,7 @@ class App:
                 "per=timedelta(minutes=1))")
         else:
             rate = validate_rate(jobs, per, burst)
-        self.store.set_queue_rate(validate_queue_name(queue), rate)
+        self.store.set_queue_rate(validate_entry(queue), rate)
         self._notify_enqueued((queue,))  # a full bucket, or no rate, may leave room
 
     def queues(self) -> list[QueueInfo]:
