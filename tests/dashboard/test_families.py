@@ -4,7 +4,7 @@ SQL stores' family settings are checked by the store contract)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 
 import pytest
@@ -125,9 +125,9 @@ def tenants_store(clock: rota.VirtualClock) -> tuple[rota.App, MemoryStore]:
 
 
 @pytest.fixture
-def tenants(clock: rota.VirtualClock) -> tuple[rota.App, MemoryStore]:
+def tenants(clock: rota.VirtualClock) -> Iterator[tuple[rota.App, MemoryStore]]:
     app, store = tenants_store(clock)
-    yield app, store  # type: ignore[misc]
+    yield app, store
     app.close()
 
 
