@@ -156,6 +156,8 @@ def test_api_queues_shows_a_family_row_with_its_members_by_backlog(
     b = members[0]
     assert (b["limit"], b["rate"], b["held_back"]) == (2, None, None)
     assert b["weights"] == {"fair": 1}
+    assert "estimate" not in b  # a member's own page has it (a replay per Queue)
+    assert "estimate" in dashboard.get("/api/queues/tenant-b").json()
     assert b["shares"] == [{"group": "fair", "weight": 1, "served": 30,
                             "served_share": pytest.approx(0.3)}]
     assert members[1]["shares"][0]["served"] == 0

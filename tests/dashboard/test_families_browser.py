@@ -106,3 +106,4 @@ def test_a_family_row_opens_on_its_queues_by_backlog_and_shows_its_pause(
     assert text.startswith("Paused: no Queue of it is served.")
     assert [r.get_attribute("data-member") for r in all_css(driver, "tr[data-member]")] == [
         "tenant-b", "tenant-c", "tenant-a"]
+    driver.save_screenshot(str(browser.screenshot_path("queue-family-page")))

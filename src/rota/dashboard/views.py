@@ -164,10 +164,13 @@ def _group_estimate(one: StartEstimate) -> JSON:
 def queue_json(
     info: QueueInfo, now: datetime, infos: Sequence[QueueInfo],
     groups: Sequence[GroupObservation],
-    indexes: tuple[ServingIndex, ServingIndex] | None = None,
+    indexes: tuple[ServingIndex, ServingIndex] | None = None, *,
+    estimate: bool = True, paused: Sequence[str] | None = None,
 ) -> JSON:
     """One Queue; `indexes`: the live and the known groups' policies, indexed (`serving`),
-    when the caller shows many Queues."""
+    when the caller shows many Queues. Without `estimate` it has none: each replays the
+    policies over every Queue, so a family row's thousands of members leave it to their
+    own pages. `paused`: `paused_families(infos)`, when the caller has it."""
     age = None if info.oldest_due_at is None else \
         max(0.0, (now - info.oldest_due_at).total_seconds())
     live, known = indexes or serving(groups)
@@ -175,7 +178,8 @@ def queue_json(
     serving_now = serving_groups(info.name, live)
     return {
         "name": info.name, "paused": info.paused,
-        "paused_by": paused_by(info, infos) if info.paused else None,
+        "paused_by": paused_by(info, paused_families(infos) if paused is None else paused)
+        if info.paused else None,
         "limit": info.limit,
         "rate": rate_json(info.rate),
         "counts": {state.value: info.counts.get(state, 0) for state in JobState},
@@ -184,18 +188,23 @@ def queue_json(
         "groups": sorted(serving_now),
         "weights": serving_now,
         "unserved": info.due > 0 and not serving_now,
-        "estimate": estimate_json(estimates_for(info, infos, groups, known=known), groups),
+        **({"estimate": estimate_json(estimates_for(info, infos, groups, known=known),
+                                      groups)} if estimate else {}),
     }
 
 
-def paused_by(info: QueueInfo, infos: Iterable[QueueInfo]) -> str | None:
-    """The paused family that holds `info`'s Queue (the longest, if several), or None:
-    resuming the Queue itself would not resume it then, so its page offers no resume."""
-    if info.members is not None:
-        return None
-    paused = [one.name for one in infos if one.members is not None and one.paused
-              and holds(one.name, info.name)]
-    return max(paused, key=len, default=None)
+def paused_families(infos: Iterable[QueueInfo]) -> list[str]:
+    """The families of `infos` (their entries of `queue_infos`) that are paused."""
+    return [one.name for one in infos if one.members is not None and one.paused]
+
+
+def paused_by(info: QueueInfo, paused: Sequence[str]) -> str | None:
+    """The family of `paused` (`paused_families`) that holds `info`'s Queue (the longest,
+    if several), or None: resuming the Queue itself would not resume it then, so its page
+    offers no resume."""
+    if info.members is not None or info.family is None:
+        return None  # no family's settings apply to it
+    return max((name for name in paused if holds(name, info.name)), key=len, default=None)
 
 
 def rate_json(rate: QueueRate | None) -> JSON | None:
@@ -220,17 +229,19 @@ def queues_json(
     a family's with its members inside (`kind` "family", `family_json`; `queue_rows`
     says which Queues a family row holds)."""
     indexes = serving(groups)
-    return [row_json(row, now, infos, groups, indexes)
+    paused = paused_families(infos)
+    return [row_json(row, now, infos, groups, indexes, paused)
             for row in queue_rows(infos, policies_by_preference(groups))]
 
 
 def row_json(row: QueueRow, now: datetime, infos: Sequence[QueueInfo],
              groups: Sequence[GroupObservation],
-             indexes: tuple[ServingIndex, ServingIndex]) -> JSON:
-    """One row of `queues_json`."""
+             indexes: tuple[ServingIndex, ServingIndex], paused: Sequence[str]) -> JSON:
+    """One row of `queues_json` (`paused`: `paused_families(infos)`)."""
     if row.members is None:
         assert row.info is not None
-        return {"kind": "queue", **queue_json(row.info, now, infos, groups, indexes)}
+        return {"kind": "queue", **queue_json(row.info, now, infos, groups, indexes,
+                                              paused=paused)}
     return family_json(row, now, infos, groups, indexes)
 
 
@@ -347,8 +358,9 @@ def family_json(row: QueueRow, now: datetime, infos: Sequence[QueueInfo],
     counts, due, oldest = summed(held)
     own = row.info
     members = []
+    paused = paused_families(infos)
     for info in held:
-        member = queue_json(info, now, infos, groups, indexes)
+        member = queue_json(info, now, infos, groups, indexes, estimate=False, paused=paused)
         members.append({"kind": "queue", **member, "held_back": held_back_reason(info),
                         "shares": member_shares(info.name, groups, member["weights"])})
     serving_now = sorted({group for member in members for group in member["groups"]})
