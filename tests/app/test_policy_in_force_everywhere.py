@@ -247,3 +247,23 @@ def test_a_family_member_is_served_by_the_family_and_warned_about_without_it(
     assert app.health().unserved == ("tenant-*",)
     register(app)
     assert app.health().ok and app.health().queues == ("tenant-*",)
+
+
+def test_a_worker_never_warns_about_a_family_as_a_queue(
+    clock: rota.VirtualClock, caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Given a paused family with due jobs on a member nobody serves (the memory store:
+    # the one that keeps a family's settings on this branch's contract run)
+    app = io_app(lambda: rota.App("memory://", clock=clock))
+    try:
+        enqueue(app, "tenant-1", 2)
+        app.pause_queue("tenant-*")
+        duty = UnservedDuty(app.clock)
+        with caplog.at_level(logging.WARNING, logger="rota"):
+            # When the worker looks
+            assert look(duty, StandIn(app, ["io"])) == ["tenant-1"]
+        # Then it warns about the member alone, and its gauge has no series for the family
+        assert [m.split(" has ")[0] for m in warnings(caplog)] == ["Queue 'tenant-1'"]
+        assert "tenant-*" not in duty.unserved_jobs and duty.unserved_jobs["tenant-1"] == 2
+    finally:
+        app.close()

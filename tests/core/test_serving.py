@@ -79,3 +79,13 @@ def test_unserved_queues_are_those_with_due_jobs_no_group_serves() -> None:
              QueueInfo("d", due=5)]
     unserved = unserved_with_due_jobs(infos, {"g": Strict("d")})
     assert [info.name for info in unserved] == ["a", "c"]
+
+
+def test_a_familys_entry_is_never_an_unserved_queue() -> None:
+    # Given a family with settings whose entry sums its members' due jobs, and a policy
+    # that names one member only
+    infos = [QueueInfo("t-*", due=3, paused=True, members=2), QueueInfo("t-1", due=1),
+             QueueInfo("t-2", due=2)]
+    # Then the unserved Queue is the member nobody serves, never the family's entry
+    unserved = unserved_with_due_jobs(infos, {"g": Strict("t-1")})
+    assert [info.name for info in unserved] == ["t-2"]

@@ -146,7 +146,8 @@ def unserved_with_due_jobs(
 ) -> list[QueueInfo]:
     """The Queues that have jobs due now and that no group of `policies` serves, sorted by
     name. A paused Queue counts too: it is unserved either way, but the warning should
-    not hide it. A family's entry (`members` set) is no Queue: its members count."""
+    not hide it. A family's entry (`QueueInfo.members`) is no Queue: its members are
+    looked at one by one."""
     index = ServingIndex(policies)
     return sorted(
         (info for info in infos

@@ -11,6 +11,8 @@ Gauges from the store (`queue_infos` at the scrape's `now`):
   (by the groups' policies in force, rota.core.serving), 0 for every other Queue (served,
   or nothing due): present for every Queue, so `> 0` alerts and a missing series means a
   missing scrape.
+Every Queue has its own series; a family's entry of `queue_infos` (`"tenant-*"`, its
+members' jobs added up) has none, so a sum over `queue` counts each job once.
 From the worker registry (`sources.observe`): `rota_group_workers{group}`,
 `rota_group_in_flight{group}`, and the counter `rota_jobs_total{group,queue,outcome}`.
 
@@ -119,6 +121,8 @@ class StoreCollector(Collector):
             "else 0.", labels=["queue"])
         live = ServingIndex(policies(groups, live=True))
         for info in infos:
+            if info.members is not None:
+                continue  # a family's entry: its members have their own series
             unserved.add_metric(
                 [info.name], 0 if serving_groups(info.name, live) else info.due)
             for state in JobState:

@@ -5,7 +5,8 @@ over a writable store, opened on the first action (so a dashboard nobody clicks 
 writes). Store calls are blocking, so every handler runs them in a worker thread.
 
 Every input is checked before it reaches the store: job ids by the `MAX_JOB_ID` rule,
-Queue names by `validate_queue_name`, states by `JobState`, limits by
+Queue names by `validate_queue_name` (and the names of a Queue page or a Queue action,
+which may name a family, by `validate_entry`), states by `JobState`, limits by
 `validate_queue_limit` (the range every store holds); the stores pass values as SQL parameters
 only. Templates escape everything (Jinja2 autoescape); a strict Content-Security-Policy
 forbids inline scripts.
@@ -37,6 +38,7 @@ from rota.app import App
 from rota.app.schedules import row_info
 from rota.app.status import store_warnings
 from rota.core.clock import Clock
+from rota.core.families import is_family, validate_entry
 from rota.core.groups import WorkerGroupOptions, validate_group_name
 from rota.core.job_filters import JobFilter, job_filter, parse_meta_pairs
 from rota.core.jobs import MAX_JOB_ID, JobState
@@ -83,8 +85,10 @@ SECURITY_HEADERS = {
 # What `GET /api/` lists: (method, path, what it answers or does).
 API_INDEX = (
     ("GET", "/api/queues", "every Queue: counts per state, due backlog, oldest due age, "
-     "paused, limit, when a job enqueued now starts"),
-    ("GET", "/api/queues/{name}", "one Queue, the same shape"),
+     "paused, limit, when a job enqueued now starts; the Queues of a family (tenant-*) "
+     "in one row of kind 'family', its members by backlog"),
+    ("GET", "/api/queues/{name}", "one Queue, the same shape, or a family (tenant-*) "
+     "with its members"),
     ("GET", "/api/groups?minutes=N", "the Worker Groups (each with its chart: attempts "
      "succeeded, failed and cancelled per minute): served shares against their "
      "weights over the last N minutes (1 to 1440)"),
@@ -95,11 +99,14 @@ API_INDEX = (
      "paged by before=ID instead of offset"),
     ("GET", "/api/jobs/{id}", "one job, every field (its parents and children included), "
      "when it starts if scheduled, and the workflow around it"),
-    ("POST", "/api/queues/{name}/pause", "pause the Queue (needs the token when one is set)"),
-    ("POST", "/api/queues/{name}/resume", "resume the Queue (token)"),
-    ("POST", "/api/queues/{name}/limit", "set the Queue's limit: form field or JSON key "
+    ("POST", "/api/queues/{name}/pause", "pause the Queue, or every Queue of a family "
+     "(tenant-*) (needs the token when one is set)"),
+    ("POST", "/api/queues/{name}/resume", "resume the Queue or family (token)"),
+    ("POST", "/api/queues/{name}/limit", "set the Queue's limit (a family's: each "
+     "member's without one of its own): form field or JSON key "
      f"'limit', 0 to {MAX_SETTING} or none (token)"),
-    ("POST", "/api/queues/{name}/rate", "set the Queue's rate: form field or JSON key "
+    ("POST", "/api/queues/{name}/rate", "set the Queue's rate (a family's: each "
+     "member's, its own bucket): form field or JSON key "
      "'rate', N/PERIOD such as 10/1m or none, and optionally 'burst' (token)"),
     ("POST", "/api/groups/{name}/policy", "store the group's policy, followed by its "
      "running workers at their next pass: field or JSON key 'weighted' (a=5,b=1) or "
@@ -247,6 +254,19 @@ def _queue(text: str) -> str:
         return validate_queue_name(text)
     except (TypeError, ValueError) as error:
         raise BadInput(str(error)) from None
+
+
+def _entry(text: str) -> str:
+    """A Queue name or a family (`tenant-*`): the names of Queue pages and actions."""
+    try:
+        return validate_entry(text)
+    except (TypeError, ValueError) as error:
+        raise BadInput(str(error)) from None
+
+
+def _what(name: str) -> str:
+    """What an action's confirmation calls `name`: "Queue a" or "Queue family tenant-*"."""
+    return f"Queue family {name}" if is_family(name) else f"Queue {name}"
 
 
 def _count(text: str | None, what: str, default: int, minimum: int, maximum: int) -> int:
@@ -516,14 +536,20 @@ class Dashboard:
                           storage_warnings=warnings)
 
     async def queue_page(self, request: Request) -> Response:
-        name = _queue(request.path_params["name"])
+        name = _entry(request.path_params["name"])
         window = self._window(request)
         now, infos, seen = await self._observe(window)
+        if is_family(name):
+            return self._page(request, "family.html", title=f"Queue family {name}", now=now,
+                              family=views.family_json(views.row_for(name, infos, seen.groups),
+                                                       now, infos, seen.groups))
         info = next((one for one in infos if one.name == name), None) or QueueInfo(
             name, counts=dict.fromkeys(JobState, 0))
         chart = views.timelines(seen.served, now, window, _BY_QUEUE).get(name)
+        family = views.family_of_queues([info], views.policies_by_preference(seen.groups))
         return self._page(request, "queue.html", title=f"Queue {name}", now=now,
                           queue=views.queue_json(info, now, infos, seen.groups),
+                          family=family.get(name),
                           chart=chart, window_minutes=round(window.total_seconds() / 60))
 
     async def _running(self, workers: list[WorkerInfo], now: datetime) -> list[RunningJob]:
@@ -608,8 +634,11 @@ class Dashboard:
         return self._json(views.queues_json(infos, now, groups))
 
     async def api_queue(self, request: Request) -> Response:
-        name = _queue(request.path_params["name"])
+        name = _entry(request.path_params["name"])
         now, infos, groups = await self._snapshot()
+        if is_family(name):
+            return self._json(views.family_json(views.row_for(name, infos, groups), now,
+                                                infos, groups))
         info = next((one for one in infos if one.name == name), None)
         if info is None:
             info = QueueInfo(name, counts=dict.fromkeys(JobState, 0))
@@ -773,23 +802,24 @@ class Dashboard:
         return self._json(result, status=status)
 
     async def pause(self, request: Request) -> Response:
-        name = _queue(request.path_params["name"])
+        name = _entry(request.path_params["name"])
         def change(app: App) -> dict[str, Any]:
             app.pause_queue(name)
             return {**self._settings(name),
-                    "_done": f"Paused Queue {name}: workers claim nothing from it until "
-                    "it is resumed (jobs running now finish)."}
+                    "_done": f"Paused {_what(name)}: workers claim nothing from "
+                    f"{'its Queues' if is_family(name) else 'it'} until it is resumed "
+                    "(jobs running now finish)."}
         return await self._act(request, lambda form: change, f"{self._base(request)}/queues")
 
     async def resume(self, request: Request) -> Response:
-        name = _queue(request.path_params["name"])
+        name = _entry(request.path_params["name"])
         def change(app: App) -> dict[str, Any]:
             app.resume_queue(name)
-            return {**self._settings(name), "_done": f"Resumed Queue {name}."}
+            return {**self._settings(name), "_done": f"Resumed {_what(name)}."}
         return await self._act(request, lambda form: change, f"{self._base(request)}/queues")
 
     async def set_limit(self, request: Request) -> Response:
-        name = _queue(request.path_params["name"])
+        name = _entry(request.path_params["name"])
         def plan(form: dict[str, Any]) -> Callable[[App], dict[str, Any]]:
             if "limit" not in form:
                 raise BadInput("give the limit: a form field or JSON key 'limit' (a whole "
@@ -797,14 +827,15 @@ class Dashboard:
             limit = _limit(form["limit"])
             def change(app: App) -> dict[str, Any]:
                 app.set_queue_limit(name, limit)
-                return {**self._settings(name), "_done": f"Removed the limit of Queue {name}."
-                        if limit is None else f"Set the limit of Queue {name} to {limit} "
-                        "jobs leased at once."}
+                return {**self._settings(name), "_done": f"Removed the limit of {_what(name)}."
+                        if limit is None else f"Set the limit of {_what(name)} to {limit} "
+                        "jobs leased at once" + (", each of its Queues on its own."
+                                                 if is_family(name) else ".")}
             return change
         return await self._act(request, plan, f"{self._base(request)}/queues")
 
     async def set_rate(self, request: Request) -> Response:
-        name = _queue(request.path_params["name"])
+        name = _entry(request.path_params["name"])
         def plan(form: dict[str, Any]) -> Callable[[App], dict[str, Any]]:
             if "rate" not in form:
                 raise BadInput(f"give the rate: a form field or JSON key 'rate' ({RATE_FORM}; "
@@ -815,9 +846,10 @@ class Dashboard:
                     app.set_queue_rate(name, None)
                 else:
                     app.set_queue_rate(name, rate.jobs, per=rate.per, burst=rate.burst)
-                return {**self._settings(name), "_done": f"Removed the rate of Queue {name}."
-                        if rate is None else f"Set the rate of Queue {name} to {rate}: "
-                        "claims take its jobs no faster, all workers together."}
+                return {**self._settings(name), "_done": f"Removed the rate of {_what(name)}."
+                        if rate is None else f"Set the rate of {_what(name)} to {rate}: "
+                        "claims take its jobs no faster, all workers together"
+                        + (", each of its Queues on its own." if is_family(name) else ".")}
             return change
         return await self._act(request, plan, f"{self._base(request)}/queues")
 

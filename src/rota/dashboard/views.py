@@ -9,19 +9,21 @@ Imports rota's public API, the store contract and the pure core only.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from rota import ScheduleInfo
 from rota.core.durations import short_duration
 from rota.core.estimate import StartEstimate, combine, estimate_start
+from rota.core.families import PolicyEntries, holds, is_family
 from rota.core.jobs import JobRecord, JobState
 from rota.core.policy import DispatchPolicy, Strict, Weighted, over_members
 from rota.core.policy_text import policy_text as policy_input
 from rota.core.progress import Progress, attempt_error_fields, progress_fields, progress_text
 from rota.core.queue_controls import QueueInfo, held_back_reason
-from rota.core.rates import describe_period
+from rota.core.rates import QueueRate, describe_period
 from rota.core.serving import ServingIndex, serving_groups
 from rota.core.workers import (
     RunningJob,
@@ -79,7 +81,7 @@ def estimates_for(
     """Each group's estimate for a job of `info`'s Queue at `position` among its due jobs
     (default: after all of them, a job enqueued now); `known`: the policies of `groups`,
     indexed (`policies(groups, live=False)`), when the caller asks for many Queues."""
-    by_name = {one.name: one for one in infos}
+    by_name = {one.name: one for one in infos if one.members is None}
     estimates: list[StartEstimate] = []
     if known is None:
         known = ServingIndex(policies(groups, live=False))
@@ -162,29 +164,55 @@ def _group_estimate(one: StartEstimate) -> JSON:
 def queue_json(
     info: QueueInfo, now: datetime, infos: Sequence[QueueInfo],
     groups: Sequence[GroupObservation],
-    indexes: tuple[ServingIndex, ServingIndex] | None = None,
+    indexes: tuple[ServingIndex, ServingIndex] | None = None, *,
+    estimate: bool = True, paused: Sequence[str] | None = None,
 ) -> JSON:
     """One Queue; `indexes`: the live and the known groups' policies, indexed (`serving`),
-    when the caller shows many Queues."""
+    when the caller shows many Queues. Without `estimate` it has none: each replays the
+    policies over every Queue, so a family row's thousands of members leave it to their
+    own pages. `paused`: `paused_families(infos)`, when the caller has it."""
     age = None if info.oldest_due_at is None else \
         max(0.0, (now - info.oldest_due_at).total_seconds())
     live, known = indexes or serving(groups)
     # Who serves it now: the groups live workers run, under their policies in force.
     serving_now = serving_groups(info.name, live)
     return {
-        "name": info.name, "paused": info.paused, "limit": info.limit,
-        "rate": None if info.rate is None else {
-            "jobs": info.rate.jobs, "per_s": info.rate.per.total_seconds(),
-            "burst": info.rate.burst, "text": str(info.rate),
-            "input": f"{info.rate.jobs}/{describe_period(info.rate.per)}"},
+        "name": info.name, "paused": info.paused,
+        "paused_by": paused_by(info, paused_families(infos) if paused is None else paused)
+        if info.paused else None,
+        "limit": info.limit,
+        "rate": rate_json(info.rate),
         "counts": {state.value: info.counts.get(state, 0) for state in JobState},
         "due": info.due, "oldest_due_at": _time(info.oldest_due_at),
         "oldest_due_age_s": age,
         "groups": sorted(serving_now),
         "weights": serving_now,
         "unserved": info.due > 0 and not serving_now,
-        "estimate": estimate_json(estimates_for(info, infos, groups, known=known), groups),
+        **({"estimate": estimate_json(estimates_for(info, infos, groups, known=known),
+                                      groups)} if estimate else {}),
     }
+
+
+def paused_families(infos: Iterable[QueueInfo]) -> list[str]:
+    """The families of `infos` (their entries of `queue_infos`) that are paused."""
+    return [one.name for one in infos if one.members is not None and one.paused]
+
+
+def paused_by(info: QueueInfo, paused: Sequence[str]) -> str | None:
+    """The family of `paused` (`paused_families`) that holds `info`'s Queue (the longest,
+    if several), or None: resuming the Queue itself would not resume it then, so its page
+    offers no resume."""
+    if info.members is not None or info.family is None:
+        return None  # no family's settings apply to it
+    return max((name for name in paused if holds(name, info.name)), key=len, default=None)
+
+
+def rate_json(rate: QueueRate | None) -> JSON | None:
+    """A rate as the pages show it (`text`) and as its form takes it back (`input`)."""
+    if rate is None:
+        return None
+    return {"jobs": rate.jobs, "per_s": rate.per.total_seconds(), "burst": rate.burst,
+            "text": str(rate), "input": f"{rate.jobs}/{describe_period(rate.per)}"}
 
 
 def serving(groups: Sequence[GroupObservation]) -> tuple[ServingIndex, ServingIndex]:
@@ -197,8 +225,186 @@ def serving(groups: Sequence[GroupObservation]) -> tuple[ServingIndex, ServingIn
 def queues_json(
     infos: Sequence[QueueInfo], now: datetime, groups: Sequence[GroupObservation],
 ) -> list[JSON]:
+    """The rows of the Queues page, by name: a Queue's (`kind` "queue", `queue_json`), or
+    a family's with its members inside (`kind` "family", `family_json`; `queue_rows`
+    says which Queues a family row holds)."""
     indexes = serving(groups)
-    return [queue_json(info, now, infos, groups, indexes) for info in infos]
+    paused = paused_families(infos)
+    return [row_json(row, now, infos, groups, indexes, paused)
+            for row in queue_rows(infos, policies_by_preference(groups))]
+
+
+def row_json(row: QueueRow, now: datetime, infos: Sequence[QueueInfo],
+             groups: Sequence[GroupObservation],
+             indexes: tuple[ServingIndex, ServingIndex], paused: Sequence[str]) -> JSON:
+    """One row of `queues_json` (`paused`: `paused_families(infos)`)."""
+    if row.members is None:
+        assert row.info is not None
+        return {"kind": "queue", **queue_json(row.info, now, infos, groups, indexes,
+                                              paused=paused)}
+    return family_json(row, now, infos, groups, indexes)
+
+
+# -- Queue families: one row for the Queues a family holds -------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    """One row of the Queues page: a Queue (`info` its QueueInfo, `members` None), or a
+    family (`name` ends in `*`; `info` the family's own entry of `queue_infos` when it has
+    settings, else None; `members` the Queues shown under it, by backlog)."""
+
+    name: str
+    info: QueueInfo | None
+    members: tuple[QueueInfo, ...] | None = None
+
+
+def policies_by_preference(groups: Sequence[GroupObservation]) -> list[DispatchPolicy]:
+    """The policies in force that decide which family row a Queue shows under: those of
+    the groups live workers run first (who serves it now), then every other group known
+    (so the rows stay put while no worker runs)."""
+    live = policies(groups, live=True)
+    known = policies(groups, live=False)
+    return [*live.values(), *(policy for name, policy in known.items() if name not in live)]
+
+
+def family_of_queues(infos: Iterable[QueueInfo],
+                     policies: Sequence[DispatchPolicy]) -> dict[str, str]:
+    """Queue -> the family whose row shows it, for each Queue that has one. The first of
+    `policies` with an entry that serves the Queue decides: a family entry puts it in that
+    family's row; its own name (an override, with a weight of its own) gives it a row of
+    its own. A Queue no policy serves shows under the family whose settings apply to it
+    (`QueueInfo.family`), if any. A family's own entry is no Queue."""
+    indexed = [(policy, PolicyEntries(policy.queues)) for policy in policies]
+    found: dict[str, str] = {}
+    for info in infos:
+        if info.members is not None:
+            continue
+        family = info.family
+        for policy, entries in indexed:
+            index = entries.entry_of(info.name)
+            if index is not None:
+                name = policy.queues[index]
+                family = name if is_family(name) else None
+                break
+        if family is not None:
+            found[info.name] = family
+    return found
+
+
+def by_backlog(members: Iterable[QueueInfo]) -> tuple[QueueInfo, ...]:
+    """Members in the order a family row lists them: the most due jobs first, ties by
+    name (so the Queues holding the family back are on top)."""
+    return tuple(sorted(members, key=lambda info: (-info.due, info.name)))
+
+
+def queue_rows(infos: Sequence[QueueInfo],
+               policies: Sequence[DispatchPolicy]) -> list[QueueRow]:
+    """The rows of the Queues page, by name: one per Queue that belongs to no family
+    (`family_of_queues`), and one per family that holds Queues or has settings of its own,
+    its members sorted `by_backlog`. A family's entry of `queue_infos` never shows as a
+    Queue, and each Queue shows once: in its row, or under its family."""
+    families = family_of_queues(infos, policies)
+    settings = {info.name: info for info in infos if info.members is not None}
+    members: dict[str, list[QueueInfo]] = {name: [] for name in settings}
+    rows: list[QueueRow] = []
+    for info in infos:
+        if info.members is not None:
+            continue
+        family = families.get(info.name)
+        if family is None:
+            rows.append(QueueRow(info.name, info))
+        else:
+            members.setdefault(family, []).append(info)
+    rows += [QueueRow(name, settings.get(name), by_backlog(held))
+             for name, held in members.items()]
+    rows.sort(key=lambda row: row.name)
+    return rows
+
+
+def summed(members: Sequence[QueueInfo]) -> tuple[dict[JobState, int], int, datetime | None]:
+    """A family row's jobs per state, due jobs and oldest due time: its members', added
+    (each Queue is in one row only, so the page's totals count each job once)."""
+    counts = {state: sum(info.counts.get(state, 0) for info in members) for state in JobState}
+    oldest = min((info.oldest_due_at for info in members if info.oldest_due_at is not None),
+                 default=None)
+    return counts, sum(info.due for info in members), oldest
+
+
+def member_shares(queue: str, groups: Sequence[GroupObservation],
+                  weights: Mapping[str, int | None]) -> list[JSON]:
+    """Per group serving `queue` now (`weights`: group -> its weight) or that served it in
+    the window: its weight, the jobs of `queue` it served, and their share of all it
+    served (the fairness view's `served_share`)."""
+    shares = []
+    for group in groups:
+        served = group.served.get(queue, 0)
+        if group.name not in weights and not served:
+            continue
+        total = group.served_total
+        shares.append({"group": group.name, "weight": weights.get(group.name),
+                       "served": served, "served_share": served / total if total else None})
+    return shares
+
+
+def family_json(row: QueueRow, now: datetime, infos: Sequence[QueueInfo],
+                groups: Sequence[GroupObservation],
+                indexes: tuple[ServingIndex, ServingIndex] | None = None) -> JSON:
+    """A family's row: its own settings (those of its entry of `queue_infos`, if it has
+    one), its members' jobs added up, who serves them, and its members, by backlog, each
+    a `queue_json` with its weight and share served per group and what holds it back."""
+    indexes = indexes or serving(groups)
+    held = row.members or ()
+    counts, due, oldest = summed(held)
+    own = row.info
+    members = []
+    paused = paused_families(infos)
+    for info in held:
+        member = queue_json(info, now, infos, groups, indexes, estimate=False, paused=paused)
+        members.append({"kind": "queue", **member, "held_back": held_back_reason(info),
+                        "shares": member_shares(info.name, groups, member["weights"])})
+    serving_now = sorted({group for member in members for group in member["groups"]})
+    return {
+        "kind": "family", "name": row.name, "settings": own is not None,
+        "paused": own is not None and own.paused, "limit": None if own is None else own.limit,
+        "rate": rate_json(None if own is None else own.rate),
+        "counts": {state.value: count for state, count in counts.items()},
+        "due": due, "oldest_due_at": _time(oldest),
+        "oldest_due_age_s": None if oldest is None else
+        max(0.0, (now - oldest).total_seconds()),
+        "groups": serving_now,
+        "weights": family_weights(row.name, groups),
+        "unserved": any(member["unserved"] for member in members),
+        "member_count": len(members),
+        # How many Queues the store knows that it holds (some may show under another
+        # family, whose policy entry serves them).
+        "holds": len(members) if own is None or own.members is None else own.members,
+        "members": members,
+    }
+
+
+def family_weights(family: str, groups: Sequence[GroupObservation]) -> dict[str, int | None]:
+    """Group -> the weight of `family`'s own entry in its policy in force (None under
+    Strict), for each group live workers run whose policy names the family."""
+    found: dict[str, int | None] = {}
+    for group, policy in policies(groups, live=True).items():
+        if family in policy.queues:
+            found[group] = dict(policy.weights).get(family) \
+                if isinstance(policy, Weighted) else None
+    return found
+
+
+def row_for(name: str, infos: Sequence[QueueInfo],
+            groups: Sequence[GroupObservation]) -> QueueRow:
+    """The row of one name: a family's (its members as the Queues page shows them), or a
+    Queue's (a Queue with no jobs and no settings: empty)."""
+    if is_family(name):
+        found = next((row for row in queue_rows(infos, policies_by_preference(groups))
+                      if row.name == name), None)
+        info = next((one for one in infos if one.name == name), None)
+        return found or QueueRow(name, info, ())
+    info = next((one for one in infos if one.name == name), None)
+    return QueueRow(name, info or QueueInfo(name, counts=dict.fromkeys(JobState, 0)))
 
 
 # -- Worker Groups (the fairness view) ----------------------------------------------------------
@@ -219,8 +425,13 @@ def group_json(group: GroupObservation, infos: Sequence[QueueInfo], now: datetim
     queues: list[JSON] = []
     order = list(policy.queues) if policy is not None else []
     order += sorted(queue for queue in group.served if queue not in order)
+    entries = PolicyEntries(policy.queues) if policy is not None else None
     for index, queue in enumerate(order):
         info = by_name.get(queue)
+        if is_family(queue) and entries is not None:
+            info = family_entry(queue, info, [
+                one for one in infos
+                if one.members is None and entries.entry_of(one.name) == index])
         waited = None if info is None or info.oldest_due_at is None else \
             max(0.0, (now - info.oldest_due_at).total_seconds())
         served = group.served.get(queue, 0)
@@ -234,7 +445,8 @@ def group_json(group: GroupObservation, infos: Sequence[QueueInfo], now: datetim
             "due": 0 if info is None else info.due,
             "paused": False if info is None else info.paused,
             "longest_wait_s": waited,
-            "held_back": held_back_reason(info),
+            "held_back": held_back_reason(info) if info is None or info.members is None
+            else family_held_back(info),
         })
     capacity = group.pool_size * group.workers
     return {
@@ -256,6 +468,27 @@ def group_json(group: GroupObservation, infos: Sequence[QueueInfo], now: datetim
         "full_minutes": group.full_minutes, "rate_per_s": group.rate_per_s,
         "rate_note": group.rate_note, "queues": queues,
     }
+
+
+def family_entry(family: str, own: QueueInfo | None,
+                 members: Sequence[QueueInfo]) -> QueueInfo:
+    """A family entry of a policy as the fairness view shows it: its own settings (`own`,
+    its entry of `queue_infos`, if any) with the jobs of the `members` it serves there."""
+    counts, due, oldest = summed(members)
+    return QueueInfo(family, paused=own is not None and own.paused,
+                     limit=None if own is None else own.limit, counts=counts, due=due,
+                     oldest_due_at=oldest, rate=None if own is None else own.rate,
+                     members=len(members))
+
+
+def family_held_back(info: QueueInfo) -> str | None:
+    """Why a family's entry may be served less than its weight asks: "paused" (the
+    family is), "nothing due" (none of its members has due jobs), else None. Its limit
+    and rate bound each member on its own, so its members' own rows say when those hold
+    one back; summed over them they would say nothing true."""
+    if info.paused:
+        return "paused"
+    return "nothing due" if info.due == 0 else None
 
 
 def groups_json(

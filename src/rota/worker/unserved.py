@@ -54,7 +54,8 @@ class UnservedDuty:
         self.warned: set[str] = set()  # Queues warned about, unserved at the last look
         self.looks = 0  # looks that read the store (surveys and hints), for tests
         # Queue -> its due jobs if the last look found it unserved, else 0, for every
-        # Queue of that look (rota.metrics: `rota_queue_unserved_jobs`). Replaced whole.
+        # Queue of that look, a family's entry being none (rota.metrics:
+        # `rota_queue_unserved_jobs`). Replaced whole.
         self.unserved_jobs: dict[str, int] = {}
         # Loop thread only: Queues hinted since the last look, and those a look found
         # served or warned about (their hints wait for the next survey).
@@ -103,7 +104,7 @@ class UnservedDuty:
             )
         self.warned &= names  # served again, or no due jobs: may warn again later
         self.unserved_jobs = {info.name: info.due if info.name in names else 0
-                              for info in infos}
+                              for info in infos if info.members is None}
         # Hinted again during the look: looked at again (the read may predate that job).
         self._settled |= hinted - self._hinted
         return unserved
