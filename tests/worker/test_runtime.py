@@ -218,6 +218,21 @@ def test_an_enqueue_through_the_app_wakes_an_idle_group_at_once(make_worker_app:
     run(scenario())
 
 
+def tell_claims(app: rota.App) -> threading.Event:
+    """An event set once the App's store has answered a claim."""
+    claimed = threading.Event()
+    claim = app.store.claim
+
+    def claim_and_tell(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return claim(*args, **kwargs)
+        finally:
+            claimed.set()
+
+    app.store.claim = claim_and_tell  # type: ignore[method-assign]
+    return claimed
+
+
 def test_a_resume_or_a_requeue_elsewhere_wakes_an_idle_group_at_once(
     durable_store_url: str,
 ) -> None:
@@ -236,16 +251,7 @@ def test_a_resume_or_a_requeue_elsewhere_wakes_an_idle_group_at_once(
         name="g", policy=rota.Strict("default"), pool_size=2, poll_interval=3600))
     outcomes = Outcomes()
     app.on_outcome(outcomes)
-    claimed = threading.Event()
-    claim = app.store.claim
-
-    def claim_and_tell(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return claim(*args, **kwargs)
-        finally:
-            claimed.set()
-
-    app.store.claim = claim_and_tell  # type: ignore[method-assign]
+    claimed = tell_claims(app)
 
     async def scenario() -> None:
         async with app.serve():
@@ -287,16 +293,7 @@ def test_resuming_a_family_wakes_the_idle_groups_serving_its_queues(
         name="g", policy=policy, pool_size=2, poll_interval=3600))
     outcomes = Outcomes()
     app.on_outcome(outcomes)
-    claimed = threading.Event()
-    claim = app.store.claim
-
-    def claim_and_tell(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return claim(*args, **kwargs)
-        finally:
-            claimed.set()
-
-    app.store.claim = claim_and_tell  # type: ignore[method-assign]
+    claimed = tell_claims(app)
 
     async def scenario() -> None:
         async with app.serve():
