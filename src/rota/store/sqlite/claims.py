@@ -210,8 +210,10 @@ class SQLiteClaims(SQLiteConnection):
                 applied = self._apply_outcomes(conn, outcomes, now, changes, settled)
                 if settled:
                     released = self._released_queues(conn, settled, params["now"])
-            rated = self._rated(conn, asks)
-            family = self._family_asks(conn, asks)
+            any_rate, any_family = (conn.execute(sql("controls_in_use")).fetchone()
+                                    if asks else (False, False))
+            rated = self._rated(conn, asks) if any_rate else {}
+            family = self._family_asks(conn, asks) if any_family else None
             if family is not None:  # a family's settings hold some of the Queues asked
                 asks = [(queue, count) for queue, count in family.asks if count > 0]
                 rated = {**rated, **family.rated}
@@ -300,10 +302,8 @@ class SQLiteClaims(SQLiteConnection):
     @staticmethod
     def _rated(conn: sqlite3.Connection, asks: Sequence[tuple[str, int]]
                ) -> dict[str, RatedQueue]:
-        """Inside the claim's write transaction: the rated Queues among those asked, with
-        their buckets. A store without rates pays one index seek per claim for this."""
-        if not asks or not conn.execute(sql("any_queue_rate")).fetchone()[0]:
-            return {}
+        """Inside the claim's write transaction, when some Queue has a rate: the rated
+        Queues among those asked, with their buckets."""
         rows = conn.execute(sql("queue_rates"), {
             "queues": json.dumps([queue for queue, _ in asks])}).fetchall()
         return {row[0]: stored_rate(*row[1:]) for row in rows}
@@ -311,10 +311,9 @@ class SQLiteClaims(SQLiteConnection):
     @staticmethod
     def _family_asks(conn: sqlite3.Connection, asks: Sequence[tuple[str, int]]
                      ) -> FamilyAsks | None:
-        """Inside the claim's write transaction: `asks` with the settings of the families
-        that hold them applied (rota.store.family_settings), or None if no family with a
-        setting holds any. A store without family settings pays one seek of an empty
-        partial index per claim for this."""
+        """Inside the claim's write transaction, when some family has a settings row:
+        `asks` with the settings of the families that hold them applied
+        (rota.store.family_settings), or None if no family with a setting holds any."""
         rows = conn.execute(sql("family_settings")).fetchall()
         if not rows:
             return None
