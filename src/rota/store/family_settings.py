@@ -46,6 +46,12 @@ def families_of(rows: Iterable[Row]) -> Families:
             for name, paused, limit, jobs, per_us, burst in rows}
 
 
+def limiting(families: Families) -> Families:
+    """The families with a limit or a rate (not only a pause)."""
+    return {name: (settings, rate) for name, (settings, rate) in families.items()
+            if rate is not None or (settings is not None and settings.limit is not None)}
+
+
 def held(queues: Iterable[str], families: Families) -> list[str]:
     """The Queues among `queues` that a family with a setting holds."""
     prefixes = [family_prefix(name) for name in families]

@@ -40,6 +40,7 @@ from rota.store.family_settings import (
     family_limited,
     forces,
     held,
+    limiting,
 )
 from rota.store.postgres.connection import PostgresConnection
 from rota.store.postgres.floors import reached_positions
@@ -326,11 +327,14 @@ class PostgresClaims(PostgresConnection):
                 cursor.execute(self._query("family_settings"))
                 families = families_of(cursor.fetchall())
                 members = held([queue for queue, _ in caps], families)
-                if members:  # rows to lock and to hold their buckets (ensure_member_settings)
+                # Those under a family's limit or rate: rows to lock and to hold their
+                # buckets (ensure_member_settings.sql); a pause needs none.
+                locked = held(members, limiting(families))
+                if locked:
                     cursor.execute(self._query("ensure_member_settings"),
-                                   {"members": text_array(members)})
+                                   {"members": text_array(locked)})
                 cursor.execute(self._query("lock_queue_limits"), {
-                    "queues": params["queues"], "members": text_array(members)})
+                    "queues": params["queues"], "members": text_array(locked)})
                 own = {str(row[0]): row for row in cursor.fetchall()}
                 rated = {queue: stored_rate(*row[3:]) for queue, row in own.items()
                          if row[3] is not None}
