@@ -170,7 +170,7 @@ class GroupRunner:
             prefixes: set[str] = set()
             while self._family_hints:
                 prefixes.add(self._family_hints.popleft())
-            for served in self.membership.expanded().queues:
+            for served in self.dispatcher.policy.queues:  # the Queues it serves now
                 if any(served.startswith(prefix) for prefix in prefixes):
                     self.dispatcher.note_work(served)
         self.dispatcher.take_hints()
