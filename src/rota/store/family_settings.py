@@ -14,7 +14,7 @@ take).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -87,10 +87,17 @@ class FamilyAsks:
     controlled: list[str] = field(default_factory=list)
 
 
-def apply_families(asks: Sequence[tuple[str, int]], found: Mapping[str, InForce],
-                   own: Mapping[str, Row], leased: Mapping[str, int]) -> FamilyAsks:
-    """`asks` (Queue, most to take) capped by what the families set (module docstring);
-    `leased`: the leased jobs of each member `family_limited` named."""
+def apply_families(
+    asks: Sequence[tuple[str, int]], members: Iterable[str], families: Families,
+    own: Mapping[str, Row], count_leased: Callable[[Mapping[str, int]], Mapping[str, int]],
+) -> FamilyAsks:
+    """`asks` (Queue, most to take) capped by what the families set (module docstring):
+    `members`, those of the asked Queues that the `families` hold; `own`, their own rows;
+    `count_leased(limits)`, the leased jobs of each Queue of `limits` (Queue -> the
+    family limit in force on it), up to its limit."""
+    found = forces(members, families, own)
+    counted = family_limited(found, own)
+    leased = count_leased(counted) if counted else {}
     result = FamilyAsks([])
     for queue, count in asks:
         force = found.get(queue)

@@ -37,8 +37,6 @@ from rota.store.corrupt import quarantine_undecodable
 from rota.store.family_settings import (
     apply_families,
     families_of,
-    family_limited,
-    forces,
     held,
     limiting,
 )
@@ -341,15 +339,14 @@ class PostgresClaims(PostgresConnection):
                 asks = [(queue, min(cap, limit)) for queue, cap in caps]
                 family_controlled: list[str] = []
                 if members:
-                    found = forces(members, families, own)
-                    counted = family_limited(found, own)
-                    leased: dict[str, int] = {}
-                    if counted:
+
+                    def count_leased(limits: Mapping[str, int]) -> dict[str, int]:
                         cursor.execute(self._query("count_leased"), {
-                            "queues": text_array(list(counted)),
-                            "caps": int_array(list(counted.values()))})
-                        leased = {str(row[0]): int(row[1]) for row in cursor.fetchall()}
-                    family = apply_families(asks, found, own, leased)
+                            "queues": text_array(list(limits)),
+                            "caps": int_array(list(limits.values()))})
+                        return {str(row[0]): int(row[1]) for row in cursor.fetchall()}
+
+                    family = apply_families(asks, members, families, own, count_leased)
                     asks, family_controlled = family.asks, family.controlled
                     rated.update(family.rated)
                 if not rated and not members:

@@ -14,7 +14,7 @@ import json
 import operator
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Final
 
@@ -37,8 +37,6 @@ from rota.store.family_settings import (
     FamilyAsks,
     apply_families,
     families_of,
-    family_limited,
-    forces,
     held,
 )
 from rota.store.sql_base import Row
@@ -323,10 +321,12 @@ class SQLiteClaims(SQLiteConnection):
             return None
         own = {str(row[0]): row for row in conn.execute(
             sql("member_settings"), {"queues": json.dumps(members)}).fetchall()}
-        found = forces(members, families, own)
-        leased = {queue: int(conn.execute(sql("count_leased"), {"queue": queue}).fetchone()[0])
-                  for queue in family_limited(found, own)}
-        return apply_families(asks, found, own, leased)
+
+        def count_leased(limits: Mapping[str, int]) -> dict[str, int]:
+            return {queue: int(conn.execute(sql("count_leased"), {"queue": queue}).fetchone()[0])
+                    for queue in limits}
+
+        return apply_families(asks, members, families, own, count_leased)
 
     def _apply_outcomes(
         self, conn: sqlite3.Connection, outcomes: Sequence[LeaseOutcome], now: datetime,
