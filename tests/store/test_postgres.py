@@ -465,7 +465,7 @@ def test_a_meta_search_asks_the_meta_index(
                   "ALTER COLUMN id SET STATISTICS 1000")
     admin.execute("ANALYZE rota.jobs")
     # When the newest jobs of one tenant are planned as the store sends them (bound
-    # client-side, find_jobs_newest.sql)
+    # client-side, find_jobs_newest, composed from find_jobs.sql)
     params = {"queue": None, "state": None, "name": None, "meta": '{"tenant":"t17"}',
               "needle": None, "limit": 100, "beyond": None}
     query = psycopg.ClientCursor(admin).mogrify(render_sql("find_jobs_newest", "rota"),

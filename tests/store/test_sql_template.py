@@ -73,7 +73,7 @@ def test_every_sqlite_statement_loads_and_a_misspelt_placeholder_raises_as_it_lo
     files = sqlite_schema.FILES
     _loads_every_statement(files, files.statement)
     assert {"claim", "claim_ones", "claim_many", "claim_many_arm"} <= set(files.names())
-    _once(files, sqlite_schema.CLAIMS)
+    _once(files, sqlite_schema.COMPOSED)
     slipped = misspelt("sqlite", sqlite_schema.CLAIMS, {"rows"}, "LIMIT {take}",
                        "LIMIT {takes}")
     with pytest.raises(TemplateError, match=r"claim.sql as claim: the placeholder \{takes\}"):
@@ -91,7 +91,7 @@ def test_every_postgres_statement_loads_under_the_cache_limit_and_misspelt_raise
         assert len(schema.render_sql(name, "rota").encode()) <= 4096, name
     # A misspelt placeholder is caught when the statement loads: the value it should take
     # is unused, the placeholder has none
-    _once(files, schema.CLAIMS)
+    _once(files, schema.COMPOSED)
     later = set(schema.RENDERED)
     slipped = misspelt("postgres", schema.CLAIMS, later, "{completed_guard}",
                        "{completing_guard}")

@@ -20,7 +20,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
+from functools import cache, partial
 from importlib.resources import files
 from types import MappingProxyType
 from typing import Any, ClassVar, Final, Generic, TypeVar, assert_never
@@ -96,6 +96,20 @@ class Migration:
     name: str  # the file's name without ".sql"
     description: str
     statements: tuple[str, ...]
+
+
+def by_id_both_ways(name: str, *, later: Collection[str] = ()
+                    ) -> dict[str, Callable[[SqlFiles], str]]:
+    """`name` and `name_newest` composed from the one file `name.sql`: its `{beyond}`
+    (the keyset test against the id a page ends at) and `{order}` filled for ascending
+    ids (`id > beyond`, ASC) and for newest first (`id < beyond`, DESC)."""
+    def compose(files: SqlFiles, beyond: str, order: str, composed: str) -> str:
+        return fill(files.text(name), {"beyond": beyond, "order": order}, later=later,
+                    what=f"rota's {composed} from {name}.sql")
+
+    return {name: partial(compose, beyond=">", order="ASC", composed=name),
+            f"{name}_newest": partial(compose, beyond="<", order="DESC",
+                                      composed=f"{name}_newest")}
 
 
 class SqlFiles:

@@ -16,7 +16,7 @@ from typing import Final
 from psycopg import sql
 
 from rota.core.jobs import Lease
-from rota.store.sql_base import SqlFiles
+from rota.store.sql_base import SqlFiles, by_id_both_ways
 from rota.store.sql_template import fill, strip_comments
 
 # A claim that also completes a batch of successes, in one statement: the claim with
@@ -59,10 +59,13 @@ CLAIMS: Final[dict[str, Callable[[SqlFiles], str]]] = {
        for name, complete in CLAIM_COMPLETING.items()},
 }
 
+# Every composed statement: the claims, and find_jobs both ways from one file.
+COMPOSED: Final = {**CLAIMS, **by_id_both_ways("find_jobs", later=RENDERED)}
+
 # Migrations are migration_NNNN_description.sql, each one script.
 FILES: Final = SqlFiles("postgres", r"migration_(\d{4})_(\w+)\.sql",
                         lambda script: (strip_comments(script),),
-                        composed=CLAIMS, later=RENDERED)
+                        composed=COMPOSED, later=RENDERED)
 migrations: Final = FILES.migrations
 SCHEMA_VERSION: Final = FILES.known_version()
 

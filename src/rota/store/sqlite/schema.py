@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from rota.store.sql_base import SqlFiles
+from rota.store.sql_base import SqlFiles, by_id_both_ways
 from rota.store.sql_template import fill
 
 
@@ -56,10 +56,13 @@ CLAIMS: Final[dict[str, Callable[[SqlFiles], str]]] = {
     for name in ("claim", "claim_ones", "claim_many_arm", "claim_many")
 }
 
+# Every composed statement: the claims, and find_jobs both ways from one file.
+COMPOSED: Final = {**CLAIMS, **by_id_both_ways("find_jobs")}
+
 # Migrations are NNNN_name.sql, each ending by setting PRAGMA user_version. complete.sql and
 # count_jobs_add.sql take their rows when their count is known.
 FILES: Final = SqlFiles("sqlite", r"(\d{4})_([a-z0-9_]+)\.sql", statements,
-                        composed=CLAIMS, later={"rows"})
+                        composed=COMPOSED, later={"rows"})
 sql: Final = FILES.statement
 migrations: Final = FILES.migrations
 schema_version_known: Final = FILES.known_version

@@ -1,5 +1,6 @@
--- find_jobs: jobs in ascending id order past the id `beyond` (keyset paging: the bulk actions
--- walk their jobs with it), filtered by Queue, state, job name and meta (NULL: any).
+-- find_jobs (ascending ids, past the id `beyond`) and find_jobs_newest (descending,
+-- before it), composed by sql_base.by_id_both_ways: keyset paging (the bulk actions walk
+-- their jobs with find_jobs), filtered by Queue, state, job name and meta (NULL: any).
 -- meta: the jobs whose meta holds every key of the filter with an equal value. @> is
 -- what the GIN index jobs_meta answers (migration 17), but it also takes an array that
 -- holds the wanted items, or an object that holds the wanted members, as containing
@@ -18,7 +19,7 @@ FROM {schema}.jobs
 WHERE id IN (
     SELECT id
     FROM {schema}.jobs
-    WHERE (%(beyond)s::bigint IS NULL OR id > %(beyond)s::bigint)
+    WHERE (%(beyond)s::bigint IS NULL OR id {beyond} %(beyond)s::bigint)
       AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
       AND (%(state)s::text IS NULL OR state = %(state)s::text)
       AND (%(name)s::text IS NULL OR name = %(name)s::text)
@@ -26,7 +27,7 @@ WHERE id IN (
           meta @> %(meta)s::jsonb
           AND NOT EXISTS (SELECT FROM jsonb_each(%(meta)s::jsonb) AS wanted
                           WHERE meta -> wanted.key <> wanted.value)))
-    ORDER BY id
+    ORDER BY id {order}
     LIMIT %(limit)s
 )
-ORDER BY id
+ORDER BY id {order}
