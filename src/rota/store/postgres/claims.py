@@ -12,7 +12,9 @@ Imports the core, the store contract, the PostgreSQL modules and psycopg.
 
 from __future__ import annotations
 
+import logging
 import operator
+import threading
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from datetime import datetime
@@ -52,6 +54,8 @@ from rota.store.postgres.schema import (
     utc,
 )
 from rota.store.sql_base import Row
+
+log = logging.getLogger(__name__)
 
 
 def _leased_record(row: Row, owner: str, lease_expires_at: datetime, started_at: datetime,
@@ -131,7 +135,9 @@ class PostgresClaims(PostgresConnection):
             return Claimed(due=[str(row[0]) for row in found if row[1]])
         names = [queue for queue, _ in caps]
         worker = worker_of_owner(owner)
-        floor_dues, floor_ids, token = self.claim_floors.positions(names)
+        if checks := self.claim_floors.due_checks(names):
+            self._check_floors(checks, utc(now))
+        floor_dues, floor_ids, token = self.claim_floors.begin(names)
         params = {
             "queues": text_array(names),
             "limits": int_array([min(cap, limit) for _, cap in caps]),
@@ -152,7 +158,7 @@ class PostgresClaims(PostgresConnection):
                 params, caps, limit, probed, outcomes, token, utc(now))
         except BaseException:
             # Its locks were rolled back: jobs it skipped past may be claimable again.
-            self.claim_floors.forget(names)
+            self.claim_floors.forget(names, token)
             raise
         wanted = set(probe)
         expired: list[JobRecord] = []
@@ -284,9 +290,33 @@ class PostgresClaims(PostgresConnection):
         return statements
 
     def _probe_params(self, probed: list[str], now: datetime) -> dict[str, object]:
-        floor_dues, floor_ids, _ = self.claim_floors.positions(probed)
+        floor_dues, floor_ids = self.claim_floors.positions(probed)
         return {"probe": probed, "now": now, "probe_floor_dues": floor_dues,
                 "probe_floor_ids": int_array(floor_ids)}
+
+    def _check_floors(self, checks: list[tuple[str, datetime, int]], now: datetime) -> None:
+        """Look for a job due at `now` under each of these floors (floor_check.sql), in a
+        thread of its own: while a snapshot is held the scan under a floor walks every job
+        claimed since, and no claim waits for it (floors.py). Tells the floors what it
+        found; a check that fails removes them (the claims then scan from the start)."""
+
+        def check() -> None:
+            try:
+                rows, _ = self._run("floor_check", {
+                    "queues": text_array([queue for queue, _, _ in checks]),
+                    "floor_dues": [due for _, due, _ in checks],
+                    "floor_ids": int_array([job_id for _, _, job_id in checks]),
+                    "now": now})
+            except Exception:  # a store closing, a link lost: the floors go
+                log.debug("claim floor check failed", exc_info=True)
+                for queue, _, _ in checks:
+                    self.claim_floors.checked(queue, None, failed=True)
+                return
+            found = {str(queue): (due_at, int(job_id)) for queue, due_at, job_id in rows}
+            for queue, _, _ in checks:
+                self.claim_floors.checked(queue, found.get(queue))
+
+        threading.Thread(target=check, name="rota-floor-check", daemon=True).start()
 
     def _claim_and_probe(
         self, params: Mapping[str, object], probed: list[str]

@@ -18,15 +18,23 @@ and falls with what the enqueue hints say became claimable:
 - a hint naming a position (every statement that makes jobs claimable sends the smallest
   due time it made claimable, at commit) lowers it to that position; a hint without one
   (older versions, workflow releases, Queue settings) removes it;
-- a claim that fails removes the floors of its Queues (its locks were rolled back), and
-  each floor is removed `max_age_s` after it was set from scratch: the one case no hint
-  covers, a claim of another process that locked jobs and then rolled back, is found
-  within that time.
+- a claim that fails removes the floors of its Queues (its locks were rolled back);
+- a floor `max_age_s` old is checked: the one case no hint covers, a claim of another
+  process that locked jobs and then rolled back, may have left claimable jobs under it.
+  The first claim that finds it so hands it to the store (`due_checks`), which looks for
+  the first due job under it in the background (`checked`: the floor is lowered to what
+  it found, and is good for another `max_age_s`). The claims meanwhile keep using it: a
+  check walks every entry under the floor, which while a snapshot is held can take
+  seconds, and no claim waits for it.
+
+A claim in flight keeps the lowest position hinted for each of its Queues since it read
+its floors (`begin`): it raises a floor no further than that (its snapshot may not have
+seen the hinted job), and not at all after a hint without a position or a removal.
 
 Floors are kept only while the store listens for enqueue hints (a lost hint would leave
 a job under a floor): without a listener, or while its connection is being re-established,
 every claim scans from the start, as before. A floor never skips a job for longer than
-`max_age_s`, and in the normal case not at all.
+`max_age_s` and its check, and in the normal case not at all.
 
 Imports nothing from rota: a plain thread-safe table.
 """
@@ -35,18 +43,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Final
 
 # The position of "no floor": before every job.
 START: Final = datetime(1, 1, 1, tzinfo=UTC)
 MARGIN: Final = timedelta(seconds=1)
-# Hints kept per Queue for the claims running while they came in: more during one claim
-# and that claim does not raise the Queue's floor.
-RECENT_HINTS: Final = 8
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -63,7 +67,22 @@ def hint_payload_position(payload: str) -> tuple[str, datetime | None]:
 class _Floor:
     due_at: datetime
     job_id: int
-    born: float  # monotonic time the floor was first set after being removed
+    born: float  # monotonic time the floor was set, or last checked
+    checking: bool = False  # its check is under way
+
+
+# What a claim in flight may raise a Queue's floor to: this position at most, or nothing.
+_CANCELLED: Final = None
+
+
+@dataclass
+class _Flight:
+    """A claim in flight: its Queues, and per Queue hinted since it began the lowest
+    position hinted (or _CANCELLED)."""
+
+    queues: frozenset[str]
+    began: float
+    caps: dict[str, datetime | None] = field(default_factory=dict)
 
 
 class ClaimFloors:
@@ -75,108 +94,134 @@ class ClaimFloors:
         self._clock = clock
         self._lock = threading.Lock()
         self._floors: dict[str, _Floor] = {}
-        # Every hint, removal or listener change takes the next stamp; a claim's token is
-        # the stamp when it read its floors. The last few hints of each Queue are kept
-        # with their stamps: a claim raises a floor no further than a hint that came in
-        # while it ran (its snapshot may not have seen that job), and not at all if a
-        # hint without a position, a removal, or more hints than are kept came in.
-        self._stamp = 0
-        self._recent: dict[str, deque[tuple[int, datetime | None]]] = {}
-        self._evicted: dict[str, int] = {}  # per Queue, the newest stamp no longer kept
-        self._all_stamp = 0
+        self._flights: dict[int, _Flight] = {}
+        self._tokens = 0
         self._listeners = 0  # floors are kept while at least one listener is healthy
 
     # -- the listener ---------------------------------------------------------------------
 
     def listening(self, healthy: bool) -> None:
         """A listener became healthy (True) or stopped being so (False). While none is,
-        no floor is kept: a hint could be lost."""
+        no floor is kept: a hint could be lost. Claims in flight raise nothing."""
         with self._lock:
             self._listeners += 1 if healthy else -1
             self._floors.clear()
-            self._stamp += 1
-            self._all_stamp = self._stamp
+            self._flights.clear()
 
     def hint(self, queue: str, position: datetime | None) -> None:
         """A hint said jobs of `queue` became claimable at `position` or later (None:
         anywhere)."""
         with self._lock:
-            self._note(queue, position)
-            floor = self._floors.get(queue)
-            if floor is None:
-                return
-            if position is None:
-                del self._floors[queue]
-            elif (position, 0) < (floor.due_at, floor.job_id):
-                floor.due_at, floor.job_id = position, 0
+            self._lower(queue, position, 0)
 
-    def _note(self, queue: str, position: datetime | None) -> None:
-        self._stamp += 1
-        recent = self._recent.get(queue)
-        if recent is None:
-            recent = self._recent[queue] = deque(maxlen=RECENT_HINTS)
-        elif len(recent) == RECENT_HINTS:
-            self._evicted[queue] = recent[0][0]
-        recent.append((self._stamp, position))
-
-    def _cap(self, queue: str, token: int) -> tuple[bool, datetime | None]:
-        """Whether a claim that started at `token` may raise `queue`'s floor, and if so
-        the lowest position hinted since (None: no hint since)."""
-        if self._evicted.get(queue, 0) > token:
-            return False, None
-        lowest: datetime | None = None
-        for stamp, position in self._recent.get(queue, ()):
-            if stamp <= token:
-                continue
-            if position is None:
-                return False, None
-            lowest = position if lowest is None else min(lowest, position)
-        return True, lowest
+    def _lower(self, queue: str, position: datetime | None, job_id: int) -> None:
+        """Jobs of `queue` may be claimable from (position, job_id) on (None: anywhere):
+        lower its floor there, and cap the raise of every claim in flight over it."""
+        for flight in self._flights.values():
+            if queue in flight.queues:
+                cap = flight.caps.get(queue, position)
+                flight.caps[queue] = (_CANCELLED if cap is None or position is None
+                                      else min(cap, position))
+        floor = self._floors.get(queue)
+        if floor is None:
+            return
+        if position is None:
+            del self._floors[queue]
+        elif (position, job_id) < (floor.due_at, floor.job_id):
+            floor.due_at, floor.job_id = position, job_id
 
     # -- claims ---------------------------------------------------------------------------
 
-    def positions(self, queues: Sequence[str]) -> tuple[list[datetime], list[int], int]:
-        """The floors of `queues` (START where none) and the token `raise_` needs."""
-        now = self._clock()
+    def positions(self, queues: Sequence[str]) -> tuple[list[datetime], list[int]]:
+        """The floors of `queues` (START where none), to scan from (a probe's)."""
+        with self._lock:
+            return self._positions(queues)
+
+    def _positions(self, queues: Sequence[str]) -> tuple[list[datetime], list[int]]:
         dues: list[datetime] = []
         ids: list[int] = []
+        for queue in queues:
+            floor = self._floors.get(queue)
+            dues.append(START if floor is None else floor.due_at)
+            ids.append(0 if floor is None else floor.job_id)
+        return dues, ids
+
+    def begin(self, queues: Sequence[str]) -> tuple[list[datetime], list[int], int]:
+        """A claim over `queues` begins: their floors (START where none) and its token,
+        which `raise_` or `forget` ends. A claim still in flight `max_age_s` after it
+        began raises nothing."""
+        now = self._clock()
         with self._lock:
-            for queue in queues:
-                floor = self._floors.get(queue)
-                if floor is not None and now - floor.born >= self.max_age_s:
-                    del self._floors[queue]
-                    floor = None
-                dues.append(START if floor is None else floor.due_at)
-                ids.append(0 if floor is None else floor.job_id)
-            return dues, ids, self._stamp
+            for token in [t for t, f in self._flights.items()
+                          if now - f.began >= self.max_age_s]:
+                del self._flights[token]
+            self._tokens += 1
+            self._flights[self._tokens] = _Flight(frozenset(queues), now)
+            return (*self._positions(queues), self._tokens)
 
     def raise_(self, token: int, reached: Iterable[tuple[str, datetime, int]]) -> None:
-        """After a claim that started with `token`: each (queue, due_at, id) is a position
-        below which that claim left no job it could take. A hint that came in since the
-        claim started caps the raise at its position (the claim may not have seen that
-        job); a removal or a listener change since then cancels it."""
+        """The claim of `token` ended: each (queue, due_at, id) is a position below which
+        it left no job it could take. A hint that came in since it began caps the raise
+        at its position (the claim may not have seen that job); a positionless hint, a
+        removal or a listener change since then cancels it."""
         with self._lock:
-            if self._all_stamp > token or self._listeners <= 0:
+            flight = self._flights.pop(token, None)
+            if flight is None or self._listeners <= 0:
                 return
             now = self._clock()
             for queue, due_at, job_id in reached:
-                allowed, cap = self._cap(queue, token)
-                if not allowed:
-                    continue
-                if cap is not None and (cap, 0) < (due_at, job_id):
-                    due_at, job_id = cap, 0
+                if queue in flight.caps:
+                    cap = flight.caps[queue]
+                    if cap is _CANCELLED:
+                        continue
+                    if (cap, 0) < (due_at, job_id):
+                        due_at, job_id = cap, 0
                 floor = self._floors.get(queue)
                 if floor is None:
                     self._floors[queue] = _Floor(due_at, job_id, now)
                 elif (due_at, job_id) > (floor.due_at, floor.job_id):
                     floor.due_at, floor.job_id = due_at, job_id
 
-    def forget(self, queues: Iterable[str]) -> None:
-        """Remove the floors of `queues` (a claim over them failed)."""
+    def forget(self, queues: Iterable[str], token: int | None = None) -> None:
+        """Remove the floors of `queues` (a claim over them failed: `token`'s, which ends)."""
+        with self._lock:
+            if token is not None:
+                self._flights.pop(token, None)
+            for queue in queues:
+                self._lower(queue, None, 0)
+
+    # -- checks ---------------------------------------------------------------------------
+
+    def due_checks(self, queues: Sequence[str]) -> list[tuple[str, datetime, int]]:
+        """The floors of `queues` due for a check (`max_age_s` old, none under way), as
+        (queue, due_at, id); each is marked under way until `checked`."""
+        now = self._clock()
+        due: list[tuple[str, datetime, int]] = []
         with self._lock:
             for queue in queues:
-                self._note(queue, None)
-                self._floors.pop(queue, None)
+                floor = self._floors.get(queue)
+                if floor is not None and not floor.checking and (
+                        now - floor.born >= self.max_age_s):
+                    floor.checking = True
+                    due.append((queue, floor.due_at, floor.job_id))
+        return due
+
+    def checked(self, queue: str, found: tuple[datetime, int] | None, *,
+                failed: bool = False) -> None:
+        """The check of `queue`'s floor found its first due job under it at `found` (None:
+        none): the floor is lowered there and good for another `max_age_s`. A check that
+        `failed` removes the floor."""
+        with self._lock:
+            floor = self._floors.get(queue)
+            if floor is None or not floor.checking:  # removed since (and maybe set again)
+                return
+            if failed:
+                self._lower(queue, None, 0)
+                return
+            floor.checking = False
+            floor.born = self._clock()
+            if found is not None:
+                self._lower(queue, *found)
 
 
 def reached_positions(
