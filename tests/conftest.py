@@ -11,7 +11,10 @@ When it is unreachable the PostgreSQL tests skip with the reason, unless
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,6 +26,28 @@ from rota.store.memory import MemoryStore
 
 settings.register_profile("default", deadline=None)
 settings.load_profile("default")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist's worker processes start with COLUMNS=80 and LINES=24; the CLI's
+    # output is as wide as its columns need unless COLUMNS is set (rota.cli.display), and
+    # the tests expect that, as in a run in one process. A test wanting a width sets it.
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
+
+
+@contextmanager
+def short_directory() -> Iterator[Path]:
+    """A fresh directory with a short path, removed afterwards. An SQLite store's wake-up
+    sockets live beside its file, and a socket's address holds at most ~107 bytes, which
+    pytest's tmp_path (one level deeper in each xdist process) may not leave: there the
+    store would poll only (tests/store/test_sqlite_wake.py)."""
+    path = Path(tempfile.mkdtemp(prefix="rota-t-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 STORE_KINDS = ["memory", "sqlite", "postgres"]
@@ -45,7 +70,8 @@ def _fresh_store_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) 
     if kind == "memory":
         yield "memory://"
     elif kind == "sqlite":
-        yield f"sqlite:///{tmp_path / 'rota.db'}"
+        with short_directory() as directory:
+            yield f"sqlite:///{directory / 'rota.db'}"
     else:
         from tests.pg import fresh_postgres_url
 

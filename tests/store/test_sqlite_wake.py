@@ -27,6 +27,7 @@ from rota.core.jobs import JobState, NewJob
 from rota.store.sqlite import SQLiteStore
 from rota.store.sqlite import wake as sqlite_module
 from rota.store.sqlite import wake as sqlite_wake
+from tests.conftest import short_directory
 from tests.store import sqlite_processes
 
 T0 = sqlite_processes.T0
@@ -62,8 +63,9 @@ def no_poll(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "rota.db"
+def db() -> Iterator[Path]:
+    with short_directory() as directory:
+        yield directory / "rota.db"
 
 
 Watcher = sqlite_module._EnqueueWatcher
