@@ -33,6 +33,12 @@ def schedule_rows(driver: Any) -> dict[str, dict[str, str]]:
             for row in all_css(driver, "tr[data-schedule]")}
 
 
+def cell_of(driver: Any, name: str, cell: str = "status") -> str | None:
+    """What a schedule's row shows in one cell, or None while the page is between two
+    loads (a form post replaces it: for a moment it has no rows)."""
+    return schedule_rows(driver).get(name, {}).get(cell)
+
+
 def test_the_schedules_page_pauses_and_resumes_after_a_login(
     driver: Any, sqlite_seeded: Seeded, serve: Callable[..., ServedDashboard]
 ) -> None:
@@ -78,13 +84,13 @@ def test_the_schedules_page_pauses_and_resumes_after_a_login(
     act(driver, lambda d: by_css(d, "tr[data-schedule=nightly-b] button.pause").click())
     # Then the page says so, the row shows it paused without a next fire, and so does
     # the store
-    wait_for(driver, lambda d: schedule_rows(d)["nightly-b"]["status"] == "paused")
+    wait_for(driver, lambda d: cell_of(d, "nightly-b") == "paused")
     assert by_css(driver, "p.flash").text.startswith("Paused schedule nightly-b")
-    assert schedule_rows(driver)["nightly-b"]["next"] == ""
+    wait_for(driver, lambda d: cell_of(d, "nightly-b", "next") == "")
     assert {i.name: i.paused for i in app.list_schedules()}["nightly-b"]
     driver.save_screenshot(str(browser.screenshot_path("schedules-paused")))
     # When they resume it
     act(driver, lambda d: by_css(d, "tr[data-schedule=nightly-b] button.resume").click())
-    wait_for(driver, lambda d: schedule_rows(d)["nightly-b"]["status"] == "active")
+    wait_for(driver, lambda d: cell_of(d, "nightly-b") == "active")
     assert not {i.name: i.paused for i in app.list_schedules()}["nightly-b"]
     driver.delete_all_cookies()
