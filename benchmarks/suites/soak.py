@@ -31,7 +31,8 @@ Jobs write their enqueue, start and end stamps; the harness cuts them into the s
 windows afterwards: completed/s, due backlog (offered minus started), pickup p50/p99 of
 the jobs started in the window. Per system and phase, the table of the README's targets.
 Writes benchmarks/results/soak.json (every series) and the plots docs/images/soak/*.png.
-Figures only, never pass/fail.
+Figures only, never pass/fail. `kill -USR1 <harness pid>` ends a run early and still
+reports the phases so far (Ctrl-C stops it with nothing reported).
 
     python -m benchmarks run soak --quick              # ~10 minutes per system
     python -m benchmarks run soak --systems rota --clean-s 30 --held-s 60 --recovery-s 30
@@ -43,8 +44,10 @@ import json
 import math
 import random
 import re
+import signal
 import statistics
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -369,6 +372,7 @@ class Run:
     jobs: list[Job] = field(default_factory=list)
     events: list[tuple[float, str]] = field(default_factory=list)
     producer_note: str = ""
+    stopped_at_s: float | None = None
 
 
 def read_jobs(paths: Sequence[Path], t0: float) -> list[Job]:
@@ -443,9 +447,16 @@ def run_system(cluster: Cluster, spec: System, settings: Any) -> Run:
                             f"{settings.soak_rate:g}", f"{total_s + interval:g}",
                             str(scratch / "offers.txt")))
             next_sample = interval
+            stop = threading.Event()  # `kill -USR1 <pid>`: end here, report what ran
+            previous_handler = signal.signal(signal.SIGUSR1, lambda *_: stop.set())
             while True:
                 t = time.monotonic() - m0
                 if t >= total_s:
+                    break
+                if stop.is_set():
+                    run.stopped_at_s = t
+                    print(f"    {spec.name}: stopped at {t:.0f} s; reporting the phases "
+                          "so far", flush=True)
                     break
                 holders.update(t)
                 if t >= next_sample:
@@ -459,6 +470,7 @@ def run_system(cluster: Cluster, spec: System, settings: Any) -> Run:
                         raise RuntimeError(f"{proc.label} exited:\n{proc.tail()}")
                 time.sleep(max(0.0, min(0.5, next_sample - (time.monotonic() - m0))))
             end_s = time.time() - t0
+            signal.signal(signal.SIGUSR1, previous_handler)
         finally:
             holders.close()
             run.events = holders.events
@@ -619,6 +631,9 @@ def run(settings: Any) -> Any:
                 except Exception as error:  # the next system still runs
                     result.skipped[f"soak {name}"] = f"{type(error).__name__}: {error}"
                     print(f"  soak {name}: failed ({error})", flush=True)
+                    continue
+                if runs[name].stopped_at_s is not None:
+                    break
     except (OSError, RuntimeError) as error:
         result.skipped[SUITE] = str(error)
         print(f"  soak: skipped ({error})")
@@ -636,6 +651,7 @@ def run(settings: Any) -> Any:
         costs = [s.cost_ms for s in got.samples]
         document["systems"][name] = {
             "phases": [vars_of(p) for p in got.phases], "series": rows,
+            "stopped_at_s": got.stopped_at_s,
             "table": tables[name], "events": got.events, "producer": got.producer_note,
             "sampler_ms": {"median": statistics.median(costs) if costs else None,
                            "max": max(costs, default=None),
