@@ -218,3 +218,26 @@ def test_a_hint_without_a_position_removes_the_floor(
     store.claim_floors.hint("q", None)
     assert store.claim_floors.positions(["q"]) == ([START], [0])
     assert claim(store) == [late]
+
+
+def test_a_child_released_behind_the_floor_lowers_it_and_is_claimed(
+    worker: tuple[PostgresStore, Hints, Clock],
+) -> None:
+    # Given a child in Queue q waiting for a parent in Queue p, and a worker that claimed
+    # everything due in q (its floor at T0)
+    store, hints, _ = worker
+    (parent,) = store.enqueue([new(queue="p", due_at=T0 - HOUR)], T0)
+    (child,) = store.enqueue([NewJob("job", "q", T0 - HOUR, parents=(parent,))], T0)
+    enqueue(store, hints, [new()])
+    assert len(claim(store)) == 1
+    assert store.claim_floors.positions(["q"])[0][0] >= T0 - timedelta(seconds=1)
+    # When the parent succeeds half an hour before that: the child is released, due then
+    (job,) = store.claim(["p"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
+    seen = len(hints.queues)
+    store.complete([Lease(parent, "w", job.attempt)], T0 - HOUR / 2)
+    hints.wait_past(seen)
+    # Then the release's hint named that position: the floor is lowered there, not
+    # removed (a removed floor costs a scan from the start of the index), and the
+    # worker's next claim takes the child
+    assert store.claim_floors.positions(["q"])[0] == [T0 - HOUR / 2]
+    assert claim(store) == [child]

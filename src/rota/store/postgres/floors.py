@@ -17,7 +17,7 @@ and falls with what the enqueue hints say became claimable:
   their hint, for the price of walking a second of claimed entries);
 - a hint naming a position (every statement that makes jobs claimable sends the smallest
   due time it made claimable, at commit) lowers it to that position; a hint without one
-  (older versions, workflow releases, Queue settings) removes it;
+  (older versions, Queue settings) removes it;
 - a claim that fails removes the floors of its Queues (its locks were rolled back);
 - a floor `max_age_s` old is checked: the one case no hint covers, a claim of another
   process that locked jobs and then rolled back, may have left claimable jobs under it.
@@ -120,7 +120,7 @@ class ClaimFloors:
         for flight in self._flights.values():
             if queue in flight.queues:
                 cap = flight.caps.get(queue, position)
-                flight.caps[queue] = (_CANCELLED if cap is None or position is None
+                flight.caps[queue] = (_CANCELLED if cap is _CANCELLED or position is None
                                       else min(cap, position))
         floor = self._floors.get(queue)
         if floor is None:
