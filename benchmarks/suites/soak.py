@@ -436,6 +436,8 @@ def run_system(cluster: Cluster, spec: System, settings: Any) -> Run:
         producer: WorkerProcess | None = None
         holders = Holders(url, phases, settings.soak_reader_s)
         sampler = Sampler(cluster, database, spec)
+        stop = threading.Event()  # `kill -USR1 <pid>`: end here, report what ran
+        previous_handler = signal.signal(signal.SIGUSR1, lambda *_: stop.set())
         try:
             procs = start_workers(spec, url, scratch)
             wait_ready(spec, url, procs)
@@ -447,8 +449,6 @@ def run_system(cluster: Cluster, spec: System, settings: Any) -> Run:
                             f"{settings.soak_rate:g}", f"{total_s + interval:g}",
                             str(scratch / "offers.txt")))
             next_sample = interval
-            stop = threading.Event()  # `kill -USR1 <pid>`: end here, report what ran
-            previous_handler = signal.signal(signal.SIGUSR1, lambda *_: stop.set())
             while True:
                 t = time.monotonic() - m0
                 if t >= total_s:
@@ -470,8 +470,8 @@ def run_system(cluster: Cluster, spec: System, settings: Any) -> Run:
                         raise RuntimeError(f"{proc.label} exited:\n{proc.tail()}")
                 time.sleep(max(0.0, min(0.5, next_sample - (time.monotonic() - m0))))
             end_s = time.time() - t0
-            signal.signal(signal.SIGUSR1, previous_handler)
         finally:
+            signal.signal(signal.SIGUSR1, previous_handler)
             holders.close()
             run.events = holders.events
             if producer is not None:
