@@ -11,7 +11,6 @@ When it is unreachable the PostgreSQL tests skip with the reason, unless
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,11 +42,8 @@ def short_directory() -> Iterator[Path]:
     sockets live beside its file, and a socket's address holds at most ~107 bytes, which
     pytest's tmp_path (one level deeper in each xdist process) may not leave: there the
     store would poll only (tests/store/test_sqlite_wake.py)."""
-    path = Path(tempfile.mkdtemp(prefix="rota-t-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="rota-t-", ignore_cleanup_errors=True) as path:
+        yield Path(path)
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 STORE_KINDS = ["memory", "sqlite", "postgres"]
@@ -66,7 +62,7 @@ def store_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def _fresh_store_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+def _fresh_store_url(kind: str, request: pytest.FixtureRequest) -> Iterator[str]:
     if kind == "memory":
         yield "memory://"
     elif kind == "sqlite":
@@ -79,15 +75,15 @@ def _fresh_store_url(kind: str, tmp_path: Path, request: pytest.FixtureRequest) 
 
 
 @pytest.fixture
-def store_url(store_kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+def store_url(store_kind: str, request: pytest.FixtureRequest) -> Iterator[str]:
     """A URL naming a fresh, empty store of `store_kind`."""
-    yield from _fresh_store_url(store_kind, tmp_path, request)
+    yield from _fresh_store_url(store_kind, request)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def durable_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def durable_store_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """A URL naming a fresh, empty durable store (one several processes can share)."""
-    yield from _fresh_store_url(str(request.param), tmp_path, request)
+    yield from _fresh_store_url(str(request.param), request)
 
 
 @pytest.fixture

@@ -43,8 +43,8 @@ DEADLINE_S = 60.0  # generous: a loaded 2-core machine
 
 
 @pytest.fixture
-def pg_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    yield from _fresh_store_url("postgres", tmp_path, request)
+def pg_store_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    yield from _fresh_store_url("postgres", request)
 
 
 def skewed(offset_s: int) -> dict[str, str]:
