@@ -11,7 +11,7 @@ figures already measured (matplotlib, in benchmarks/.venv). It measures nothing.
   group per store (`python -m benchmarks run fairness` writes docs/images/fairness.json);
 - soak: the soak suite's time series, one PNG per figure into the directory --out
   (default docs/images/soak), with its table and targets (`python -m benchmarks run
-  soak` writes benchmarks/results/soak.json).
+  soak` writes benchmarks/results/soak.json); several runs' files are drawn together.
 """
 
 from __future__ import annotations
@@ -162,13 +162,17 @@ def fairness(document: dict[str, Any], out: Path) -> None:
 
 
 def main(options: argparse.Namespace) -> int:
-    document = json.loads(options.json.read_text())
-    out = options.out or options.json.with_suffix(".png")
-    if options.chart == "soak":  # a directory of plots, one per figure
+    if options.chart == "soak":  # a directory of plots, one per figure; runs drawn together
         from benchmarks import soak_report
         from benchmarks.venv import ROOT
 
         return soak_report.main(options.json, options.out or ROOT / "docs" / "images" / "soak")
+    if len(options.json) > 1:
+        print(f"chart {options.chart}: one JSON file (only soak draws several runs together)")
+        return 2
+    (path,) = options.json
+    document = json.loads(path.read_text())
+    out = options.out or path.with_suffix(".png")
     if options.chart == "peers":
         peers(document, out)
     elif options.chart == "queues":

@@ -178,9 +178,10 @@ queues: `python -m benchmarks.suites.queues --json`; scale: `python -m
 benchmarks.suites.scale --json`; fairness: docs/images/fairness.json, which `run
 fairness` writes (light tenants' p99 wait per model, log scale, a bar group per store);
 soak: benchmarks/results/soak.json, which `run soak` writes (one PNG per figure into the
-directory --out, default docs/images/soak, and its table and targets printed).""")
+directory --out, default docs/images/soak, and its table and targets printed); several
+soak runs' files with the same rate and phases are drawn and tabled together.""")
     chart.add_argument("chart", choices=("peers", "queues", "scale", "fairness", "soak"))
-    chart.add_argument("json", type=Path)
+    chart.add_argument("json", type=Path, nargs="+")
     chart.add_argument("--out", type=Path, help="the PNG (default: the JSON's name, .png)")
     chart.add_argument("--title", default="claim latency against table size",
                        help="scale: the chart's title")

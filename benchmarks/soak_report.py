@@ -3,6 +3,7 @@
 alone on a results file, measuring nothing:
 
     python -m benchmarks chart soak benchmarks/results/soak.json --out docs/images/soak
+    python -m benchmarks chart soak rota.json pgqueuer.json --out DIR   # runs drawn together
 """
 
 from __future__ import annotations
@@ -203,15 +204,49 @@ def plot(document: dict[str, Any], out_dir: Path) -> list[Path]:
 
 
 
-def main(document_path: Path, out_dir: Path) -> int:
-    """Print the table and the targets of a soak.json, and draw its plots into out_dir."""
+def merged(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """One document of the systems of several soak runs (the full phases take ~130 minutes a
+    system, so the systems of one comparison may come from separate runs). The runs must
+    share their soak settings (rate and phases); a system measured twice is refused."""
+    first = documents[0]
+    systems: dict[str, Any] = {}
+    for document in documents:
+        if document["settings"] != first["settings"]:
+            differ = sorted(key for key in {*document["settings"], *first["settings"]}
+                            if document["settings"].get(key) != first["settings"].get(key))
+            raise ValueError(f"these runs differ in {', '.join(differ)}: only runs with "
+                             "the same rate and phases can be drawn together")
+        for name, system in document["systems"].items():
+            if name in systems:
+                raise ValueError(f"{name} is in two of these runs: give one of them")
+            systems[name] = system
+    return {**first, "systems": systems}
+
+
+def main(document_paths: list[Path], out_dir: Path) -> int:
+    """Print the table and the targets of one soak.json, or of several runs' merged
+    (`merged`), and draw its plots into out_dir. One file also gets its table as Markdown
+    beside it."""
+    import gzip
     import json
 
-    document = json.loads(document_path.read_text())
+    def load(path: Path) -> dict[str, Any]:  # a kept run may be gzipped (soak.json.gz)
+        text = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text()
+        document: dict[str, Any] = json.loads(text)
+        return document
+
+    try:
+        document = merged([load(path) for path in document_paths])
+    except ValueError as error:
+        print(f"chart soak: {error}")
+        return 2
     tables = {name: doc["table"] for name, doc in document["systems"].items()}
     print(table(tables))
     print(targets(tables))
-    document_path.with_suffix(".md").write_text(markdown_table(tables) + "\n")
+    if len(document_paths) == 1 and document_paths[0].suffix == ".json":
+        document_paths[0].with_suffix(".md").write_text(markdown_table(tables) + "\n")
+    else:
+        print(markdown_table(tables))
     written = plot(document, out_dir)
     print(f"wrote {len(written)} plots under {out_dir}")
     return 0
