@@ -1,13 +1,16 @@
 """The store contract, what a job reports and what it went through: `set_progress` is
 fenced by the lease and cleared by a claim and a requeue; every failed attempt is kept in
 `errors` (the last 20, oldest first), written by the call that records the failure; a
-claim records its owner's worker id as `worker`, kept after the job finishes; `cancel` of
+job names the worker id of its lease owner as `worker`, kept however the lease ends; `cancel` of
 a job that never ran says so in `last_error`. Run unchanged on every store (see
 rota/store/base.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
+
+import pytest
 
 from rota.core.jobs import CANCELLED_BEFORE_RUN, JobRecord, JobState, Lease, NewJob
 from rota.core.outcomes import RetryAt, Succeeded
@@ -189,6 +192,45 @@ def test_a_claim_records_the_worker_and_it_is_kept_after_the_job_finishes(
     assert store.complete([lease_of(store, job_id)], T0) == 1
     assert record(store, job_id).worker == "host-b:9:00000000"
     assert listed(store, job_id).worker == "host-b:9:00000000"
+
+
+# Every way a lease ends, each keeping the worker of the attempt it ended.
+ENDINGS: dict[str, Callable[[Store, Lease], object]] = {
+    "complete": lambda store, lease: store.complete([lease], T0),
+    "retry": lambda store, lease: store.retry(lease, T0, T0, "ValueError: x"),
+    "snooze": lambda store, lease: store.snooze(lease, T0, T0 + LEASE),
+    "release": lambda store, lease: store.release([lease], T0),
+    "dead_letter": lambda store, lease: store.dead_letter(lease, T0, "ValueError: x"),
+    "quarantine": lambda store, lease: store.quarantine(lease, T0, "bad arguments"),
+    "cancel_leased": lambda store, lease: store.cancel_leased(lease, T0, "cancelled"),
+    "expire_lease retrying": lambda store, lease: store.expire_lease(
+        lease, T0 + 2 * LEASE, T0 + 2 * LEASE, "LeaseExpired"),
+    "expire_lease dead-lettering": lambda store, lease: store.expire_lease(
+        lease, T0 + 2 * LEASE, None, "LeaseExpired"),
+}
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+@pytest.mark.parametrize(("owner", "worker"), [
+    (OWNER, WORKER),
+    ("team@eu@host-c:7:0000cafe", "host-c:7:0000cafe"),  # a group name holding `@`
+    ("w1", "w1"),  # an owner without `@` is its own worker id
+])
+def test_the_worker_of_a_lease_is_kept_however_the_lease_ends(
+    store: Store, ending: str, owner: str, worker: str,
+) -> None:
+    # Given a job that ran once on another worker, leased now by `owner`
+    (job_id,) = store.enqueue([new()], T0)
+    claim(store, ["q"], 1, owner="fast@host-z:1:00000001")
+    assert store.retry(lease_of(store, job_id), T0, T0, "ValueError: first")
+    assert record(store, job_id).worker == "host-z:1:00000001"
+    claim(store, ["q"], 1, owner=owner)
+    assert record(store, job_id).worker == worker
+    # When its lease ends this way, then the job names the worker of that attempt
+    assert ENDINGS[ending](store, lease_of(store, job_id))
+    assert record(store, job_id).state != JobState.LEASED
+    assert record(store, job_id).worker == worker
+    assert listed(store, job_id).worker == worker
 
 
 # -- cancel ---------------------------------------------------------------------------------
