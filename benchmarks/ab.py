@@ -186,6 +186,9 @@ def store_run(variant: Variant, store: str, jobs: int, options: argparse.Namespa
             args = ["drain", target.url, str(jobs), str(batch), str(options.threads)]
             args += ["--limit", variant.option.split()[1]] if variant.option else []
             args += ["--carry"] if options.carry else []
+            if options.count == "instructions":  # the drain alone: both sizes enqueue alike
+                args += ["--enqueue", str(max(options.jobs or COUNTED_SIZES))]
+                return {"instructions": counted_child(variant, args)}
         got = run_child(variant.tree.src, *args)
     finally:
         target.discard()
@@ -213,23 +216,33 @@ def planner_log(queues: int, backlogged: int, jobs: int) -> Iterator[Path]:
         yield path
 
 
+def callgrind_total(variant: Variant, argv: list[str], env: dict[str, str] | None = None
+                    ) -> int:
+    """The instructions callgrind counts in `argv` (a python run under the variant's tree)."""
+    with tempfile.TemporaryDirectory(prefix="rota-ab-") as folder:
+        out = Path(folder) / "out"
+        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *argv],
+                       cwd=ROOT, check=True, capture_output=True,
+                       env={**os.environ, **tree_env(variant.tree.src), **(env or {})})
+        match = CALLGRIND_TOTAL.search(out.read_text())
+        if match is None:
+            raise RuntimeError(f"no instruction total in callgrind's output of {variant.label}")
+        return int(match.group(1))
+
+
+def counted_child(variant: Variant, args: list[str]) -> float:
+    """Instructions of `rota_child ARGS` under the variant's tree (callgrind)."""
+    return float(callgrind_total(
+        variant, python_argv("-m", "benchmarks.workers.rota_child", *args)))
+
+
 def planner_run(variant: Variant, log: Path, queues: int, jobs: int) -> Metrics:
     """Instructions per job of the tree's planner replaying `log` (callgrind: the replay
     less the load alone)."""
-    counts = []
-    for run in ("0", "1"):
-        with tempfile.TemporaryDirectory(prefix="rota-ab-") as folder:
-            out = Path(folder) / "out"
-            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
-                            *python_argv("-m", "benchmarks.workers.rota_child", "replay",
-                                         str(log), str(queues), run)],
-                           cwd=ROOT, check=True, capture_output=True,
-                           # the hash order of sets moves a replay's count by up to ~2 %
-                           env={**os.environ, **tree_env(variant.tree.src),
-                                "PYTHONHASHSEED": "0"})
-            match = CALLGRIND_TOTAL.search(out.read_text())
-            assert match is not None, "callgrind wrote no total"
-            counts.append(int(match.group(1)))
+    # the hash order of sets moves a replay's count by up to ~2 %
+    counts = [callgrind_total(variant, python_argv(
+        "-m", "benchmarks.workers.rota_child", "replay", str(log), str(queues), run),
+        {"PYTHONHASHSEED": "0"}) for run in ("0", "1")]
     return {"planner instructions/job": (counts[1] - counts[0]) / jobs}
 
 
@@ -238,6 +251,7 @@ def planner_run(variant: Variant, log: Path, queues: int, jobs: int) -> Metrics:
 DEFAULTS: dict[str, tuple[int, list[int]]] = {  # --what -> (runs, --jobs)
     "drain": (5, [30_000]), "tenants": (2, [20_000]), "enqueue": (5, [3_000]),
     "store": (5, [50_000]), "planner": (1, [10_000])}
+COUNTED_SIZES = [1_000, 4_000]  # --count: the two drain sizes whose difference is per job
 HIDDEN = ("CPU ms", "wall ms")  # kept for the split into a fixed part and one per job
 
 
@@ -342,7 +356,7 @@ def main(options: argparse.Namespace) -> int:
     runs, jobs = DEFAULTS[options.what]
     counting = options.count != "time"  # a count, not a time: one run of two sizes
     runs = options.runs or (1 if counting else runs)
-    sizes = options.jobs or ([1_000, 4_000] if counting else jobs)
+    sizes = options.jobs or (COUNTED_SIZES if counting else jobs)
     variants = variants_of(trees, options)
     if options.what == "planner":
         for config in options.configs:

@@ -119,7 +119,9 @@ prints every run, the medians and each tree's ratios to --before. --what:
   enqueue  enqueue rate through the store, --batch jobs a call (--keyed: a key each).
   store    the store alone: claim --batch + complete until empty, --threads threads;
            jobs/s and each call's round trip (--limit N: a Queue limit; --carry: each
-           claim carries the previous successes).
+           claim carries the previous successes). With --count instructions: the
+           instructions per job of the claims and completions alone (callgrind, one
+           thread; both sizes enqueue the larger size's jobs).
   planner  the Weighted planner alone, instructions per job (callgrind): one memory
            drain's planner calls (--configs), replayed by each tree.
 A tree is a checkout, its src directory, or a git revision of this repository.""")
@@ -129,7 +131,8 @@ A tree is a checkout, its src directory, or a git revision of this repository.""
     ab.add_argument("--what", choices=("drain", "tenants", "enqueue", "store", "planner"),
                     default="drain")
     ab.add_argument("--count", choices=("time", "instructions", "calls"), default="time",
-                    help="drain and tenants: what is counted (default time)")
+                    help="drain, tenants, store (instructions): what is counted "
+                         "(default time)")
     ab.add_argument("--stores", nargs="+", default=["sqlite", "postgres"],
                     choices=["sqlite", "postgres"])
     ab.add_argument("--runs", type=int, default=None,
@@ -211,8 +214,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         if args.suite not in ("all", args.suite_name):
             parser.error(f"two suites named: {args.suite_name} and --suite {args.suite}")
         args.suite = args.suite_name
-    if args.command == "ab" and args.count != "time" and args.what not in ("drain", "tenants"):
-        parser.error("--count counts a drain's worker: --what drain or tenants")
+    if args.command == "ab" and args.count != "time" and args.what not in ("drain", "tenants") \
+            and (args.what, args.count) != ("store", "instructions"):
+        parser.error("--count counts a drain's worker (--what drain or tenants), or "
+                     "instructions of the store alone (--what store --count instructions)")
+    if args.command == "ab" and args.what == "store" and args.count != "time" \
+            and args.threads != 1:
+        parser.error("--count instructions of the store counts one thread: drop --threads")
     if args.command == "ab" and args.count == "calls" and len(args.jobs or [0, 0]) != 2:
         parser.error("--count calls takes two --jobs sizes (calls per job are their slope)")
     return args

@@ -5,6 +5,7 @@ call is the tree's own.
     python -m benchmarks.workers.rota_child fill URL JOBS CHUNK QUEUES BACKLOGGED
     python -m benchmarks.workers.rota_child enqueue URL JOBS BATCH [--keyed]
     python -m benchmarks.workers.rota_child drain URL JOBS BATCH THREADS [--limit N] [--carry]
+                                                  [--enqueue TOTAL]
     python -m benchmarks.workers.rota_child replay LOG QUEUES 0|1
 
 Each prints one JSON object on its last line, naming the rota it imported (`rota`), so the
@@ -92,24 +93,29 @@ def _median_p90_ms(seconds: list[float]) -> list[float]:
 
 
 def drain(url: str, jobs: int, batch: int, threads: int, limit: int | None,
-          carry: bool) -> dict[str, object]:
+          carry: bool, enqueued: int | None = None) -> dict[str, object]:
     """The store alone, as a worker's passes drive it minus the runtime: `threads`
     threads, each with its own store object (memory:// shares one: it lives in one
     process), claim `batch` and complete them until the Queue is empty; every call reads
     the clock, as a worker's do. `limit`: the Queue has that concurrency limit (every
     claim takes the limited path). `carry`: each claim carries the previous claim's
-    successes (`claim(..., outcomes=)`) instead of a separate complete. Returns jobs/s and
-    each call's median and p90 round trip."""
+    successes (`claim(..., outcomes=)`) instead of a separate complete. `enqueued`: enqueue
+    that many jobs (at least `jobs`) and drain only `jobs` of them, so that two drains
+    of different sizes enqueue alike (`ab --what store --count instructions`). Returns
+    jobs/s and each call's median and p90 round trip."""
     from rota.core.jobs import NewJob
     from rota.store import open_store
 
+    if enqueued is not None and threads != 1:
+        raise SystemExit("--enqueue drains part of the jobs: give it one thread")
     first = open_store(url)
     stores = [first] + [first if url.startswith("memory:") else open_store(url)
                         for _ in range(threads - 1)]
     try:
         now = datetime.now(UTC) - timedelta(seconds=1)
-        for start in range(0, jobs, 10_000):
-            first.enqueue([NewJob("noop", QUEUE, now, "[1]", "{}")] * min(10_000, jobs - start),
+        total = max(jobs, enqueued or 0)
+        for start in range(0, total, 10_000):
+            first.enqueue([NewJob("noop", QUEUE, now, "[1]", "{}")] * min(10_000, total - start),
                           now)
         if limit is not None:
             first.set_queue_limit(QUEUE, limit)
@@ -126,7 +132,10 @@ def drain(url: str, jobs: int, batch: int, threads: int, limit: int | None,
                 moment = datetime.now(UTC)
                 extra = {"outcomes": carried} if carry else {}
                 began = time.perf_counter()
-                got = store.claim([QUEUE], batch, now=moment, owner=owner,
+                wanted = min(batch, jobs - sum(done) - len(carried))
+                if wanted <= 0 and not carried:
+                    return
+                got = store.claim([QUEUE], wanted, now=moment, owner=owner,
                                   lease_expires_at=moment + LEASE, **extra)
                 claims.append(time.perf_counter() - began)
                 done[index] += len(carried)
@@ -205,8 +214,9 @@ def main(argv: list[str]) -> int:
         result = enqueue(args[0], int(args[1]), int(args[2]), "--keyed" in args)
     elif command == "drain":
         limit = int(args[args.index("--limit") + 1]) if "--limit" in args else None
+        enqueued = int(args[args.index("--enqueue") + 1]) if "--enqueue" in args else None
         result = drain(args[0], int(args[1]), int(args[2]), int(args[3]), limit,
-                       "--carry" in args)
+                       "--carry" in args, enqueued)
     elif command == "replay":
         replay(args[0], int(args[1]), args[2] == "1")
     else:

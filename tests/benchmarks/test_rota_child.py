@@ -1,0 +1,33 @@
+"""The store-alone drain of `python -m benchmarks ab --what store`
+(benchmarks/workers/rota_child.py): with `enqueued`, it enqueues that many jobs and drains
+exactly `jobs` of them, so that two counted sizes enqueue alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.workers import rota_child
+from rota.core.jobs import JobState
+from rota.store import open_store
+
+
+@pytest.mark.parametrize("carry", [False, True])
+def test_a_partial_drain_finishes_exactly_the_jobs_asked(tmp_path: Path, carry: bool) -> None:
+    url = f"sqlite:///{tmp_path / 'rota.db'}"
+    result = rota_child.drain(url, 30, 20, 1, None, carry, enqueued=100)
+    assert result["rota"]
+    store = open_store(url)
+    try:
+        counts = store.count_jobs()
+    finally:
+        store.close()
+    assert counts == {(rota_child.QUEUE, JobState.SUCCEEDED): 30,
+                      (rota_child.QUEUE, JobState.SCHEDULED): 70}
+
+
+def test_a_partial_drain_takes_one_thread(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="one thread"):
+        rota_child.drain(f"sqlite:///{tmp_path / 'rota.db'}", 30, 20, 2, None, False,
+                         enqueued=100)
