@@ -188,7 +188,8 @@ def store_run(variant: Variant, store: str, jobs: int, options: argparse.Namespa
             args += ["--carry"] if options.carry else []
             if options.count == "instructions":  # the drain alone: both sizes enqueue alike
                 args += ["--enqueue", str(max(options.jobs or COUNTED_SIZES))]
-                return {"instructions": counted_child(variant, args)}
+                return {"instructions": float(callgrind_total(
+                    variant, python_argv("-m", "benchmarks.workers.rota_child", *args)))}
         got = run_child(variant.tree.src, *args)
     finally:
         target.discard()
@@ -228,12 +229,6 @@ def callgrind_total(variant: Variant, argv: list[str], env: dict[str, str] | Non
         if match is None:
             raise RuntimeError(f"no instruction total in callgrind's output of {variant.label}")
         return int(match.group(1))
-
-
-def counted_child(variant: Variant, args: list[str]) -> float:
-    """Instructions of `rota_child ARGS` under the variant's tree (callgrind)."""
-    return float(callgrind_total(
-        variant, python_argv("-m", "benchmarks.workers.rota_child", *args)))
 
 
 def planner_run(variant: Variant, log: Path, queues: int, jobs: int) -> Metrics:
