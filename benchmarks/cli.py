@@ -100,6 +100,12 @@ and families.md). The suite may be given as `run SUITE` or `run --suite SUITE`."
         run.add_argument(f"--{phase}-s", type=float, default=None, metavar="S",
                          help=f"soak: seconds of the {phase} phase (default {default:g}; "
                               f"--quick {getattr(quick(1), f'soak_{phase}_s'):g})")
+    run.add_argument("--preload", type=int, default=None, metavar="N",
+                     help="soak: N succeeded jobs in rota's table before the run, as a "
+                          "store holds them for its retention (rota and rota-3p only)")
+    run.add_argument("--jobs-reloptions", default=None, metavar="K=V,...",
+                     help="soak: storage parameters set on rota's jobs table before the run, "
+                          "e.g. autovacuum_vacuum_scale_factor=0.01 (rota and rota-3p only)")
     run.add_argument("--rows", type=int, nargs="+", default=None, metavar="N",
                      help="table sizes of the scale suite "
                           f"(default {' '.join(map(str, Settings().scale_rows))})")
@@ -214,6 +220,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
         if args.suite not in ("all", args.suite_name):
             parser.error(f"two suites named: {args.suite_name} and --suite {args.suite}")
         args.suite = args.suite_name
+    if args.command == "run" and getattr(args, "preload", None) is not None \
+            and args.preload < 0:
+        parser.error("--preload must be 0 or more jobs")
+    for option in ("preload", "jobs_reloptions"):
+        if args.command == "run" and getattr(args, option, None) and (
+                not args.systems or any(not name.startswith("rota") for name in args.systems)):
+            parser.error(f"--{option.replace('_', '-')} is about rota's jobs table: give "
+                         "--systems rota and/or rota-3p")
     if args.command == "ab" and args.count != "time" and args.what not in ("drain", "tenants") \
             and (args.what, args.count) != ("store", "instructions"):
         parser.error("--count counts a drain's worker (--what drain or tenants), or "
@@ -231,6 +245,8 @@ def soak_settings(settings: Settings, args: argparse.Namespace) -> Settings:
     given = {"soak_systems": tuple(args.systems) if getattr(args, "systems", None) else None,
              "soak_modes": tuple(args.modes) if getattr(args, "modes", None) else None,
              "soak_rate": getattr(args, "rate", None),
+             "soak_preload": getattr(args, "preload", None),
+             "soak_jobs_reloptions": getattr(args, "jobs_reloptions", None),
              **{f"soak_{p}_s": getattr(args, f"{p}_s", None)
                 for p in ("clean", "held", "recovery")}}
     return dataclasses.replace(settings, **{k: v for k, v in given.items() if v is not None})

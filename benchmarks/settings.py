@@ -81,6 +81,8 @@ class Settings:
     soak_recovery_s: float = 600.0
     soak_sample_s: float = 5.0
     soak_reader_s: float = 120.0
+    soak_preload: int = 0  # succeeded jobs in rota's table before a soak run
+    soak_jobs_reloptions: str = ""  # ALTER TABLE rota.jobs SET (...) before a soak run
     # The families suite (run only when named): a Weighted family of families_members
     # member Queues the store knows, families_due of them with work, beside one Queue.
     families_stores: tuple[str, ...] = ("sqlite", "postgres")

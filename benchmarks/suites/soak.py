@@ -36,6 +36,11 @@ reports the phases so far (Ctrl-C stops it with nothing reported).
 
     python -m benchmarks run soak --quick              # ~10 minutes per system
     python -m benchmarks run soak --systems rota --clean-s 30 --held-s 60 --recovery-s 30
+    python -m benchmarks run soak --systems rota --modes slot --preload 6000000
+
+`--preload N` starts rota's table with N succeeded jobs (`preload`): a store some hours
+into its default retention, whose vacuum passes are long. `--jobs-reloptions` sets
+storage parameters of rota's jobs table before the run (per-table autovacuum settings).
 """
 
 from __future__ import annotations
@@ -398,7 +403,35 @@ def read_offers(path: Path, t0: float) -> list[tuple[float, int]]:
     return offers
 
 
-def prepare_database(cluster: Cluster, database: str, spec: System) -> str:
+# --preload: finished jobs already in rota's table when the run starts, as a store keeps
+# them for its retention (a day by default): succeeded `soak` jobs of Queue `bench`,
+# finished over the hour before (counted by rota's trigger on the table), then
+# vacuumed and analysed so that the table starts as an old one would be: all its pages
+# visible, its statistics current.
+PRELOAD_CHUNK = 500_000
+PRELOAD_SQL = """
+INSERT INTO rota.jobs (name, queue, state, attempt, due_at, args, kwargs, created_at,
+                       started_at, finished_at)
+SELECT 'soak', 'bench', 'succeeded', 1, at, '[0]', '{}', at, at, at + interval '1 ms'
+FROM (SELECT now() - interval '1 hour' + i * interval '1 hour' / %(rows)s::bigint AS at
+      FROM generate_series(%(first)s::bigint, %(last)s::bigint) AS i) AS finished
+"""
+
+
+def preload(url: str, rows: int, chunk: int = PRELOAD_CHUNK) -> None:
+    """`rows` succeeded jobs in rota's table at `url` (see PRELOAD_SQL), `chunk` rows an
+    INSERT."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        for first in range(0, rows, chunk):
+            conn.execute(PRELOAD_SQL, {"rows": rows, "first": first,
+                                       "last": min(rows, first + chunk) - 1})
+        conn.execute("VACUUM (FREEZE, ANALYZE) rota.jobs")
+
+
+def prepare_database(cluster: Cluster, database: str, spec: System, preloaded: int = 0,
+                     reloptions: str = "") -> str:
     with cluster.admin() as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{database}"')
@@ -410,6 +443,14 @@ def prepare_database(cluster: Cluster, database: str, spec: System) -> str:
         conn.execute("VACUUM ANALYZE soak_bystander")
     url = cluster.url(database)
     install(spec, url)
+    if reloptions:  # e.g. autovacuum_vacuum_scale_factor=0.01 (rota only: the CLI checks)
+        with cluster.admin(database) as conn:
+            conn.execute(f"ALTER TABLE rota.jobs SET ({reloptions})")
+    if preloaded:
+        began = time.monotonic()
+        preload(url, preloaded)
+        print(f"    {spec.name}: {preloaded:,} succeeded jobs preloaded in "
+              f"{time.monotonic() - began:.0f} s", flush=True)
     return url
 
 
@@ -428,7 +469,8 @@ def run_system(cluster: Cluster, spec: System, settings: Any) -> Run:
     total_s = phases[-1].end_s
     run = Run(spec.name, phases, settings.soak_rate)
     database = database_name(spec.name)
-    url = prepare_database(cluster, database, spec)
+    url = prepare_database(cluster, database, spec, settings.soak_preload,
+                           settings.soak_jobs_reloptions)
     interval = settings.soak_sample_s
     with tempfile.TemporaryDirectory(prefix="rota-soak-") as scratch_dir:
         scratch = Path(scratch_dir)
