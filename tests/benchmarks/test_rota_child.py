@@ -4,8 +4,6 @@ exactly `jobs` of them, so that two counted sizes enqueue alike."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from benchmarks.workers import rota_child
@@ -13,12 +11,12 @@ from rota.core.jobs import JobState
 from rota.store import open_store
 
 
+@pytest.mark.parametrize("store_kind", ["sqlite"])
 @pytest.mark.parametrize("carry", [False, True])
-def test_a_partial_drain_finishes_exactly_the_jobs_asked(tmp_path: Path, carry: bool) -> None:
-    url = f"sqlite:///{tmp_path / 'rota.db'}"
-    result = rota_child.drain(url, 30, 20, 1, None, carry, enqueued=100)
+def test_a_partial_drain_finishes_exactly_the_jobs_asked(store_url: str, carry: bool) -> None:
+    result = rota_child.drain(store_url, 30, 20, 1, None, carry, enqueued=100)
     assert result["rota"]
-    store = open_store(url)
+    store = open_store(store_url)
     try:
         counts = store.count_jobs()
     finally:
@@ -27,7 +25,7 @@ def test_a_partial_drain_finishes_exactly_the_jobs_asked(tmp_path: Path, carry: 
                       (rota_child.QUEUE, JobState.SCHEDULED): 70}
 
 
-def test_a_partial_drain_takes_one_thread(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store_kind", ["sqlite"])
+def test_a_partial_drain_takes_one_thread(store_url: str) -> None:
     with pytest.raises(SystemExit, match="one thread"):
-        rota_child.drain(f"sqlite:///{tmp_path / 'rota.db'}", 30, 20, 2, None, False,
-                         enqueued=100)
+        rota_child.drain(store_url, 30, 20, 2, None, False, enqueued=100)

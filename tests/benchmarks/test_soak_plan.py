@@ -6,15 +6,12 @@ with `python -m benchmarks run soak`."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import pytest
 
 from benchmarks import soak_plan
 from benchmarks.soak_plan import Job, Window
 from benchmarks.workers.soak_producer import tick_sizes
-from tests.conftest import POSTGRES_URL
-from tests.pg import fresh_postgres_url
 
 
 def test_schedule_puts_a_held_phase_and_its_recovery_after_clean_for_each_mode() -> None:
@@ -78,21 +75,17 @@ def test_verdict_holds_each_target_apart() -> None:
     assert soak_plan.near_zero(800) == 80 and soak_plan.near_zero(50) == 20
 
 
-@pytest.fixture
-def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    yield from fresh_postgres_url(POSTGRES_URL, request.node.name)
-
-
-def test_preload_fills_rota_table_with_counted_succeeded_jobs(database_url: str) -> None:
+@pytest.mark.parametrize("store_kind", ["postgres"])
+def test_preload_fills_rota_table_with_counted_succeeded_jobs(store_url: str) -> None:
     from benchmarks.suites.soak import preload
     from rota.core.jobs import JobState
     from rota.store import open_store
 
-    store = open_store(database_url)
+    store = open_store(store_url)
     try:
         store.migrate()
         rows = 7
-        preload(database_url, rows, chunk=3)  # three INSERTs, the last of one row
+        preload(store_url, rows, chunk=3)  # three INSERTs, the last of one row
         assert store.count_jobs() == {("bench", JobState.SUCCEEDED): rows}
         (newest,) = store.list_jobs(limit=1, state=JobState.SUCCEEDED)
         assert newest.finished_at is not None and newest.name == "soak"

@@ -1,9 +1,9 @@
 """The store contract, what a job reports and what it went through: `set_progress` is
 fenced by the lease and cleared by a claim and a requeue; every failed attempt is kept in
 `errors` (the last 20, oldest first), written by the call that records the failure; a
-job names the worker id of its lease owner as `worker`, kept however the lease ends; `cancel` of
-a job that never ran says so in `last_error`. Run unchanged on every store (see
-rota/store/base.py)."""
+job names the worker id of its lease owner as `worker`, kept however the lease ends;
+`cancel` of a job that never ran says so in `last_error`. Run unchanged on every store
+(see rota/store/base.py)."""
 
 from __future__ import annotations
 
