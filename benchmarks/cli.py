@@ -106,6 +106,9 @@ and families.md). The suite may be given as `run SUITE` or `run --suite SUITE`."
     run.add_argument("--jobs-reloptions", default=None, metavar="K=V,...",
                      help="soak: storage parameters set on rota's jobs table before the run, "
                           "e.g. autovacuum_vacuum_scale_factor=0.01 (rota and rota-3p only)")
+    run.add_argument("--queue-limit", type=int, default=None, metavar="N",
+                     help="soak: a concurrency limit of N jobs on rota's Queue, so that "
+                          "its claims count the Queue's leases (rota and rota-3p only)")
     run.add_argument("--rows", type=int, nargs="+", default=None, metavar="N",
                      help="table sizes of the scale suite "
                           f"(default {' '.join(map(str, Settings().scale_rows))})")
@@ -223,10 +226,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if args.command == "run" and getattr(args, "preload", None) is not None \
             and args.preload < 0:
         parser.error("--preload must be 0 or more jobs")
-    for option in ("preload", "jobs_reloptions"):
+    if args.command == "run" and getattr(args, "queue_limit", None) is not None \
+            and args.queue_limit < 1:
+        parser.error("--queue-limit must be at least 1 job")
+    for option in ("preload", "jobs_reloptions", "queue_limit"):
         if args.command == "run" and getattr(args, option, None) and (
                 not args.systems or any(not name.startswith("rota") for name in args.systems)):
-            parser.error(f"--{option.replace('_', '-')} is about rota's jobs table: give "
+            parser.error(f"--{option.replace('_', '-')} is about rota's store: give "
                          "--systems rota and/or rota-3p")
     if args.command == "ab" and args.count != "time" and args.what not in ("drain", "tenants") \
             and (args.what, args.count) != ("store", "instructions"):
@@ -247,6 +253,7 @@ def soak_settings(settings: Settings, args: argparse.Namespace) -> Settings:
              "soak_rate": getattr(args, "rate", None),
              "soak_preload": getattr(args, "preload", None),
              "soak_jobs_reloptions": getattr(args, "jobs_reloptions", None),
+             "soak_queue_limit": getattr(args, "queue_limit", None),
              **{f"soak_{p}_s": getattr(args, f"{p}_s", None)
                 for p in ("clean", "held", "recovery")}}
     return dataclasses.replace(settings, **{k: v for k, v in given.items() if v is not None})

@@ -83,6 +83,7 @@ class Settings:
     soak_reader_s: float = 120.0
     soak_preload: int = 0  # succeeded jobs in rota's table before a soak run
     soak_jobs_reloptions: str = ""  # ALTER TABLE rota.jobs SET (...) before a soak run
+    soak_queue_limit: int = 0  # rota's soak Queue's concurrency limit (0: none)
     # The families suite (run only when named): a Weighted family of families_members
     # member Queues the store knows, families_due of them with work, beside one Queue.
     families_stores: tuple[str, ...] = ("sqlite", "postgres")

@@ -1,6 +1,7 @@
 """The soak suite's pure parts: the phase schedule, the staggered readers, the 5-second
-windows computed from the job records, and the figures derived from them (recovery time,
-the issue's targets). No I/O, no clock: the suite passes times in.
+windows computed from the job records, the figures derived from them (recovery time,
+the issue's targets), and what each statement cost per phase (from pg_stat_statements'
+totals). No I/O, no clock: the suite passes times in.
 
 Times are seconds since the run's start (the harness converts wall-clock stamps).
 """
@@ -8,8 +9,10 @@ Times are seconds since the run's start (the harness converts wall-clock stamps)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from benchmarks.results import percentile
 
@@ -168,3 +171,65 @@ def verdict(backlog_growth: int, backlog_limit: int, p99_ratio: float,
             recovered_s: float | None) -> Verdict:
     return Verdict(backlog_growth <= backlog_limit, p99_ratio <= 3.0,
                    recovered_s is not None and recovered_s <= 60.0)
+
+
+# -- statements ---------------------------------------------------------------------------
+
+# What pg_stat_statements replaces by $1, $2, ... (constants) and what a client sends in
+# their place (psycopg's %(name)s and %s), and comments: left out of a statement's words.
+_NOT_WORDS = re.compile(r"--[^\n]*|'(?:[^']|'')*'|%\(\w+\)s|%s|\$\d+|\b\d+(?:\.\d+)?\b"
+                        r"|\b(?:true|false|null)\b", re.IGNORECASE)
+LABEL_CHARS = 60
+
+
+def statement_words(text: str) -> tuple[str, ...]:
+    """The identifiers and keywords of a statement, lower case, in order: the text
+    pg_stat_statements keeps of a statement and the text its client sent give the same
+    words, so a statement is known by them (its constants, parameters and comments are
+    left out)."""
+    return tuple(re.findall(r"[a-z_][a-z0-9_]*", _NOT_WORDS.sub(" ", text.lower())))
+
+
+def statement_label(text: str, known: Mapping[tuple[str, ...], str]) -> str:
+    """The name `known` gives the statement's words, else its text's first LABEL_CHARS
+    characters on one line."""
+    return known.get(statement_words(text)) or " ".join(text.split())[:LABEL_CHARS]
+
+
+Totals = Mapping[str, tuple[int, float]]  # statement -> cumulative calls, execution ms
+
+
+@dataclass(frozen=True, slots=True)
+class StatementFigures:
+    calls_per_s: float
+    mean_ms: float  # over the phase
+    worst_mean_ms: float  # the highest mean of one interval between two samples
+    total_ms: float
+
+
+def phase_statements(samples: Sequence[tuple[float, Totals]], start_s: float,
+                     end_s: float) -> dict[str, StatementFigures]:
+    """Per statement called between `start_s` and `end_s`: what it cost, from the
+    cumulative totals sampled at the times given (in order). An interval counts in the
+    phase when its later sample falls in it; a statement's totals that went down (reset)
+    count from zero."""
+    calls: dict[str, int] = {}
+    spent: dict[str, float] = {}
+    worst: dict[str, float] = {}
+    seconds = 0.0
+    for (t_before, before), (t, now) in pairwise(samples):
+        if not start_s < t <= end_s + 1e-6:
+            continue
+        seconds += t - t_before
+        for name, (count, ms) in now.items():
+            count_before, ms_before = before.get(name, (0, 0.0))
+            if count < count_before:
+                count_before, ms_before = 0, 0.0
+            if count > count_before:
+                calls[name] = calls.get(name, 0) + count - count_before
+                spent[name] = spent.get(name, 0.0) + ms - ms_before
+                worst[name] = max(worst.get(name, 0.0),
+                                  (ms - ms_before) / (count - count_before))
+    return {name: StatementFigures(calls[name] / seconds, spent[name] / calls[name],
+                                   worst[name], spent[name])
+            for name in calls}

@@ -72,6 +72,46 @@ def markdown_table(tables: dict[str, list[dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
+STATEMENTS_SHOWN = 8
+
+
+def statements_markdown(tables: dict[str, list[dict[str, Any]]],
+                        shown: int = STATEMENTS_SHOWN) -> str:
+    """Per system, its statements that took the most server time over the run (rota's
+    named by their SQL file): calls a second in the clean phase, then per phase the mean
+    time of a call and, in brackets, the worst mean over one sampling interval."""
+    parts = []
+    for name, entries in tables.items():
+        spent: dict[str, float] = {}
+        for entry in entries:
+            for statement, figures in entry.get("statements", {}).items():
+                spent[statement] = spent.get(statement, 0.0) + figures["total_ms"]
+        if not spent:
+            continue
+        top = sorted(spent, key=lambda statement: -spent[statement])[:shown]
+        head = ("| " + name + " statement | calls/s clean | "
+                + " | ".join(f"{e['phase']} ms" for e in entries) + " |")
+        lines = [head, "|" + "---|" * (len(entries) + 2)]
+        for statement in top:
+            cells = []
+            for entry in entries:
+                figures = entry.get("statements", {}).get(statement)
+                cells.append("" if figures is None else
+                             f"{figures['mean_ms']:.3f} ({figures['worst_mean_ms']:.2f})")
+            clean = entries[0].get("statements", {}).get(statement)
+            rate = "" if clean is None else f"{clean['calls_per_s']:.2f}"
+            lines.append(f"| `{statement.replace('|', '/')}` | {rate} | "
+                         + " | ".join(cells) + " |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def markdown(tables: dict[str, list[dict[str, Any]]]) -> str:
+    """The phases' table and the statements' (a run of old has none), in Markdown."""
+    return "\n\n".join(part for part in (markdown_table(tables), statements_markdown(tables))
+                       if part)
+
+
 def _mark(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
@@ -204,28 +244,42 @@ def plot(document: dict[str, Any], out_dir: Path) -> list[Path]:
 
 
 
+# Soak settings added since the first kept runs, with the value those runs had.
+SETTINGS_ADDED = {"soak_preload": 0, "soak_jobs_reloptions": "", "soak_queue_limit": 0}
+
+
+def _compared(settings: dict[str, Any]) -> dict[str, Any]:
+    """A run's settings that must be the same for runs to be drawn together: all but the
+    systems measured."""
+    return {**SETTINGS_ADDED, **{key: value for key, value in settings.items()
+                                 if key != "soak_systems"}}
+
+
 def merged(documents: list[dict[str, Any]]) -> dict[str, Any]:
     """One document of the systems of several soak runs (the full phases take ~130 minutes a
     system, so the systems of one comparison may come from separate runs). The runs must
-    share their soak settings (rate and phases); a system measured twice is refused."""
-    first = documents[0]
+    share their soak settings (rate and phases, all but the systems); a system measured
+    twice is refused."""
+    first = _compared(documents[0]["settings"])
     systems: dict[str, Any] = {}
     for document in documents:
-        if document["settings"] != first["settings"]:
-            differ = sorted(key for key in {*document["settings"], *first["settings"]}
-                            if document["settings"].get(key) != first["settings"].get(key))
+        settings = _compared(document["settings"])
+        if settings != first:
+            differ = sorted(key for key in {*settings, *first}
+                            if settings.get(key) != first.get(key))
             raise ValueError(f"these runs differ in {', '.join(differ)}: only runs with "
                              "the same rate and phases can be drawn together")
         for name, system in document["systems"].items():
             if name in systems:
                 raise ValueError(f"{name} is in two of these runs: give one of them")
             systems[name] = system
-    return {**first, "systems": systems}
+    return {**documents[0], "settings": {**first, "soak_systems": list(systems)},
+            "systems": systems}
 
 
 def main(document_paths: list[Path], out_dir: Path) -> int:
     """Print the table and the targets of one soak.json, or of several runs' merged
-    (`merged`), and draw its plots into out_dir. One file also gets its table as Markdown
+    (`merged`), and draw its plots into out_dir. One file also gets its tables as Markdown
     beside it."""
     import gzip
     import json
@@ -244,9 +298,9 @@ def main(document_paths: list[Path], out_dir: Path) -> int:
     print(table(tables))
     print(targets(tables))
     if len(document_paths) == 1 and document_paths[0].suffix == ".json":
-        document_paths[0].with_suffix(".md").write_text(markdown_table(tables) + "\n")
+        document_paths[0].with_suffix(".md").write_text(markdown(tables) + "\n")
     else:
-        print(markdown_table(tables))
+        print(markdown(tables))
     written = plot(document, out_dir)
     print(f"wrote {len(written)} plots under {out_dir}")
     return 0

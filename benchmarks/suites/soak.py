@@ -21,7 +21,8 @@ Each system in turn, in a fresh database of that cluster (dropped after):
    test_decoding, dropped at the phase end). Holders connect to the system's database:
    since PostgreSQL 14 a snapshot holds back vacuum of its own database only.
 5. every `soak_sample_s` (5 s): the claim statement's calls and time (pg_stat_statements
-   deltas, the statement told by its text), each of the system's tables' dead and live
+   deltas, the statement told by its text) and every other statement of the system's
+   (rota's named by their SQL file), each of the system's tables' dead and live
    tuples (`pgstattuple`; `pgstattuple_approx` above `EXACT_LIMIT`, whose dead count is
    still exact), table and index sizes, the age of the oldest xmin, and the latency of a
    bystander lookup by primary key. Tuple passes that take long are spaced out (the
@@ -41,6 +42,8 @@ reports the phases so far (Ctrl-C stops it with nothing reported).
 `--preload N` starts rota's table with N succeeded jobs (`preload`): a store some hours
 into its default retention, whose vacuum passes are long. `--jobs-reloptions` sets
 storage parameters of rota's jobs table before the run (per-table autovacuum settings).
+`--queue-limit N` gives rota's Queue a concurrency limit, so that every claim counts the
+Queue's leases (on the lease index, which keeps dead entries under a held snapshot too).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +92,7 @@ class System:
     claim_index: str  # a regular expression over index names
     is_claim: Callable[[str], bool]  # a pg_stat_statements text, lower case, one line
     workers: tuple[int, ...]  # pool size of each worker process (peers: one entry)
+    statement_mark: str  # in the text of every statement of the system's (not the harness's)
 
 
 def _rota_claim(text: str) -> bool:
@@ -109,16 +113,29 @@ def _procrastinate_claim(text: str) -> bool:
 def system(name: str) -> System:
     rota_where = "n.nspname = 'rota'"
     if name == "rota":
-        return System(name, rota_where, "jobs", "claim", _rota_claim, (20,))
+        return System(name, rota_where, "jobs", "claim", _rota_claim, (20,), '"rota".')
     if name == "rota-3p":
-        return System(name, rota_where, "jobs", "claim", _rota_claim, (7, 7, 7))
+        return System(name, rota_where, "jobs", "claim", _rota_claim, (7, 7, 7), '"rota".')
     if name == "procrastinate":
         return System(name, "n.nspname = 'public' AND c.relname LIKE 'procrastinate%'",
-                      "procrastinate_jobs", "queue|fetch|status", _procrastinate_claim, (20,))
+                      "procrastinate_jobs", "queue|fetch|status", _procrastinate_claim, (20,),
+                      "procrastinate")
     if name == "pgqueuer":
         return System(name, "n.nspname = 'public' AND c.relname LIKE 'pgqueuer%'",
-                      "pgqueuer", "priority|status|dequeue", _pgqueuer_claim, (20,))
+                      "pgqueuer", "priority|status|dequeue", _pgqueuer_claim, (20,),
+                      "pgqueuer")
     raise ValueError(f"unknown system {name!r}; one of {', '.join(SYSTEMS)}")
+
+
+def known_statements(spec: System) -> dict[tuple[str, ...], str]:
+    """rota's statements by their words (soak_plan.statement_words), each named by its SQL
+    file; the peers' go by their text."""
+    if not spec.name.startswith("rota"):
+        return {}
+    from rota.store.postgres.schema import FILES, render_sql
+
+    return {soak_plan.statement_words(render_sql(name, "rota")): name
+            for name in FILES.names()}
 
 
 def database_name(name: str) -> str:
@@ -274,6 +291,7 @@ class Sample:
     t: float  # seconds since the run's start
     claim_calls: int  # cumulative
     claim_ms: float  # cumulative total execution time
+    statements: dict[str, tuple[int, float]]  # the system's, by name: cumulative calls, ms
     tables: dict[str, dict[str, float]]  # name -> size, and dead, live when measured
     indexes: dict[str, dict[str, Any]]  # name -> table, size
     bystander_ms: float
@@ -297,17 +315,25 @@ class Sampler:
                                          application_name="soak bystander")
         self.skip = 0  # samples left without a tuple pass
         self.random = random.Random(39)
+        self.known = known_statements(spec)
 
-    def claim_totals(self) -> tuple[int, float]:
+    def statement_totals(self) -> tuple[int, float, dict[str, tuple[int, float]]]:
+        """The claim's calls and ms, and every statement of the system's by name."""
         rows = self.admin.execute(
             "SELECT query, calls, total_exec_time FROM pg_stat_statements WHERE dbid = "
             "(SELECT oid FROM pg_database WHERE datname = %s)", (self.database,)).fetchall()
         calls, ms = 0, 0.0
+        named: dict[str, tuple[int, float]] = {}
         for query, count, total in rows:
-            if self.spec.is_claim(" ".join(str(query).lower().split())):
+            text = str(query)
+            if self.spec.is_claim(" ".join(text.lower().split())):
                 calls += int(count)
                 ms += float(total)
-        return calls, ms
+            if self.spec.statement_mark in text:
+                name = soak_plan.statement_label(text, self.known)
+                had_calls, had_ms = named.get(name, (0, 0.0))
+                named[name] = (had_calls + int(count), had_ms + float(total))
+        return calls, ms, named
 
     def lookups_ms(self) -> float:
         took = []
@@ -321,7 +347,7 @@ class Sampler:
     def sample(self, t: float, interval_s: float) -> Sample:
         began = time.perf_counter()
         bystander_ms = self.lookups_ms()
-        calls, ms = self.claim_totals()
+        calls, ms, statements = self.statement_totals()
         relations = self.conn.execute(
             RELATIONS.format(where=self.spec.tables_where)).fetchall()
         tables: dict[str, dict[str, float]] = {}
@@ -354,7 +380,7 @@ class Sampler:
             "SELECT coalesce(sum(autovacuum_count), 0) FROM pg_stat_all_tables s JOIN "
             f"pg_class c ON c.oid = s.relid JOIN pg_namespace n ON n.oid = c.relnamespace "
             f"WHERE {self.spec.tables_where}").fetchone()
-        return Sample(t, calls, ms, tables, indexes, bystander_ms,
+        return Sample(t, calls, ms, statements, tables, indexes, bystander_ms,
                       int(horizon[0] or 0) if horizon else 0,
                       (time.perf_counter() - began) * 1e3, measured,
                       int(vacuums[0]) if vacuums else 0)
@@ -430,8 +456,20 @@ def preload(url: str, rows: int, chunk: int = PRELOAD_CHUNK) -> None:
         conn.execute("VACUUM (FREEZE, ANALYZE) rota.jobs")
 
 
+def limit_queue(url: str, limit: int) -> None:
+    """A concurrency limit of `limit` jobs on the Queue of rota's soak jobs."""
+    from benchmarks.workers.rota_app import QUEUE
+    from rota.store import open_store
+
+    store = open_store(url)
+    try:
+        store.set_queue_limit(QUEUE, limit)
+    finally:
+        store.close()
+
+
 def prepare_database(cluster: Cluster, database: str, spec: System, preloaded: int = 0,
-                     reloptions: str = "") -> str:
+                     reloptions: str = "", queue_limit: int = 0) -> str:
     with cluster.admin() as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{database}"')
@@ -446,6 +484,8 @@ def prepare_database(cluster: Cluster, database: str, spec: System, preloaded: i
     if reloptions:  # e.g. autovacuum_vacuum_scale_factor=0.01 (rota only: the CLI checks)
         with cluster.admin(database) as conn:
             conn.execute(f"ALTER TABLE rota.jobs SET ({reloptions})")
+    if queue_limit:  # rota only (the CLI checks)
+        limit_queue(url, queue_limit)
     if preloaded:
         began = time.monotonic()
         preload(url, preloaded)
@@ -470,7 +510,7 @@ def run_system(cluster: Cluster, spec: System, settings: Any) -> Run:
     run = Run(spec.name, phases, settings.soak_rate)
     database = database_name(spec.name)
     url = prepare_database(cluster, database, spec, settings.soak_preload,
-                           settings.soak_jobs_reloptions)
+                           settings.soak_jobs_reloptions, settings.soak_queue_limit)
     interval = settings.soak_sample_s
     with tempfile.TemporaryDirectory(prefix="rota-soak-") as scratch_dir:
         scratch = Path(scratch_dir)
@@ -637,6 +677,10 @@ def phase_table(run: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             "bystander_ms": statistics.median(_finite(
                 [r.get("bystander_ms", math.nan) for _, r in inside]) or [math.nan]),
             "recovery_s": None,
+            "statements": {name: asdict(figures) for name, figures in
+                           soak_plan.phase_statements(
+                               [(s.t, s.statements) for s in run.samples],
+                               phase.start_s, phase.end_s).items()},
         }
         if phase.kind == "held":
             # Looked for within the recovery phase that follows.
@@ -692,7 +736,7 @@ def run(settings: Any) -> Any:
         tables[name] = phase_table(got, rows)
         costs = [s.cost_ms for s in got.samples]
         document["systems"][name] = {
-            "phases": [vars_of(p) for p in got.phases], "series": rows,
+            "phases": [asdict(p) for p in got.phases], "series": rows,
             "stopped_at_s": got.stopped_at_s,
             "table": tables[name], "events": got.events, "producer": got.producer_note,
             "sampler_ms": {"median": statistics.median(costs) if costs else None,
@@ -710,21 +754,17 @@ def run(settings: Any) -> Any:
     if tables:
         print(soak_report.table(tables), flush=True)
         print(soak_report.targets(tables), flush=True)
+        print(soak_report.statements_markdown(tables), flush=True)
         for name, doc in document["systems"].items():
             print(f"  {name}: sampler {doc['sampler_ms']}; producer: {doc['producer']}")
         RESULTS_JSON.parent.mkdir(parents=True, exist_ok=True)
         RESULTS_JSON.write_text(json.dumps(_json_safe(document), indent=1) + "\n")
-        (RESULTS_JSON.with_suffix(".md")).write_text(soak_report.markdown_table(tables) + "\n")
+        (RESULTS_JSON.with_suffix(".md")).write_text(soak_report.markdown(tables) + "\n")
         written = soak_report.plot(document, PLOTS)
         print(f"  wrote {RESULTS_JSON}, {RESULTS_JSON.with_suffix('.md')} and "
               f"{len(written)} plots under {PLOTS}", flush=True)
     result.detail[SUITE] = {"tables": _json_safe(tables), "json": str(RESULTS_JSON)}
     return result
-
-
-def vars_of(phase: Phase) -> dict[str, Any]:
-    return {"name": phase.name, "kind": phase.kind, "mode": phase.mode,
-            "start_s": phase.start_s, "end_s": phase.end_s}
 
 
 def _json_safe(value: Any) -> Any:

@@ -1,7 +1,8 @@
 """The soak benchmark's pure parts (benchmarks/soak_plan.py and the producer's ticks):
-the phase schedule, the staggered readers, the 5-second windows, recovery detection.
-No cluster is started here (the preload runs on the test server); the suite itself runs
-with `python -m benchmarks run soak`."""
+the phase schedule, the staggered readers, the 5-second windows, recovery detection, the
+statements' figures; and its options on rota's store (the CLI, the preload and the Queue
+limit, on the test server). No cluster is started here; the suite itself runs with
+`python -m benchmarks run soak`."""
 
 from __future__ import annotations
 
@@ -91,3 +92,76 @@ def test_preload_fills_rota_table_with_counted_succeeded_jobs(store_url: str) ->
         assert newest.finished_at is not None and newest.name == "soak"
     finally:
         store.close()
+
+
+# What a client sends and what pg_stat_statements keeps of it: every constant a $n.
+SENT = """-- the leases that ran out
+SELECT id FROM "rota".jobs
+WHERE state = 'leased' AND lease_expires_at <= %(now)s AND NOT cancel_requested = true
+LIMIT 20"""
+KEPT = ('SELECT id FROM "rota".jobs WHERE state = $1 AND lease_expires_at <= $2 '
+        'AND NOT cancel_requested = $3 LIMIT $4')
+
+
+def test_a_statement_is_known_by_its_words_sent_or_kept_by_pg_stat_statements() -> None:
+    assert soak_plan.statement_words(SENT) == soak_plan.statement_words(KEPT)
+    known = {soak_plan.statement_words(SENT): "find_expired_leases"}
+    assert soak_plan.statement_label(KEPT, known) == "find_expired_leases"
+    other = KEPT.replace("lease_expires_at", "due_at")
+    assert soak_plan.statement_label(other, known) == other[:soak_plan.LABEL_CHARS]
+
+
+def test_each_of_rotas_postgres_statements_has_words_of_its_own() -> None:
+    from benchmarks.suites.soak import known_statements, system
+    from rota.store.postgres.schema import FILES
+
+    assert sorted(known_statements(system("rota")).values()) == FILES.names()
+
+
+def test_a_phase_counts_each_statement_over_the_intervals_that_end_in_it() -> None:
+    samples = [(0.0, {"claim": (100, 20.0)}),
+               (5.0, {"claim": (600, 120.0), "sweep": (1, 0.5)}),  # clean: ends at 5
+               (10.0, {"claim": (1100, 420.0), "sweep": (1, 0.5)}),
+               (15.0, {"claim": (1600, 520.0), "sweep": (2, 30.5)})]
+    clean = soak_plan.phase_statements(samples, 0.0, 5.0)
+    assert clean["claim"] == soak_plan.StatementFigures(100.0, 0.2, 0.2, 100.0)
+    assert clean["sweep"].calls_per_s == 0.2
+    held = soak_plan.phase_statements(samples, 5.0, 15.0)
+    assert held["claim"] == soak_plan.StatementFigures(100.0, 0.4, 0.6, 400.0)
+    assert held["sweep"] == soak_plan.StatementFigures(0.1, 30.0, 30.0, 30.0)
+    # Totals that went down (pg_stat_statements_reset) count from zero.
+    reset = [*samples, (20.0, {"claim": (50, 5.0)})]
+    assert soak_plan.phase_statements(reset, 15.0, 20.0)["claim"].mean_ms == 0.1
+
+
+def test_the_soak_options_on_rotas_store_refuse_the_peers_and_a_limit_under_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from benchmarks.cli import parse, soak_settings
+    from benchmarks.settings import Settings
+
+    args = parse(["run", "soak", "--systems", "rota", "rota-3p", "--queue-limit", "1000"])
+    assert soak_settings(Settings(), args).soak_queue_limit == 1000
+    for wrong, said in ((["--systems", "rota", "pgqueuer", "--queue-limit", "9"],
+                         "--queue-limit is about rota's store"),
+                        (["--systems", "rota", "--queue-limit", "0"], "at least 1 job"),
+                        (["--preload", "9"], "--preload is about rota's store")):
+        with pytest.raises(SystemExit):
+            parse(["run", "soak", *wrong])
+        assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("store_kind", ["postgres"])
+def test_queue_limit_limits_the_queue_rotas_soak_jobs_go_to(store_url: str) -> None:
+    from datetime import UTC, datetime
+
+    from benchmarks.suites.soak import limit_queue
+    from benchmarks.workers.rota_app import make_app
+
+    app = make_app(store_url)
+    try:
+        app.store.migrate()
+        limit_queue(store_url, 1000)
+        limits = {info.name: info.limit for info in app.store.queue_infos(datetime.now(UTC))}
+        assert limits[app.jobs["soak"].queue] == 1000
+    finally:
+        app.store.close()
