@@ -340,16 +340,44 @@ def test_hot_statements_keep_their_index_paths_in_generic_plans(
     store.enqueue([new(), new()], T0)
     store.claim(["q"], 1, now=T0, owner="w", lease_expires_at=T0 + LEASE)
     admin.execute("ANALYZE rota.jobs")
-    # When the statement is planned without knowing its parameters (claim_limited in
-    # its transaction, after claim_limited_plan.sql)
+    # When the statement is planned without knowing its parameters (claim_limited and
+    # purge_lock in their transactions, after index_scans_only.sql)
     with admin.transaction():
-        if name == "claim_limited":
-            admin.execute(render_sql("claim_limited_plan", "rota"))
+        if name in ("claim_limited", "purge_lock"):
+            admin.execute(render_sql("index_scans_only", "rota"))
         plan = _generic_plan(admin, name, values)
     # Then it still goes by its index: never a table scan, never a bitmap scan of jobs
     # (which would not mark dead index entries and slow down as jobs churn)
     assert f"Index Scan using {index}" in plan or f"Index Scan on {index}" in plan, plan
     assert "Seq Scan" not in plan and "Bitmap Heap Scan on jobs" not in plan, plan
+
+
+def test_the_purge_finds_its_batch_by_index_on_a_table_of_a_days_jobs(
+    make_store: Callable[..., PostgresStore], admin: psycopg.Connection[Any],
+) -> None:
+    # Given a jobs table as retention meets it: 100,000 jobs that finished over the last
+    # hour, none old enough to go, the table analysed (autovacuum's statistics)
+    store = make_store()
+    store.migrate()
+    admin.execute(
+        "INSERT INTO rota.jobs (name, queue, state, due_at, args, kwargs, created_at, "
+        "finished_at) "
+        "SELECT 'job', 'q', 'succeeded', at, '[]', '{}', at, at FROM (SELECT %(t)s - "
+        "interval '1 hour' + i * interval '36 ms' AS at FROM generate_series(1, 100000) "
+        "AS i) AS finished", {"t": T0})
+    admin.execute("VACUUM ANALYZE rota.jobs")
+    # When the purge's first statement is planned as the store plans it (a generic plan,
+    # in its transaction)
+    with admin.transaction():
+        admin.execute(render_sql("index_scans_only", "rota"))
+        plan = _generic_plan(admin, "purge_lock", {
+            "states": ["succeeded", "dead_lettered", "cancelled"],
+            "finished_before": T0 - timedelta(days=1), "limit": 1000})
+    # Then it walks the finished rows' index from the oldest, and stops at the first row
+    # too young: it does not read the table to find that none is old enough (the plan
+    # without index_scans_only.sql: 12 ms here, a second a minute on a day of 70 jobs/s)
+    assert "Index Scan using jobs_finished" in plan, plan
+    assert "Seq Scan" not in plan, plan
 
 
 
@@ -367,9 +395,9 @@ def test_a_limited_claim_counts_leases_by_index_on_a_table_never_analysed(
         "SELECT 'job', 'q', 'scheduled', %(t)s, '[]', '{}', %(t)s "
         "FROM generate_series(1, 200000)", {"t": T0})
     store.claim(["q"], 5, now=T0, owner="w", lease_expires_at=T0 + LEASE, limits=[5])
-    # When the limited claim is planned in its transaction, after claim_limited_plan.sql
+    # When the limited claim is planned in its transaction, after index_scans_only.sql
     with admin.transaction():
-        admin.execute(render_sql("claim_limited_plan", "rota"))
+        admin.execute(render_sql("index_scans_only", "rota"))
         plan = "\n".join(str(row[0]) for row in admin.execute(
             "EXPLAIN " + render_sql("claim_limited", "rota"), CLAIM_VALUES))
     # Then the leases are counted on the lease index, not by a scan of the whole table

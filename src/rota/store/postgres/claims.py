@@ -351,7 +351,7 @@ class PostgresClaims(PostgresConnection):
         the first of those held back by their tokens has one again."""
         def transaction() -> tuple[list[Row], list[str], datetime | None]:
             with self._cursor("claim") as cursor, cursor.connection.transaction():
-                cursor.execute(self._query("claim_limited_plan"))
+                cursor.execute(self._query("index_scans_only"))
                 cursor.execute(self._query("family_settings"))
                 families = families_of(cursor.fetchall())
                 members = held([queue for queue, _ in caps], families)

@@ -390,9 +390,10 @@ class PostgresJobs(PostgresConnection):
             "finished_before": utc(finished_before, "finished_before"),
         }
         # Two statements: the second's snapshot is taken after the first locked the rows
-        # (purge.sql says why).
+        # (purge.sql says why); the first goes by index (index_scans_only.sql says why).
         def transaction() -> int:
             with self._cursor("purge") as cursor, cursor.connection.transaction():
+                cursor.execute(self._query("index_scans_only"))
                 cursor.execute(self._query("purge_lock"), {**params, "limit": limit})
                 ids = [row[0] for row in cursor.fetchall()]
                 if not ids:
