@@ -130,8 +130,8 @@ def test_a_floor_max_age_old_is_checked_once_while_claims_keep_it() -> None:
     assert floors.due_checks(["q", "r"]) == []
     # When the floors are a minute old, the first claim hands them over for a check...
     clock.now = 60
-    assert floors.due_checks(["q", "r"]) == [("q", T0 + timedelta(seconds=59), 2),
-                                             ("r", T0, 5)]
+    assert floors.due_checks(["q", "r"]) == [
+        ("q", START, 0, T0 + timedelta(seconds=59), 2), ("r", START, 0, T0, 5)]
     assert floors.due_checks(["q", "r"]) == []  # ...once
     # ...and claims keep scanning from them meanwhile, raising them as before
     _, _, token = floors.begin(["q", "r"])
@@ -146,10 +146,45 @@ def test_a_floor_max_age_old_is_checked_once_while_claims_keep_it() -> None:
     clock.now = 120
     assert floors.due_checks(["q", "r"]) == []
     clock.now = 121
-    assert [queue for queue, _, _ in floors.due_checks(["q", "r"])] == ["q", "r"]
+    assert [check.queue for check in floors.due_checks(["q", "r"])] == ["q", "r"]
     # A check that failed removes the floor
     floors.checked("q", None, failed=True)
     assert floors.positions(["q"]) == ([START], [0])
+
+
+def test_a_check_starts_where_the_last_one_ended_or_where_a_hint_since_says() -> None:
+    floors, clock = listening(max_age_s=60)
+    _, _, token = floors.begin(["q"])
+    floors.raise_(token, [("q", T0, 1)])
+    clock.now = 60
+    assert floors.due_checks(["q"]) == [("q", START, 0, T0, 1)]  # the first: from the start
+    # A check that found nothing: the next one starts at the floor it checked, however
+    # far the claims raised the floor meanwhile
+    _, _, token = floors.begin(["q"])
+    floors.raise_(token, [("q", T0 + timedelta(seconds=30), 2)])
+    floors.checked("q", None)
+    clock.now = 120
+    assert floors.due_checks(["q"]) == [("q", T0, 1, T0 + timedelta(seconds=30), 2)]
+    # A hint under way lowers where the check under way ends: the check's snapshot may
+    # not have seen the hinted job; a hint between checks lowers where the next starts
+    floors.hint("q", T0 - timedelta(seconds=5))
+    floors.checked("q", None)
+    _, _, token = floors.begin(["q"])
+    floors.raise_(token, [("q", T0 + timedelta(seconds=40), 3)])
+    clock.now = 180
+    assert floors.due_checks(["q"]) == [
+        ("q", T0 - timedelta(seconds=5), 0, T0 + timedelta(seconds=40), 3)]
+    # A check that found a job starts the next one there
+    floors.checked("q", (T0 - timedelta(seconds=3), 4))
+    clock.now = 240
+    (check,) = floors.due_checks(["q"])
+    assert (check.from_due, check.from_id) == (T0 - timedelta(seconds=3), 4)
+    # A floor removed and set again starts from the start
+    floors.hint("q", None)
+    _, _, token = floors.begin(["q"])
+    floors.raise_(token, [("q", T0, 1)])
+    clock.now = 300
+    assert floors.due_checks(["q"]) == [("q", START, 0, T0, 1)]
 
 
 def test_a_check_caps_the_claims_in_flight_and_a_removed_floor_ignores_it() -> None:

@@ -241,3 +241,26 @@ def test_a_child_released_behind_the_floor_lowers_it_and_is_claimed(
     # worker's next claim takes the child
     assert store.claim_floors.positions(["q"])[0] == [T0 - HOUR / 2]
     assert claim(store) == [child]
+
+
+def test_a_check_looks_from_where_the_last_one_ended_up_to_the_floor(
+    make_store: Callable[..., PostgresStore], admin: Any,
+) -> None:
+    # Given three due jobs a, b, c of Queue q (in index order)
+    store = make_store()
+    store.migrate()
+    a, b, c = store.enqueue([new(due_at=T0 - HOUR + timedelta(seconds=n)) for n in range(3)],
+                            T0)
+    due = {job_id: T0 - HOUR + timedelta(seconds=n) for n, job_id in enumerate((a, b, c))}
+
+    def check(from_: tuple[object, int], floor: tuple[object, int]) -> list[int]:
+        rows = admin.execute(render_sql("floor_check", "rota"), {
+            "queues": ["q"], "from_dues": [from_[0]], "from_ids": [from_[1]],
+            "floor_dues": [floor[0]], "floor_ids": [floor[1]], "now": T0}).fetchall()
+        return [int(row[2]) for row in rows]
+
+    # Then a check finds the first due job at or past where it starts and under the floor
+    assert check((START, 0), (due[c], c)) == [a]
+    assert check((due[b], b), (T0, 0)) == [b]
+    assert check((due[b], b + 1), (T0, 0)) == [c]
+    assert check((due[b], b + 1), (due[c], c)) == []

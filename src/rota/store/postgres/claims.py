@@ -43,7 +43,7 @@ from rota.store.family_settings import (
     limiting,
 )
 from rota.store.postgres.connection import PostgresConnection
-from rota.store.postgres.floors import reached_positions
+from rota.store.postgres.floors import FloorCheck, reached_positions
 from rota.store.postgres.retry import retried
 from rota.store.postgres.schema import (
     COMPLETED_PARENTS,
@@ -294,27 +294,30 @@ class PostgresClaims(PostgresConnection):
         return {"probe": probed, "now": now, "probe_floor_dues": floor_dues,
                 "probe_floor_ids": int_array(floor_ids)}
 
-    def _check_floors(self, checks: list[tuple[str, datetime, int]], now: datetime) -> None:
+    def _check_floors(self, checks: list[FloorCheck], now: datetime) -> None:
         """Look for a job due at `now` under each of these floors (floor_check.sql), in a
         thread of its own: while a snapshot is held the scan under a floor walks every job
-        claimed since, and no claim waits for it (floors.py). Tells the floors what it
-        found; a check that fails removes them (the claims then scan from the start)."""
+        claimed since its last check, and no claim waits for it (floors.py). Tells the
+        floors what it found; a check that fails removes them (the claims then scan from
+        the start)."""
 
         def check() -> None:
             try:
                 rows, _ = self._run("floor_check", {
-                    "queues": text_array([queue for queue, _, _ in checks]),
-                    "floor_dues": [due for _, due, _ in checks],
-                    "floor_ids": int_array([job_id for _, _, job_id in checks]),
+                    "queues": text_array([check.queue for check in checks]),
+                    "from_dues": [check.from_due for check in checks],
+                    "from_ids": int_array([check.from_id for check in checks]),
+                    "floor_dues": [check.due_at for check in checks],
+                    "floor_ids": int_array([check.job_id for check in checks]),
                     "now": now})
             except Exception:  # a store closing, a link lost: the floors go
                 log.debug("claim floor check failed", exc_info=True)
-                for queue, _, _ in checks:
-                    self.claim_floors.checked(queue, None, failed=True)
+                for each in checks:
+                    self.claim_floors.checked(each.queue, None, failed=True)
                 return
             found = {str(queue): (due_at, int(job_id)) for queue, due_at, job_id in rows}
-            for queue, _, _ in checks:
-                self.claim_floors.checked(queue, found.get(queue))
+            for each in checks:
+                self.claim_floors.checked(each.queue, found.get(each.queue))
 
         threading.Thread(target=check, name="rota-floor-check", daemon=True).start()
 

@@ -24,8 +24,14 @@ and falls with what the enqueue hints say became claimable:
   The first claim that finds it so hands it to the store (`due_checks`), which looks for
   the first due job under it in the background (`checked`: the floor is lowered to what
   it found, and is good for another `max_age_s`). The claims meanwhile keep using it: a
-  check walks every entry under the floor, which while a snapshot is held can take
-  seconds, and no claim waits for it.
+  check walks entries under the floor, which while a snapshot is held can take long, and
+  no claim waits for it.
+- a check walks only from where the last one ended: what it found, or the floor it
+  checked when it found nothing. Below that, the last check's snapshot saw no due job,
+  and a job claimable there since came with a hint (which lowers that position too) or
+  was visible to that check (a job another claim had locked is seen by a plain read). So
+  while a snapshot is held a check walks the entries of about `max_age_s` of claims, not
+  of the whole hold.
 
 A claim in flight keeps the lowest position hinted for each of its Queues since it read
 its floors (`begin`): it raises a floor no further than that (its snapshot may not have
@@ -46,7 +52,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Final
+from typing import Final, NamedTuple
 
 # The position of "no floor": before every job.
 START: Final = datetime(1, 1, 1, tzinfo=UTC)
@@ -69,6 +75,21 @@ class _Floor:
     job_id: int
     born: float  # monotonic time the floor was set, or last checked
     checking: bool = False  # its check is under way
+    # Where its next check starts (the last check found no due job below), and where the
+    # check under way ends unless it finds one; both lowered by hints.
+    checked: tuple[datetime, int] = (START, 0)
+    checking_to: tuple[datetime, int] = (START, 0)
+
+
+class FloorCheck(NamedTuple):
+    """A floor to check: look for the first due job of `queue` from (from_due, from_id)
+    up to, not including, (due_at, job_id)."""
+
+    queue: str
+    from_due: datetime
+    from_id: int
+    due_at: datetime
+    job_id: int
 
 
 # What a claim in flight may raise a Queue's floor to: this position at most, or nothing.
@@ -116,7 +137,8 @@ class ClaimFloors:
 
     def _lower(self, queue: str, position: datetime | None, job_id: int) -> None:
         """Jobs of `queue` may be claimable from (position, job_id) on (None: anywhere):
-        lower its floor there, and cap the raise of every claim in flight over it."""
+        lower its floor there, and where its checks start, and cap the raise of every
+        claim in flight over it."""
         for flight in self._flights.values():
             if queue in flight.queues:
                 cap = flight.caps.get(queue, position)
@@ -127,8 +149,11 @@ class ClaimFloors:
             return
         if position is None:
             del self._floors[queue]
-        elif (position, job_id) < (floor.due_at, floor.job_id):
+            return
+        if (position, job_id) < (floor.due_at, floor.job_id):
             floor.due_at, floor.job_id = position, job_id
+        floor.checked = min(floor.checked, (position, job_id))
+        floor.checking_to = min(floor.checking_to, (position, job_id))
 
     # -- claims ---------------------------------------------------------------------------
 
@@ -192,25 +217,27 @@ class ClaimFloors:
 
     # -- checks ---------------------------------------------------------------------------
 
-    def due_checks(self, queues: Sequence[str]) -> list[tuple[str, datetime, int]]:
-        """The floors of `queues` due for a check (`max_age_s` old, none under way), as
-        (queue, due_at, id); each is marked under way until `checked`."""
+    def due_checks(self, queues: Sequence[str]) -> list[FloorCheck]:
+        """The floors of `queues` due for a check (`max_age_s` old, none under way), each
+        with where its check starts; each is marked under way until `checked`."""
         now = self._clock()
-        due: list[tuple[str, datetime, int]] = []
+        due: list[FloorCheck] = []
         with self._lock:
             for queue in queues:
                 floor = self._floors.get(queue)
                 if floor is not None and not floor.checking and (
                         now - floor.born >= self.max_age_s):
                     floor.checking = True
-                    due.append((queue, floor.due_at, floor.job_id))
+                    floor.checking_to = (floor.due_at, floor.job_id)
+                    due.append(FloorCheck(queue, *floor.checked, floor.due_at, floor.job_id))
         return due
 
     def checked(self, queue: str, found: tuple[datetime, int] | None, *,
                 failed: bool = False) -> None:
         """The check of `queue`'s floor found its first due job under it at `found` (None:
-        none): the floor is lowered there and good for another `max_age_s`. A check that
-        `failed` removes the floor."""
+        none): the floor is lowered there and good for another `max_age_s`, and the next
+        check starts there (or at the floor checked). A check that `failed` removes the
+        floor."""
         with self._lock:
             floor = self._floors.get(queue)
             if floor is None or not floor.checking:  # removed since (and maybe set again)
@@ -221,7 +248,8 @@ class ClaimFloors:
             floor.checking = False
             floor.born = self._clock()
             if found is not None:
-                self._lower(queue, *found)
+                self._lower(queue, *found)  # checking_to too
+            floor.checked = floor.checking_to
 
 
 def reached_positions(
