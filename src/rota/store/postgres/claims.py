@@ -304,11 +304,11 @@ class PostgresClaims(PostgresConnection):
         def check() -> None:
             try:
                 rows, _ = self._run("floor_check", {
-                    "queues": text_array([check.queue for check in checks]),
-                    "from_dues": [check.from_due for check in checks],
-                    "from_ids": int_array([check.from_id for check in checks]),
-                    "floor_dues": [check.due_at for check in checks],
-                    "floor_ids": int_array([check.job_id for check in checks]),
+                    "queues": text_array([each.queue for each in checks]),
+                    "from_dues": [each.from_due for each in checks],
+                    "from_ids": int_array([each.from_id for each in checks]),
+                    "floor_dues": [each.due_at for each in checks],
+                    "floor_ids": int_array([each.job_id for each in checks]),
                     "now": now})
             except Exception:  # a store closing, a link lost: the floors go
                 log.debug("claim floor check failed", exc_info=True)
