@@ -641,6 +641,7 @@ def phase_table(run: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     clean_backlogs = [w.backlog for w in run.windows
                       if clean.start_s + width <= w.start_s and w.end_s <= clean.end_s]
     limit = max(soak_plan.near_zero(run.rate), max(clean_backlogs, default=0))
+    totals = [(sample.t, sample.statements) for sample in run.samples]
     got = []
     for phase in run.phases:
         inside = [(w, r) for w, r in zip(run.windows, rows, strict=True)
@@ -678,9 +679,8 @@ def phase_table(run: Run, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 [r.get("bystander_ms", math.nan) for _, r in inside]) or [math.nan]),
             "recovery_s": None,
             "statements": {name: asdict(figures) for name, figures in
-                           soak_plan.phase_statements(
-                               [(s.t, s.statements) for s in run.samples],
-                               phase.start_s, phase.end_s).items()},
+                           soak_plan.phase_statements(totals, phase.start_s,
+                                                      phase.end_s).items()},
         }
         if phase.kind == "held":
             # Looked for within the recovery phase that follows.
