@@ -51,6 +51,18 @@ def _existing(*names: str) -> list[str]:
     return [name for name in names if (ROOT / name).is_dir()]
 
 
+def _pytest_passes(extra: list[str]) -> list[tuple[str, list[str | Path]]]:
+    pytest: list[str | Path] = [BIN / "python", "-m", "pytest"]
+    if extra:
+        return [("pytest", [*pytest, *extra])]
+    # The whole suite: all but the chaos scenarios in two processes (most of its time is
+    # spent waiting on PostgreSQL, worker processes and the browser), a file's tests in one;
+    # then the chaos scenarios alone, whose real-time deadlines must not share the machine
+    # with other tests (docs/decisions/0078).
+    return [("pytest", [*pytest, "-n", "2", "--dist", "loadfile", "--ignore", "tests/chaos"]),
+            ("pytest tests/chaos", [*pytest, "tests/chaos"])]
+
+
 def test(extra: list[str]) -> int:
     steps: list[tuple[str, list[str | Path]]] = [
         ("ruff", [BIN / "ruff", "check", *_existing("src", "tests", "benchmarks"), "dev.py"]),
@@ -63,7 +75,7 @@ def test(extra: list[str]) -> int:
         # --quiet: mkdocs then stops counting warnings, and --strict passes anything.
         *([("docs", [BIN / "mkdocs", "build", "--strict"])]
           if (ROOT / "mkdocs.yml").is_file() else []),
-        ("pytest", [BIN / "python", "-m", "pytest", *extra]),
+        *_pytest_passes(extra),
     ]
     for name, cmd in steps:
         print(f"dev.py: {name}", flush=True)
