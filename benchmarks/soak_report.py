@@ -160,7 +160,7 @@ def _ahead(mine: dict[str, Any], other: dict[str, Any], other_behind: bool) -> b
 
 
 def targets(tables: dict[str, list[dict[str, Any]]]) -> str:
-    """Issue 39's targets per system and held phase, met or not; and whether each rota
+    """The held-snapshot targets per system and held phase, met or not; and whether each rota
     is ahead of every peer measured on all three. Figures, never an exit code."""
     lines = ["targets per held phase: keeps up (no backlog growth), p99 <= 3x "
              "clean, back to clean within 60 s"]
