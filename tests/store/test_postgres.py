@@ -25,8 +25,9 @@ from psycopg import sql
 from rota.core.jobs import JobState, NewJob
 from rota.store import open_store
 from rota.store.base import SchemaTooNew, StoreConfigError, StoreError
-from rota.store.postgres import SCHEMA_VERSION, PostgresStore, render_sql
+from rota.store.postgres import SCHEMA_VERSION, PostgresStore, migrations, render_sql
 from rota.store.postgres.floors import START
+from rota.store.postgres.schema import render
 
 pytestmark = pytest.mark.postgres
 
@@ -1077,6 +1078,38 @@ def test_a_child_released_by_its_parents_finish_wakes_its_queue(
     assert Counter(received)["children"] == 1
     record = other.get_job(child)
     assert record is not None and record.state is JobState.SCHEDULED
+
+
+def test_an_upgrade_while_a_worker_holds_a_parent_keeps_its_lease_and_positions_the_release(
+    make_store: Callable[..., PostgresStore], pg_url: str,
+    admin: psycopg.Connection[Any],
+) -> None:
+    # Given a worker's store holding a leased parent with a child waiting for it, on a
+    # database at schema version 21 (settle_children as migration 16 wrote it)
+    worker = make_store()
+    (parent,) = worker.enqueue([new("parents")], T0)
+    (lease,) = [job.lease for job in worker.claim(["parents"], 1, now=T0, owner="w",
+                                                  lease_expires_at=T0 + LEASE)]
+    (child,) = worker.enqueue([NewJob("job", "children", T0, parents=(parent,))], T0)
+    (script,) = next(m for m in migrations() if m.version == 16).statements
+    admin.execute(render(script, "rota"))
+    admin.execute("DELETE FROM rota.schema_migrations WHERE version > 21")
+    # When another node upgrades the database while the lease is held
+    assert make_store().migrate() == list(range(22, SCHEMA_VERSION + 1))
+    # And the worker completes its parent
+    with psycopg.connect(pg_url, autocommit=True) as listening:
+        listening.execute("LISTEN rota_enqueue")
+        assert worker.complete([lease], T0) == 1
+        payloads = [notify.payload for notify in listening.notifies(timeout=HINT_WAIT_S,
+                                                                     stop_after=1)]
+    # Then the lease held through the upgrade, the child is released, and its hint names
+    # where it is due, as the upgraded function sends it
+    due_us = int(T0.timestamp()) * 10**6
+    assert payloads == [f"children {due_us}"]
+    record = worker.get_job(child)
+    assert record is not None and record.state is JobState.SCHEDULED
+    assert worker.count_jobs() == {("parents", JobState.SUCCEEDED): 1,
+                                   ("children", JobState.SCHEDULED): 1}
 
 
 def test_a_chain_of_a_thousand_is_cancelled_at_once(
